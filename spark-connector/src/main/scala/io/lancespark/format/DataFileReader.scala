@@ -1,0 +1,17 @@
+package io.lancespark.format
+
+import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.vector.FieldVector
+
+/** Reads one Lance data file (any file version) into Arrow vectors.
+  *
+  * `fields` are top-level fields of the dataset schema, possibly pruned (a struct
+  * with fewer children); every field id in them must be stored in this file.
+  * The result has one vector per requested field, in order, each with
+  * `until - from` rows, typed as `field.toArrow` (dictionary columns decoded).
+  * The caller owns (closes) the vectors. */
+trait DataFileReader extends AutoCloseable {
+  def path: String
+  def numRows: Long
+  def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector]
+}

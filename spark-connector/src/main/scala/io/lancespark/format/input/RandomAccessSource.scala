@@ -1,0 +1,56 @@
+package io.lancespark.format.input
+
+import java.io.EOFException
+import java.nio.{ByteBuffer, ByteOrder}
+import java.nio.channels.FileChannel
+import java.nio.file.{Path, StandardOpenOption}
+
+import io.lancespark.format.LanceFormatException
+
+/** Positional reads of one immutable file. Implementations must be safe to use
+  * from one thread at a time; `read` never returns fewer bytes than asked. */
+trait RandomAccessSource extends AutoCloseable {
+
+  /** Path used in error messages. */
+  def path: String
+
+  def size: Long
+
+  /** Reads exactly `length` bytes at `position`, little-endian, positioned at 0. */
+  final def read(position: Long, length: Long): ByteBuffer = {
+    if (position < 0 || length < 0 || position + length > size)
+      throw LanceFormatException(
+        path,
+        s"truncated or corrupt: needs bytes [$position, ${position + length}) but the file has $size bytes")
+    if (length > Int.MaxValue - 16)
+      throw LanceFormatException(path, s"a single read of $length bytes is too large")
+    val buf = ByteBuffer.allocate(length.toInt).order(ByteOrder.LITTLE_ENDIAN)
+    try readFully(position, buf)
+    catch {
+      case e: EOFException => throw LanceFormatException(path, "unexpected end of file", e)
+    }
+    buf.flip()
+    buf
+  }
+
+  /** Fills `dst` from `position`; throws EOFException if the file ends first. */
+  protected def readFully(position: Long, dst: ByteBuffer): Unit
+}
+
+/** A local file read through a FileChannel (tests, the pure local case). */
+final class LocalFileSource(file: Path) extends RandomAccessSource {
+  private val channel: FileChannel = FileChannel.open(file, StandardOpenOption.READ)
+  override val path: String = file.toString
+  override val size: Long = channel.size()
+
+  override protected def readFully(position: Long, dst: ByteBuffer): Unit = {
+    var pos = position
+    while (dst.hasRemaining) {
+      val n = channel.read(dst, pos)
+      if (n < 0) throw new EOFException(path)
+      pos += n
+    }
+  }
+
+  override def close(): Unit = channel.close()
+}
