@@ -1,0 +1,53 @@
+# lance_spark: two commands for a fresh machine (Java 17 and Python 3.11 only):
+#   make demo   - builds everything and runs the demo job end to end
+#   make test   - builds everything and runs every test (Scala, Python, interop)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SBT := build/sbt
+JAR := spark-connector/target/scala-2.13/lance-spark-bundle_2.13-0.1.0.jar
+FIXTURES := spark-connector/target/fixtures
+
+.PHONY: all venv jar python fixtures test test-scala test-python test-integration demo bench clean
+
+all: python
+
+# Python environment with the oracle (pylance), PySpark and test tools, from PyPI.
+$(VENV)/.installed: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+# The bundle jar for spark-submit --jars (sbt fetches itself and the build from Maven Central).
+jar:
+	$(SBT) "connector/assembly" < /dev/null
+
+# The Python package with the jar inside, installed into the venv.
+python: venv jar
+	rm -rf python/lance_spark/jars && mkdir -p python/lance_spark/jars && cp $(JAR) python/lance_spark/jars/
+	$(PY) python/gen_protos.py
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e python
+
+fixtures: venv
+	$(PY) tests/fixtures/codec_fixtures.py $(FIXTURES)
+
+test-scala: venv fixtures
+	LANCE_FIXTURES=$(abspath $(FIXTURES)) $(SBT) "connector/test" < /dev/null
+
+test-python: python
+	$(PY) -m pytest -q tests
+
+test-integration: python
+	$(PY) -m pytest -q integration-tests
+
+test: test-scala test-python test-integration
+
+demo: python
+	$(PY) examples/demo.py
+
+clean:
+	rm -rf spark-connector/target target project/target python/build python/lance_spark/jars

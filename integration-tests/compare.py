@@ -1,0 +1,75 @@
+"""Comparison of what Spark returns with what pylance (the oracle) returns,
+after applying the documented Lance -> Spark type mapping to pylance's table."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def spark_rows(df, order_by: str = "id") -> list[dict]:
+    """Collects a Spark DataFrame as plain Python values, ordered by `order_by`."""
+    return [r.asDict(recursive=True) for r in df.orderBy(order_by).collect()]
+
+
+def _norm_value(v: Any, t: pa.DataType) -> Any:
+    """pylance's Python value as Spark returns it for the mapped type."""
+    if v is None:
+        return None
+    if pa.types.is_struct(t):
+        return {f.name: _norm_value(v.get(f.name), f.type) for f in t}
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return [_norm_value(x, t.value_type) for x in v]
+    if pa.types.is_uint64(t):
+        return decimal.Decimal(v)
+    if pa.types.is_float16(t):
+        return float(v)
+    if pa.types.is_fixed_size_binary(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return bytearray(v)
+    if pa.types.is_date64(t) or pa.types.is_date32(t):
+        return v if isinstance(v, dt.date) and not isinstance(v, dt.datetime) else v.date()
+    if pa.types.is_timestamp(t):
+        if t.unit == "ns":
+            v = v.to_pydatetime() if hasattr(v, "to_pydatetime") else v  # truncates to microseconds
+        if t.tz is not None:
+            return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return v
+    if pa.types.is_time(t):
+        return v
+    return v
+
+
+def oracle_rows(table: pa.Table, order_by: str = "id") -> list[dict]:
+    table = table.take(pc.sort_indices(table, [(order_by, "ascending")]))
+    cols = {name: [_norm_value(v, table.schema.field(name).type) for v in table[name].to_pylist()]
+            for name in table.column_names}
+    return [{name: cols[name][i] for name in table.column_names} for i in range(table.num_rows)]
+
+
+def _eq(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_eq(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b))
+    if isinstance(a, (bytes, bytearray)) and isinstance(b, (bytes, bytearray)):
+        return bytes(a) == bytes(b)
+    if isinstance(a, dt.datetime) and isinstance(b, dt.datetime):
+        return a.replace(tzinfo=None) == b.replace(tzinfo=None)
+    return a == b
+
+
+def assert_same(spark_side: list[dict], oracle_side: list[dict], context: str) -> None:
+    assert len(spark_side) == len(oracle_side), f"{context}: {len(spark_side)} rows from Spark, {len(oracle_side)} from pylance"
+    for i, (s, o) in enumerate(zip(spark_side, oracle_side)):
+        if not _eq(s, o):
+            for k in o:
+                if not _eq(s.get(k), o[k]):
+                    raise AssertionError(f"{context}: row {i} (id={o.get('id')}) column {k}: "
+                                         f"Spark {s.get(k)!r} != pylance {o[k]!r}")
+            raise AssertionError(f"{context}: row {i} differs: {s} vs {o}")

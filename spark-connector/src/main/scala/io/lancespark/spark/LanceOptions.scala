@@ -1,0 +1,41 @@
+package io.lancespark.spark
+
+import java.util.Locale
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+/** Options of `spark.read.format("lance")` (case-insensitive). */
+final case class LanceOptions(
+    path: String,
+    version: Option[Long],
+    batchSize: Int,
+    splitRows: Option[Long]) {
+  require(batchSize > 0, s"batchSize must be positive, got $batchSize")
+}
+
+object LanceOptions {
+  val Path = "path"
+  /** Dataset version to read (time travel); default: the latest. */
+  val Version = "version"
+  /** Rows per columnar batch handed to Spark. */
+  val BatchSize = "batchSize"
+  /** Largest number of rows one input partition reads; default: sized so every core gets work. */
+  val SplitRows = "splitRows"
+
+  val DefaultBatchSize: Int = 8192
+
+  def apply(options: CaseInsensitiveStringMap): LanceOptions = apply(options.asScala.toMap)
+
+  def apply(options: Map[String, String]): LanceOptions = {
+    val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
+    def num(key: String): Option[Long] = lower.get(key.toLowerCase(Locale.ROOT)).map { v =>
+      try v.trim.toLong
+      catch { case _: NumberFormatException => throw new IllegalArgumentException(s"option '$key' must be an integer, got '$v'") }
+    }
+    val path = lower.getOrElse(Path, throw new IllegalArgumentException(
+      "a Lance dataset path is required: spark.read.format(\"lance\").load(\"/path/to/dataset\")"))
+    LanceOptions(path, num(Version), num(BatchSize).map(_.toInt).getOrElse(DefaultBatchSize), num(SplitRows))
+  }
+}

@@ -1,0 +1,74 @@
+package io.lancespark.spark
+
+import org.apache.arrow.vector.types.{DateUnit, FloatingPointPrecision, TimeUnit}
+import org.apache.arrow.vector.types.pojo.ArrowType
+import org.apache.spark.sql.types._
+
+import io.lancespark.format.{LanceField, LanceFormatException, LanceSchema, LogicalType}
+
+/** Lance (Arrow) types as Spark types. Documented in docs/type-mapping.md.
+  * Unsigned integers widen (uint64 to DECIMAL(20,0)); half floats read as FLOAT;
+  * every timestamp unit reads as microseconds (nanoseconds are truncated,
+  * the only lossy case, as Spark has no finer timestamp); a type Spark cannot
+  * hold is an error naming the column. */
+object TypeMapping {
+
+  def toSpark(schema: LanceSchema): StructType =
+    StructType(schema.fields.map(f => toSparkField(f, f.name)))
+
+  def toSparkField(f: LanceField, path: String): StructField =
+    StructField(f.name, toSpark(f, path), nullable = f.nullable)
+
+  def toSpark(f: LanceField, path: String): DataType = {
+    def unsupported(why: String): Nothing =
+      throw new LanceFormatException(s"column '$path' has Lance type '${f.logicalType}', which Spark cannot hold: $why")
+    f.arrowType match {
+      case _: ArrowType.Null => NullType
+      case _: ArrowType.Bool => BooleanType
+      case i: ArrowType.Int =>
+        (i.getBitWidth, i.getIsSigned) match {
+          case (8, true)   => ByteType
+          case (16, true)  => ShortType
+          case (32, true)  => IntegerType
+          case (64, true)  => LongType
+          case (8, false)  => ShortType
+          case (16, false) => IntegerType
+          case (32, false) => LongType
+          case (64, false) => DecimalType(20, 0)
+          case (w, s)      => unsupported(s"$w-bit ${if (s) "signed" else "unsigned"} integer")
+        }
+      case fp: ArrowType.FloatingPoint =>
+        fp.getPrecision match {
+          case FloatingPointPrecision.HALF | FloatingPointPrecision.SINGLE => FloatType
+          case FloatingPointPrecision.DOUBLE => DoubleType
+        }
+      case _: ArrowType.Utf8 | _: ArrowType.LargeUtf8 => StringType
+      case _: ArrowType.Binary | _: ArrowType.LargeBinary | _: ArrowType.FixedSizeBinary => BinaryType
+      case d: ArrowType.Date if d.getUnit == DateUnit.DAY || d.getUnit == DateUnit.MILLISECOND => DateType
+      case t: ArrowType.Time =>
+        t.getUnit match {
+          case TimeUnit.SECOND      => TimeType(0)
+          case TimeUnit.MILLISECOND => TimeType(3)
+          case _                    => TimeType(6)
+        }
+      case ts: ArrowType.Timestamp =>
+        if (ts.getTimezone == null) TimestampNTZType else TimestampType
+      case _: ArrowType.Duration => DayTimeIntervalType(DayTimeIntervalType.DAY, DayTimeIntervalType.SECOND)
+      case d: ArrowType.Decimal =>
+        if (d.getPrecision > DecimalType.MAX_PRECISION)
+          unsupported(s"precision ${d.getPrecision} exceeds Spark's maximum of ${DecimalType.MAX_PRECISION}")
+        DecimalType(d.getPrecision, d.getScale)
+      case _: ArrowType.FixedSizeList =>
+        val item = LanceField(-1, "item", LogicalType.fixedSizeListItem(f.logicalType), nullable = true,
+          Vector.empty, Map.empty, f.proto)
+        ArrayType(toSpark(item, s"$path.item"), containsNull = true)
+      case _: ArrowType.List | _: ArrowType.LargeList =>
+        val item = f.children.headOption.getOrElse(unsupported("list without an item field"))
+        ArrayType(toSpark(item, s"$path.${item.name}"), containsNull = item.nullable)
+      case _: ArrowType.Struct =>
+        StructType(f.children.map(c => toSparkField(c, s"$path.${c.name}")))
+      case other => unsupported(s"no Spark type for Arrow $other")
+    }
+  }
+
+}

@@ -1,0 +1,152 @@
+package io.lancespark.spark.read
+
+import java.math.{BigDecimal => JBigDecimal, BigInteger}
+
+import org.apache.arrow.vector._
+import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector, StructVector}
+import org.apache.spark.sql.types._
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}
+import org.apache.spark.unsafe.types.UTF8String
+
+/** A Spark column over an Arrow vector decoded by the codec, converting on
+  * access where Spark's representation differs (unsigned widening, time units,
+  * 64-bit dates, fixed-size lists and binaries). No per-row objects except
+  * where Spark's API returns one (strings wrap the Arrow buffer in place). */
+final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) extends ColumnVector(sparkType) {
+
+  private val children: Array[LanceColumnVector] = (sparkType, vector) match {
+    case (st: StructType, v: StructVector) =>
+      st.fields.zipWithIndex.map { case (f, i) => new LanceColumnVector(f.dataType, v.getChildByOrdinal(i)) }
+    case (at: ArrayType, v: ListVector)          => Array(new LanceColumnVector(at.elementType, v.getDataVector))
+    case (at: ArrayType, v: LargeListVector)     => Array(new LanceColumnVector(at.elementType, v.getDataVector))
+    case (at: ArrayType, v: FixedSizeListVector) => Array(new LanceColumnVector(at.elementType, v.getDataVector))
+    case _ => Array.empty
+  }
+
+  override def close(): Unit = vector.close()
+  override def hasNull: Boolean = vector.getNullCount > 0
+  override def numNulls: Int = vector.getNullCount
+  override def isNullAt(rowId: Int): Boolean = vector.isNull(rowId)
+
+  override def getBoolean(rowId: Int): Boolean = vector.asInstanceOf[BitVector].get(rowId) == 1
+  override def getByte(rowId: Int): Byte = vector.asInstanceOf[TinyIntVector].get(rowId)
+
+  override def getShort(rowId: Int): Short = vector match {
+    case v: SmallIntVector => v.get(rowId)
+    case v: UInt1Vector    => (v.get(rowId) & 0xff).toShort
+    case v                 => unsupported(v, "short")
+  }
+
+  override def getInt(rowId: Int): Int = vector match {
+    case v: IntVector       => v.get(rowId)
+    case v: UInt2Vector     => v.get(rowId).toInt
+    case v: DateDayVector   => v.get(rowId)
+    case v: DateMilliVector => Math.floorDiv(v.get(rowId), 86400000L).toInt
+    case v                  => unsupported(v, "int")
+  }
+
+  override def getLong(rowId: Int): Long = vector match {
+    case v: BigIntVector           => v.get(rowId)
+    case v: UInt4Vector            => v.get(rowId).toLong & 0xffffffffL
+    case v: TimeStampSecVector     => v.get(rowId) * 1000000L
+    case v: TimeStampSecTZVector   => v.get(rowId) * 1000000L
+    case v: TimeStampMilliVector   => v.get(rowId) * 1000L
+    case v: TimeStampMilliTZVector => v.get(rowId) * 1000L
+    case v: TimeStampMicroVector   => v.get(rowId)
+    case v: TimeStampMicroTZVector => v.get(rowId)
+    case v: TimeStampNanoVector    => Math.floorDiv(v.get(rowId), 1000L)
+    case v: TimeStampNanoTZVector  => Math.floorDiv(v.get(rowId), 1000L)
+    // Spark's TIME values are nanoseconds since midnight
+    case v: TimeSecVector          => v.get(rowId).toLong * 1000000000L
+    case v: TimeMilliVector        => v.get(rowId).toLong * 1000000L
+    case v: TimeMicroVector        => v.get(rowId) * 1000L
+    case v: TimeNanoVector         => v.get(rowId)
+    case v: DurationVector         => durationMicros(v, rowId)
+    case v                         => unsupported(v, "long")
+  }
+
+  override def getFloat(rowId: Int): Float = vector match {
+    case v: Float4Vector => v.get(rowId)
+    case v: Float2Vector => v.getValueAsFloat(rowId)
+    case v               => unsupported(v, "float")
+  }
+
+  override def getDouble(rowId: Int): Double = vector.asInstanceOf[Float8Vector].get(rowId)
+
+  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = {
+    if (isNullAt(rowId)) return null
+    vector match {
+      case v: DecimalVector if precision <= Decimal.MAX_LONG_DIGITS =>
+        // the low 8 bytes of a little-endian two's-complement 128-bit value
+        Decimal.createUnsafe(v.getDataBuffer.getLong(rowId.toLong * 16), precision, scale)
+      case v: DecimalVector    => Decimal(v.getObject(rowId), precision, scale)
+      case v: Decimal256Vector => Decimal(v.getObject(rowId), precision, scale)
+      case v: UInt8Vector =>
+        val raw = v.get(rowId)
+        if (raw >= 0) Decimal(raw, precision, scale)
+        else Decimal(new JBigDecimal(new BigInteger(java.lang.Long.toUnsignedString(raw))), precision, scale)
+      case v => unsupported(v, "decimal")
+    }
+  }
+
+  override def getUTF8String(rowId: Int): UTF8String = {
+    if (isNullAt(rowId)) return null
+    vector match {
+      case v: VarCharVector =>
+        val start = v.getStartOffset(rowId)
+        val end = v.getEndOffset(rowId)
+        UTF8String.fromAddress(null, v.getDataBuffer.memoryAddress() + start, end - start)
+      case v: LargeVarCharVector =>
+        val start = v.getOffsetBuffer.getLong(rowId.toLong * 8)
+        val end = v.getOffsetBuffer.getLong((rowId + 1).toLong * 8)
+        UTF8String.fromAddress(null, v.getDataBuffer.memoryAddress() + start, (end - start).toInt)
+      case v => unsupported(v, "string")
+    }
+  }
+
+  override def getBinary(rowId: Int): Array[Byte] = {
+    if (isNullAt(rowId)) return null
+    vector match {
+      case v: VarBinaryVector      => v.get(rowId)
+      case v: LargeVarBinaryVector => v.get(rowId)
+      case v: FixedSizeBinaryVector => v.get(rowId)
+      case v                       => unsupported(v, "binary")
+    }
+  }
+
+  override def getArray(rowId: Int): ColumnarArray = {
+    if (isNullAt(rowId)) return null
+    vector match {
+      case v: ListVector =>
+        val start = v.getOffsetBuffer.getInt(rowId.toLong * 4)
+        val end = v.getOffsetBuffer.getInt((rowId + 1).toLong * 4)
+        new ColumnarArray(children(0), start, end - start)
+      case v: LargeListVector =>
+        val start = v.getOffsetBuffer.getLong(rowId.toLong * 8)
+        val end = v.getOffsetBuffer.getLong((rowId + 1).toLong * 8)
+        new ColumnarArray(children(0), start.toInt, (end - start).toInt)
+      case v: FixedSizeListVector =>
+        new ColumnarArray(children(0), rowId * v.getListSize, v.getListSize)
+      case v => unsupported(v, "array")
+    }
+  }
+
+  override def getMap(ordinal: Int): ColumnarMap =
+    throw new UnsupportedOperationException(s"column of type $sparkType is not a map")
+
+  override def getChild(ordinal: Int): ColumnVector = children(ordinal)
+
+  private def durationMicros(v: DurationVector, rowId: Int): Long = {
+    val raw = DurationVector.get(v.getDataBuffer, rowId)
+    v.getUnit match {
+      case org.apache.arrow.vector.types.TimeUnit.SECOND      => raw * 1000000L
+      case org.apache.arrow.vector.types.TimeUnit.MILLISECOND => raw * 1000L
+      case org.apache.arrow.vector.types.TimeUnit.MICROSECOND => raw
+      case org.apache.arrow.vector.types.TimeUnit.NANOSECOND  => Math.floorDiv(raw, 1000L)
+    }
+  }
+
+  private def unsupported(v: ValueVector, as: String): Nothing =
+    throw new UnsupportedOperationException(
+      s"cannot read ${v.getClass.getSimpleName} '${v.getField.getName}' as $as (Spark type $sparkType)")
+}

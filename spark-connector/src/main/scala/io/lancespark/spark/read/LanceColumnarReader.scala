@@ -1,0 +1,95 @@
+package io.lancespark.spark.read
+
+import org.apache.arrow.memory.BufferAllocator
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector
+import org.apache.spark.sql.types.{IntegerType, LongType}
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
+
+import io.lancespark.spark.MetadataColumns
+import io.lancespark.table.{DataFiles, DatasetStorage, FragmentBatch, FragmentScanner, RowIdSequence}
+
+/** Reads one partition (a row range of a fragment) as columnar batches. */
+final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInputPartition)
+    extends org.apache.spark.sql.connector.read.PartitionReader[ColumnarBatch] {
+
+  private val fragment = partition.fragment
+  private val allocator: BufferAllocator =
+    ArrowAllocators.root.newChildAllocator(s"lance-fragment-${fragment.id}", 0, Long.MaxValue)
+  private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value)
+  private val scanner = new FragmentScanner(storage, factory.version, fragment, factory.fields, allocator,
+    ref => DataFiles.open(storage, factory.schema, ref))
+
+  private lazy val rowIds: Option[RowIdSequence] =
+    if (factory.stableRowIds && fragment.proto.hasInlineRowIds)
+      Some(RowIdSequence.parse(fragment.proto.getInlineRowIds.toByteArray, s"${factory.uri} fragment ${fragment.id}"))
+    else if (factory.stableRowIds && fragment.proto.hasExternalRowIds) {
+      val ext = fragment.proto.getExternalRowIds
+      val path = storage.resolve(ext.getPath, "row id file")
+      val src = storage.open(path)
+      try {
+        val b = src.read(ext.getOffset, ext.getSize)
+        val bytes = new Array[Byte](b.remaining()); b.get(bytes)
+        Some(RowIdSequence.parse(bytes, path.toString))
+      } finally src.close()
+    } else None
+
+  private var position: Long = partition.from
+  private var current: Option[(FragmentBatch, ColumnarBatch)] = None
+
+  override def next(): Boolean = {
+    closeCurrent()
+    var found = false
+    while (!found && position < partition.until) {
+      val end = math.min(partition.until, position + factory.batchSize)
+      val batch = scanner.read(position, end)
+      position = end
+      if (batch.rowCount > 0) {
+        current = Some(batch -> toColumnar(batch))
+        found = true
+      } else batch.close()
+    }
+    found
+  }
+
+  override def get(): ColumnarBatch = current.map(_._2).getOrElse(throw new NoSuchElementException)
+
+  private def toColumnar(b: FragmentBatch): ColumnarBatch = {
+    val data = factory.dataSchema.fields.zip(b.vectors).map { case (f, v) => new LanceColumnVector(f.dataType, v) }
+    val byName: Map[String, ColumnVector] = factory.dataSchema.fieldNames.zip(data).toMap ++
+      factory.metadataColumns.map(m => m -> metadata(m, b)).toMap
+    val cols: Array[ColumnVector] = factory.outputSchema.fieldNames.map(byName)
+    new ColumnarBatch(cols, b.rowCount)
+  }
+
+  private def metadata(name: String, b: FragmentBatch): ColumnVector = name match {
+    case MetadataColumns.FragId =>
+      val v = new OnHeapColumnVector(b.rowCount, IntegerType)
+      v.putInts(0, b.rowCount, fragment.id.toInt)
+      v
+    case MetadataColumns.RowAddr => longs(b.offsets.map(o => (fragment.id << 32) | o.toLong))
+    case MetadataColumns.RowId =>
+      rowIds match {
+        case Some(seq) =>
+          val ids = seq.slice(b.offsets.head.toLong, b.offsets.last.toLong + 1)
+          longs(b.offsets.map(o => ids(o - b.offsets.head)))
+        case None => longs(b.offsets.map(o => (fragment.id << 32) | o.toLong))
+      }
+  }
+
+  private def longs(values: Array[Long]): ColumnVector = {
+    val v = new OnHeapColumnVector(values.length, LongType)
+    v.putLongs(0, values.length, values, 0)
+    v
+  }
+
+  private def closeCurrent(): Unit = {
+    current.foreach { case (fb, cb) => cb.close(); fb.close() }
+    current = None
+  }
+
+  override def close(): Unit = {
+    closeCurrent()
+    scanner.close()
+    allocator.close()
+  }
+}

@@ -1,0 +1,32 @@
+package io.lancespark.spark.read
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.vectorized.ColumnarBatch
+
+import io.lancespark.format.{LanceField, LanceSchema}
+import io.lancespark.spark.SerializableHadoopConf
+
+/** Serialized to executors; creates columnar readers for Lance partitions. */
+final case class LanceReaderFactory(
+    uri: String,
+    version: Long,
+    schema: LanceSchema,
+    fields: Seq[LanceField],
+    dataSchema: StructType,
+    metadataColumns: Seq[String],
+    outputSchema: StructType,
+    stableRowIds: Boolean,
+    batchSize: Int,
+    hadoopConf: SerializableHadoopConf)
+    extends PartitionReaderFactory {
+
+  override def supportColumnarReads(partition: InputPartition): Boolean = true
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    throw new UnsupportedOperationException("Lance scans are columnar")
+
+  override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] =
+    new LanceColumnarReader(this, partition.asInstanceOf[LanceInputPartition])
+}

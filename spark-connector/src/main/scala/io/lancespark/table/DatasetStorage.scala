@@ -1,0 +1,89 @@
+package io.lancespark.table
+
+import java.io.FileNotFoundException
+import java.net.URI
+import java.nio.ByteBuffer
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, Path}
+
+import io.lancespark.format.LanceFormatException
+import io.lancespark.format.input.RandomAccessSource
+
+/** The files of one dataset directory, through Hadoop's FileSystem API (so
+  * `file:`, `hdfs:` and object stores work alike). Paths inside the dataset
+  * are relative strings; anything that would escape the directory is refused. */
+final class DatasetStorage(val root: Path, val fs: FileSystem) {
+
+  def uri: String = root.toString
+
+  /** Resolves `relative` (e.g. "data/x.lance") under the root, refusing escapes. */
+  def resolve(relative: String, what: String): Path = {
+    val parts = relative.split('/').filter(_.nonEmpty)
+    if (relative.startsWith("/") || relative.contains("\\") || parts.exists(p => p == ".." || p == ".") ||
+        relative.contains(":"))
+      throw new LanceFormatException(
+        s"$uri: $what path '$relative' escapes the dataset directory; refusing to read it")
+    new Path(root, parts.mkString("/"))
+  }
+
+  def exists(relative: String): Boolean = fs.exists(new Path(root, relative))
+
+  /** Files directly under `dir` (relative); empty if the directory is absent. */
+  def list(dir: String): Seq[FileStatus] =
+    try fs.listStatus(new Path(root, dir)).toSeq.filter(_.isFile)
+    catch { case _: FileNotFoundException => Nil }
+
+  def open(path: Path): RandomAccessSource =
+    try new HadoopSource(fs, path)
+    catch {
+      case e: FileNotFoundException =>
+        throw LanceFormatException(path.toString, "file is missing (referenced by the dataset)", e)
+    }
+
+  def readFully(path: Path): Array[Byte] = {
+    val src = open(path)
+    try {
+      val b = src.read(0, src.size)
+      val out = new Array[Byte](b.remaining())
+      b.get(out)
+      out
+    } finally src.close()
+  }
+}
+
+object DatasetStorage {
+  def apply(uri: String, conf: Configuration): DatasetStorage = {
+    val p = new Path(new URI(normalize(uri)))
+    val fs = p.getFileSystem(conf)
+    new DatasetStorage(fs.makeQualified(p), fs)
+  }
+
+  /** Plain local paths become file: URIs; trailing slashes are dropped. */
+  def normalize(uri: String): String = {
+    val trimmed = if (uri.length > 1) uri.stripSuffix("/") else uri
+    if (trimmed.contains("://") || trimmed.startsWith("file:")) trimmed
+    else new java.io.File(trimmed).getAbsoluteFile.toURI.toString.stripSuffix("/")
+  }
+}
+
+/** Positional reads through an FSDataInputStream. */
+final class HadoopSource(fs: FileSystem, file: Path) extends RandomAccessSource {
+  private val status: FileStatus = fs.getFileStatus(file)
+  private val in: FSDataInputStream = fs.open(file)
+  override val path: String = file.toString
+  override val size: Long = status.getLen
+
+  override protected def readFully(position: Long, dst: ByteBuffer): Unit = {
+    if (dst.hasArray) {
+      in.readFully(position, dst.array(), dst.arrayOffset() + dst.position(), dst.remaining())
+      dst.position(dst.limit())
+    } else {
+      val tmp = new Array[Byte](dst.remaining())
+      in.readFully(position, tmp)
+      dst.put(tmp)
+    }
+  }
+
+  override def close(): Unit = in.close()
+}

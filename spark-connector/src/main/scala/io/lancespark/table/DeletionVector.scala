@@ -1,0 +1,74 @@
+package io.lancespark.table
+
+import java.nio.{ByteBuffer, ByteOrder}
+
+import scala.util.Using
+
+import org.apache.arrow.memory.RootAllocator
+import org.apache.arrow.vector.{IntVector, UInt4Vector}
+import org.apache.arrow.vector.ipc.{ArrowFileReader, SeekableReadChannel}
+import org.apache.arrow.vector.util.ByteArrayReadableSeekableByteChannel
+import org.roaringbitmap.RoaringBitmap
+
+import io.lancespark.format.LanceFormatException
+import io.lancespark.proto.table.DeletionFile
+
+/** Row offsets deleted from one fragment. Two file flavours:
+  *  - `.arrow`: an Arrow IPC file with one batch of one uint32 (or int32) column;
+  *  - `.bin`: a roaring bitmap in the portable serialization. */
+object DeletionVector {
+
+  def relativePath(fragmentId: Long, d: DeletionFile): String = {
+    val ext = if (d.getFileType == DeletionFile.DeletionFileType.BITMAP) "bin" else "arrow"
+    s"_deletions/$fragmentId-${d.getReadVersion}-${d.getId}.$ext"
+  }
+
+  def read(storage: DatasetStorage, fragmentId: Long, d: DeletionFile, physicalRows: Long): RoaringBitmap = {
+    val rel = relativePath(fragmentId, d)
+    val path = storage.resolve(rel, "deletion file")
+    val bytes = storage.readFully(path)
+    val bitmap =
+      if (d.getFileType == DeletionFile.DeletionFileType.BITMAP) fromRoaring(bytes, path.toString)
+      else fromArrow(bytes, path.toString)
+    val last = if (bitmap.isEmpty) -1L else bitmap.last().toLong & 0xffffffffL
+    if (last >= physicalRows)
+      throw LanceFormatException(path.toString,
+        s"deletion file lists row offset $last but fragment $fragmentId has only $physicalRows rows")
+    bitmap
+  }
+
+  private def fromRoaring(bytes: Array[Byte], where: String): RoaringBitmap = {
+    val bm = new RoaringBitmap()
+    try bm.deserialize(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN))
+    catch {
+      case e: Exception => throw LanceFormatException(where, s"corrupt roaring bitmap deletion file: $e", e)
+    }
+    bm
+  }
+
+  private def fromArrow(bytes: Array[Byte], where: String): RoaringBitmap = {
+    val bm = new RoaringBitmap()
+    try {
+      Using.resource(new RootAllocator()) { alloc =>
+        Using.resource(new ArrowFileReader(
+            new SeekableReadChannel(new ByteArrayReadableSeekableByteChannel(bytes)), alloc)) { reader =>
+          while (reader.loadNextBatch()) {
+            val root = reader.getVectorSchemaRoot
+            if (root.getFieldVectors.size() != 1)
+              throw LanceFormatException(where, s"deletion file must have one column, found ${root.getFieldVectors.size()}")
+            root.getVector(0) match {
+              case v: UInt4Vector => (0 until v.getValueCount).foreach(i => bm.add(v.get(i)))
+              case v: IntVector   => (0 until v.getValueCount).foreach(i => bm.add(v.get(i)))
+              case other =>
+                throw LanceFormatException(where, s"deletion file column has type ${other.getField.getType}, expected uint32")
+            }
+          }
+        }
+      }
+    } catch {
+      case e: LanceFormatException => throw e
+      case e: Exception => throw LanceFormatException(where, s"corrupt Arrow deletion file: $e", e)
+    }
+    bm
+  }
+}

@@ -1,0 +1,87 @@
+package io.lancespark.table
+
+import scala.collection.mutable
+
+import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.vector.FieldVector
+import org.roaringbitmap.RoaringBitmap
+
+import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException}
+
+/** Rows of one fragment, read in ranges: the requested (possibly pruned)
+  * top-level fields, with fields absent from every data file read as nulls and
+  * deleted rows removed. `offsets` gives each returned row's physical offset. */
+final class FragmentBatch(val vectors: Seq[FieldVector], val offsets: Array[Int], val rowCount: Int)
+    extends AutoCloseable {
+  override def close(): Unit = vectors.foreach(_.close())
+}
+
+final class FragmentScanner(
+    storage: DatasetStorage,
+    version: Long,
+    val fragment: FragmentInfo,
+    fields: Seq[LanceField],
+    allocator: BufferAllocator,
+    openFile: DataFileRef => DataFileReader)
+    extends AutoCloseable {
+
+  private val where = s"${storage.uri} (version $version, fragment ${fragment.id})"
+
+  /** For each requested field: the data file holding it (the last one that lists its id). */
+  private val fileOf: Seq[Option[DataFileRef]] = fields.map { f =>
+    fragment.files.reverse.find(_.fieldIds.contains(f.id))
+  }
+
+  private val readers = mutable.Map.empty[DataFileRef, DataFileReader]
+
+  private val deleted: RoaringBitmap = fragment.deletion match {
+    case Some(d) => DeletionVector.read(storage, fragment.id, d, fragment.physicalRows)
+    case None    => new RoaringBitmap()
+  }
+
+  private def reader(ref: DataFileRef): DataFileReader = readers.getOrElseUpdate(ref, {
+    val r = openFile(ref)
+    if (r.numRows != fragment.physicalRows)
+      throw new LanceFormatException(
+        s"$where: data file ${ref.path} has ${r.numRows} rows but the manifest says ${fragment.physicalRows}")
+    r
+  })
+
+  /** Reads physical rows [from, until) and drops the deleted ones. */
+  def read(from: Long, until: Long): FragmentBatch = {
+    val n = (until - from).toInt
+    val raw: Seq[FieldVector] = fields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
+      case (Some(ref), group) =>
+        val fs = group.map(_._1)
+        fs.zip(reader(ref).read(fs, from, until, allocator))
+      case (None, group) => group.map { case (f, _) => f -> nulls(f, n) }
+    }.sortBy { case (f, _) => fields.indexOf(f) }.map(_._2)
+
+    val keep = keptOffsets(from, until)
+    if (keep.length == n) new FragmentBatch(raw, Array.tabulate(n)(i => (from + i).toInt), n)
+    else {
+      val selected = raw.map(v => VectorSelection.select(v, keep, (from).toInt, allocator))
+      new FragmentBatch(selected, keep, keep.length)
+    }
+  }
+
+  private def keptOffsets(from: Long, until: Long): Array[Int] = {
+    if (deleted.isEmpty || deleted.rangeCardinality(from, until) == 0)
+      Array.tabulate((until - from).toInt)(i => (from + i).toInt)
+    else {
+      val out = new mutable.ArrayBuilder.ofInt
+      var i = from.toInt
+      while (i < until) { if (!deleted.contains(i)) out += i; i += 1 }
+      out.result()
+    }
+  }
+
+  private def nulls(f: LanceField, n: Int): FieldVector = {
+    val v = f.toArrow.createVector(allocator)
+    v.allocateNew()
+    v.setValueCount(n)
+    v
+  }
+
+  override def close(): Unit = readers.values.foreach(_.close())
+}

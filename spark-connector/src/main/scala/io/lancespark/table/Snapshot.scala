@@ -1,0 +1,72 @@
+package io.lancespark.table
+
+import java.time.Instant
+
+import scala.jdk.CollectionConverters._
+
+import io.lancespark.format.{LanceFormatException, LanceSchema}
+import io.lancespark.proto.table.{DataFile, DataFragment, Manifest}
+
+/** A data file of a fragment, as the manifest lists it. */
+final case class DataFileRef(
+    path: String,
+    fieldIds: Vector[Int],
+    columnIndices: Vector[Int],
+    majorVersion: Int,
+    minorVersion: Int) {
+  def isLegacy: Boolean = majorVersion == 0 && minorVersion == 0
+  def relativePath: String = s"data/$path"
+}
+
+/** A fragment of one version: its data files, deletions and row ids. */
+final case class FragmentInfo(
+    id: Long,
+    files: Vector[DataFileRef],
+    deletion: Option[io.lancespark.proto.table.DeletionFile],
+    physicalRows: Long,
+    proto: DataFragment) {
+  def deletedRows: Long = deletion.map(_.getNumDeletedRows).getOrElse(0L)
+  def numRows: Long = physicalRows - deletedRows
+}
+
+/** One version of a dataset: the manifest and what it says, checked. */
+final class Snapshot(val storage: DatasetStorage, val manifest: Manifest, val naming: ManifestNaming) {
+
+  val version: Long = manifest.getVersion
+  private def where: String = s"${storage.uri} (version $version)"
+
+  FeatureFlags.checkReadable(manifest.getReaderFeatureFlags, storage.uri, version)
+  if (manifest.getBasePathsCount > 0)
+    throw new LanceFormatException(
+      s"$where: data files under other base paths (shallow clones, imported files) are not supported yet")
+
+  val schema: LanceSchema =
+    LanceSchema.fromProto(manifest.getFieldsList.asScala.toSeq,
+      manifest.getSchemaMetadataMap.asScala.map { case (k, v) => k -> v.toByteArray }.toMap, where)
+
+  val fragments: Vector[FragmentInfo] = manifest.getFragmentsList.asScala.toVector.map { f =>
+    FragmentInfo(
+      id = f.getId,
+      files = f.getFilesList.asScala.toVector.map(dataFile),
+      deletion = if (f.hasDeletionFile) Some(f.getDeletionFile) else None,
+      physicalRows = f.getPhysicalRows,
+      proto = f)
+  }
+
+  def hasStableRowIds: Boolean = (manifest.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0
+
+  def countRows: Long = fragments.map(_.numRows).sum
+
+  def timestamp: Option[Instant] =
+    if (manifest.hasTimestamp)
+      Some(Instant.ofEpochSecond(manifest.getTimestamp.getSeconds, manifest.getTimestamp.getNanos.toLong))
+    else None
+
+  def fileVersion: String = manifest.getDataFormat.getVersion
+
+  private def dataFile(d: DataFile): DataFileRef = {
+    storage.resolve(s"data/${d.getPath}", "data file")  // refuses escapes early
+    DataFileRef(d.getPath, d.getFieldsList.asScala.map(_.toInt).toVector,
+      d.getColumnIndicesList.asScala.map(_.toInt).toVector, d.getFileMajorVersion, d.getFileMinorVersion)
+  }
+}
