@@ -13,7 +13,8 @@ final case class DataFileRef(
     fieldIds: Vector[Int],
     columnIndices: Vector[Int],
     majorVersion: Int,
-    minorVersion: Int) {
+    minorVersion: Int,
+    sizeBytes: Long) {
   def isLegacy: Boolean = majorVersion == 0 && minorVersion == 0
   def relativePath: String = s"data/$path"
 }
@@ -67,6 +68,7 @@ final class Snapshot(val storage: DatasetStorage, val manifest: Manifest, val na
   private def dataFile(d: DataFile): DataFileRef = {
     storage.resolve(s"data/${d.getPath}", "data file")  // refuses escapes early
     DataFileRef(d.getPath, d.getFieldsList.asScala.map(_.toInt).toVector,
-      d.getColumnIndicesList.asScala.map(_.toInt).toVector, d.getFileMajorVersion, d.getFileMinorVersion)
+      d.getColumnIndicesList.asScala.map(_.toInt).toVector, d.getFileMajorVersion, d.getFileMinorVersion,
+      d.getFileSizeBytes)
   }
 }

@@ -45,8 +45,7 @@ final class LanceScan(
   }
 
   override def estimateStatistics(): Statistics = new Statistics {
-    private val bytes = snapshot.fragments.flatMap(_.proto.getFilesList.toArray.toSeq)
-      .map(_.asInstanceOf[io.lancespark.proto.table.DataFile].getFileSizeBytes).sum
+    private val bytes = snapshot.fragments.flatMap(_.files).map(_.sizeBytes).sum
     override def sizeInBytes(): OptionalLong =
       if (bytes > 0) OptionalLong.of(bytes) else OptionalLong.empty()
     override def numRows(): OptionalLong = OptionalLong.of(snapshot.countRows)
