@@ -46,8 +46,9 @@ private[v01] object DictionaryDecoder {
     val valueType = LogicalType.toArrow(dt.value, s"column '${f.name}'")
     if (count < 0 || count > Int.MaxValue - 1) io.fail(f, s"dictionary of $count values")
     if (isBinary(valueType)) {
+      val buf = io.bytes(f, -1, offset, (count + 1) * 8) // bounded by the file size
       val pos = new Array[Long](count.toInt + 1)
-      io.bytes(f, -1, offset, (count + 1) * 8).asLongBuffer().get(pos)
+      buf.asLongBuffer().get(pos)
       VarBinaryDecoder.checkPositions(io, f, -1, pos)
       val len = pos.last - pos.head
       if (len > Int.MaxValue - 16) io.fail(f, s"dictionary of $len bytes is too large")
@@ -59,8 +60,9 @@ private[v01] object DictionaryDecoder {
         case i: ArrowType.Int => i.getBitWidth / 8
         case other => io.fail(f, s"dictionary values of type $other are not supported in 0.1 files")
       }
+      val buf = io.bytes(f, -1, offset, count * width)
       val data = new Array[Byte]((count * width).toInt)
-      io.bytes(f, -1, offset, count * width).get(data)
+      buf.get(data)
       FixedDictionary(width, data)
     }
   }

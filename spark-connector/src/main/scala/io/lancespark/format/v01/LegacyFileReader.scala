@@ -24,7 +24,7 @@ import io.lancespark.proto.file.{Encoding, Field => PbField}
   * nullable) or dictionary encoded. */
 final class LegacyFileReader private (
     source: RandomAccessSource,
-    schema: LanceSchema,
+    val schema: LanceSchema,
     fileFieldIds: Set[Int],
     val footer: LegacyFooter,
     pageTable: PageTable) extends DataFileReader {
@@ -65,7 +65,8 @@ final class LegacyFileReader private (
         e match {
           case _: LanceFormatException => throw e
           case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: IllegalStateException |
-               _: java.nio.BufferUnderflowException | _: UnsupportedOperationException =>
+               _: java.nio.BufferUnderflowException | _: UnsupportedOperationException |
+               _: NegativeArraySizeException | _: ArithmeticException =>
             throw LanceFormatException(path, s"corrupt or unsupported data: $e", e)
           case _ => throw e
         }
@@ -115,6 +116,7 @@ final class LegacyFileReader private (
         val item = LogicalType.toArrow(LogicalType.fixedSizeListItem(f.logicalType), s"column '${f.name}'")
         val w = PlainDecoder.width(item).getOrElse(io.fail(f, s"fixed-size list items of type $item are not supported"))
         if (rows.toLong * fsl.getListSize > Int.MaxValue - 1) io.fail(f, "too many fixed-size list items for one vector")
+        segs.foreach(s => io.check(f, s.batch, s.start * fsl.getListSize, s.length * fsl.getListSize, w, fsl.getListSize))
         PlainPlan(f, rows, segs, fsl.getListSize, w)
       case _ if DictionaryDecoder.isBinary(t) =>
         val positions = segs.map(s => VarBinaryDecoder.positions(io, f, s))
@@ -124,7 +126,9 @@ final class LegacyFileReader private (
         VarBinaryPlan(f, rows, segs, positions, bytes)
       case _ =>
         PlainDecoder.width(t) match {
-          case Some(w) => PlainPlan(f, rows, segs, 1, w)
+          case Some(w) =>
+            segs.foreach(s => io.check(f, s.batch, s.start, s.length, w, 1))
+            PlainPlan(f, rows, segs, 1, w)
           case None => io.fail(f, s"type ${f.logicalType} is not supported in 0.1 files")
         }
     }
@@ -283,8 +287,14 @@ object LegacyFileReader {
   def open(source: RandomAccessSource, schema: LanceSchema, fileFieldIds: Seq[Int]): LegacyFileReader = {
     val ids = fileFieldIds.filter(_ >= 0)
     if (ids.isEmpty) throw LanceFormatException(source.path, "the data file lists no field ids")
-    val footer = LegacyFooter.read(source)
-    val pageTable = PageTable.read(source, footer.pageTablePosition, ids.min, ids.max, footer.numBatches)
-    new LegacyFileReader(source, schema, ids.toSet, footer, pageTable)
+    try {
+      val footer = LegacyFooter.read(source)
+      val pageTable = PageTable.read(source, footer.pageTablePosition, ids.min, ids.max, footer.numBatches)
+      new LegacyFileReader(source, schema, ids.toSet, footer, pageTable)
+    } catch {
+      case e @ (_: IndexOutOfBoundsException | _: IllegalArgumentException | _: ArithmeticException |
+                _: java.nio.BufferUnderflowException | _: NegativeArraySizeException) =>
+        throw LanceFormatException(source.path, s"corrupt file: $e", e)
+    }
   }
 }

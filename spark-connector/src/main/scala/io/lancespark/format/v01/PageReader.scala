@@ -34,6 +34,16 @@ private[v01] final class PageReader(val source: RandomAccessSource, pageTable: P
     bytes(f, batch, p.position + first * width, count * width)
   }
 
+  /** Checks, without reading, that `values` would succeed; bits when `width` is 0. */
+  def check(f: LanceField, batch: Int, first: Long, count: Long, width: Long, perEntry: Long): Unit = {
+    val p = page(f, batch)
+    if (first < 0 || count < 0 || first + count > p.length * perEntry)
+      fail(f, s"batch $batch: values [$first, ${first + count}) are outside the page of ${p.length * perEntry} values")
+    val end = if (width == 0) p.position + (first + count + 7) / 8 else p.position + (first + count) * width
+    if (end > source.size)
+      fail(f, s"batch $batch: page bytes [${p.position}, $end) are outside the file of ${source.size} bytes")
+  }
+
   /** Raw bytes of a page of `f`, checked against the file size. */
   def bytes(f: LanceField, batch: Int, position: Long, length: Long): ByteBuffer = {
     if (position < 0 || length < 0 || position + length > source.size)

@@ -208,4 +208,31 @@ class LegacyFileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(e3.getMessage.contains(ref.path.toString))
     } finally reader.close()
   }
+
+  test("bad input: random corruption of the tail and random truncation fail cleanly") {
+    val (ref, _) = fixtureFile()
+    val src = new LocalFileSource(ref.path)
+    val footer = try LegacyFooter.read(src) finally src.close()
+    val rnd = new scala.util.Random(42)
+    var failures = 0
+    for (i <- 0 until 60) {
+      val p = corruptCopy(s"fuzz-$i.lance") { b =>
+        if (i % 3 == 0) b.take(rnd.nextInt(b.length))
+        else {
+          val c = b.clone()
+          val lo = footer.pageTablePosition.toInt
+          (0 until 1 + rnd.nextInt(4)).foreach(_ => c(lo + rnd.nextInt(c.length - lo)) = rnd.nextInt(256).toByte)
+          c
+        }
+      }
+      try openAndReadAll(p)
+      catch {
+        case e: LanceFormatException =>
+          assert(e.getMessage.contains(p.toString), e.getMessage)
+          failures += 1
+      }
+      Files.delete(p)
+    }
+    assert(failures >= 20)
+  }
 }
