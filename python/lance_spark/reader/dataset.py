@@ -230,14 +230,24 @@ class LanceDataset:
                 arrays = {k: v.filter(mask) for k, v in arrays.items()}
         return arrays
 
-    def to_table(self, columns: Optional[Sequence[str]] = None) -> pa.Table:
+    def head(self, n: int, columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """The first `n` live rows, reading only as many fragments as needed."""
+        return self.to_table(columns, limit=n)
+
+    def to_table(self, columns: Optional[Sequence[str]] = None, limit: Optional[int] = None) -> pa.Table:
         fields = self._select(columns)
         schema = pa.schema([self.schema.field(f.name) for f in fields], metadata=self.schema.metadata)
         chunks: List[List[pa.Array]] = [[] for _ in fields]
+        remaining = limit
         for frag in self.fragments():
+            if remaining is not None and remaining <= 0:
+                break
             arrays = self.read_fragment(frag, fields)
             for j, f in enumerate(fields):
-                chunks[j].append(arrays[f.id])
+                a = arrays[f.id]
+                chunks[j].append(a if remaining is None else a.slice(0, remaining))
+            if remaining is not None and fields:
+                remaining -= len(chunks[0][-1])
         cols = [pa.chunked_array(c, type=schema.field(j).type) for j, c in enumerate(chunks)]
         return pa.Table.from_arrays(cols, schema=schema)
 

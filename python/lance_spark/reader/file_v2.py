@@ -321,3 +321,28 @@ class FileV2Reader:
         if pa.types.is_dictionary(typ):
             arr = pc.dictionary_encode(arr).cast(typ)
         return arr
+
+
+def read_file_table(path: str) -> pa.Table:
+    """A standalone 2.0 file as a table, using the schema in its file descriptor.
+
+    Columns are assigned to the schema's fields in depth-first order.
+    """
+    from .schema import build_fields, to_arrow_schema
+
+    r = FileV2Reader(path)
+    try:
+        d = r.descriptor
+        top = build_fields(d.schema.fields, path)
+        columns: Dict[int, int] = {}
+        for f in top:
+            for sub in f.walk():
+                columns[sub.id] = len(columns)
+        schema = to_arrow_schema(top, dict(d.schema.metadata), path)
+        arrays = [r.read_field(f, columns) for f in top]
+        for f, a in zip(top, arrays):
+            if len(a) != r.num_rows:
+                raise LanceFormatError(path, f"field {f.name!r} has {len(a)} rows, file has {r.num_rows}")
+        return pa.Table.from_arrays(arrays, schema=schema)
+    finally:
+        r.close()
