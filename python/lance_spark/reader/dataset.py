@@ -62,8 +62,10 @@ class FragmentInfo:
 def _timestamp(ts) -> Optional[_dt.datetime]:
     if ts is None or (ts.seconds == 0 and ts.nanos == 0):
         return None
-    # naive local time, like pylance's versions()
-    return _dt.datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9)
+    # Naive local time with microseconds, computed from total nanoseconds in floating point as
+    # pylance's versions() does, so both report the same datetime.
+    total = ts.seconds * 10**9 + ts.nanos
+    return _dt.datetime.fromtimestamp(total // 1e9) + _dt.timedelta(microseconds=(total % 1e9) // 1e3)
 
 
 def _root_of(uri: str) -> str:

@@ -38,6 +38,7 @@ def version_files(root: str) -> Dict[int, str]:
         raise LanceFormatError(root, "not a Lance dataset (no _versions directory)")
     out: Dict[int, str] = {}
     schemes = set()
+    dupes = []
     for name in os.listdir(vdir):
         if not name.endswith(".manifest"):
             continue
@@ -51,12 +52,13 @@ def version_files(root: str) -> Dict[int, str]:
             schemes.add("V1")
             version = int(stem)
         path = os.path.join(vdir, name)
-        if version in out:
-            raise LanceFormatError(path, f"version {version} has more than one manifest")
+        dupes.append(version) if version in out else None
         out[version] = path
     if len(schemes) > 1:
         raise LanceFormatError(vdir, "mixes V1 ({version}.manifest) and V2 (inverted, zero-padded) "
                                      "manifest naming schemes")
+    if dupes:
+        raise LanceFormatError(vdir, f"version {dupes[0]} has more than one manifest")
     if not out:
         raise LanceFormatError(root, "not a Lance dataset (no manifests in _versions)")
     return out
