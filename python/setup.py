@@ -3,7 +3,8 @@
 build_py:
   * generates lance_spark/_proto/*_pb2.py from ../protos/*.proto (gen_protos.generate);
   * copies the connector bundle jar (build/sbt connector/assembly) into lance_spark/jars/.
-Set LANCE_SPARK_SKIP_JAR=1 to build without the jar (jar_path() then needs LANCE_SPARK_JAR).
+Set LANCE_SPARK_BUNDLE_JAR=/path/to.jar to take the jar from elsewhere, or LANCE_SPARK_SKIP_JAR=1
+to build without it (jar_path() then needs LANCE_SPARK_JAR at run time).
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 JAR_NAME = "lance-spark-bundle_2.13-0.1.0.jar"
-JAR_SRC = REPO / "spark-connector" / "target" / "scala-2.13" / JAR_NAME
+JAR_SRC = Path(os.environ.get("LANCE_SPARK_BUNDLE_JAR")
+               or REPO / "spark-connector" / "target" / "scala-2.13" / JAR_NAME)
 
 
 class BuildPyWithProtosAndJar(build_py):
