@@ -39,8 +39,6 @@ class FileV2Reader:
          self.major, self.minor, magic) = _FOOTER.unpack(self._read(self.size - FOOTER_LEN, FOOTER_LEN).to_pybytes())
         if magic != MAGIC:
             raise LanceFormatError(path, f"bad magic {magic!r} (expected {MAGIC!r}): truncated or not a Lance file")
-        if (self.major, self.minor) != (0, 3) and self.major != 2:
-            raise LanceFormatError(path, f"footer says file version {self.major}.{self.minor}, not 2.0 (0.3)")
         if (self.major, self.minor) not in ((0, 3), (2, 0)):
             raise LanceFormatError(path, f"unsupported Lance file version {self.major}.{self.minor} (only 2.0 is read)")
         end_meta = self.size - FOOTER_LEN
