@@ -1,0 +1,257 @@
+"""`lance-spark` command line: inspect, history, verify and cat Lance datasets (pure-Python reader)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+from . import __version__
+
+
+def _reader():
+    from . import reader
+    return reader
+
+
+def _fmt_ts(ts) -> str:
+    return ts.isoformat(sep=" ") if ts is not None else "-"
+
+
+def _fragment_dict(frag) -> dict:
+    return {
+        "id": frag.id,
+        "physical_rows": frag.physical_rows,
+        "deleted_rows": frag.deleted_rows,
+        "rows": frag.num_rows,
+        "files": [{"path": f.path, "file_version": f.file_version, "fields": f.fields,
+                   "size_bytes": f.file_size_bytes} for f in frag.files],
+        "deletion_file": None if frag.deletion_file is None else {
+            "path": os.path.relpath(frag.deletion_file.path),
+            "type": frag.deletion_file.file_type,
+            "num_deleted_rows": frag.deletion_file.num_deleted_rows},
+    }
+
+
+def cmd_inspect(args) -> int:
+    ds = _reader().dataset(args.path, version=args.version)
+    versions = ds.versions()
+    frags = ds.fragments()
+    info = {
+        "uri": ds.uri,
+        "version": ds.version,
+        "data_storage_version": ds.data_storage_version,
+        "reader_feature_flags": int(ds.manifest.reader_feature_flags),
+        "rows": ds.count_rows(),
+        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in ds.schema],
+        "versions": [{"version": v["version"], "timestamp": _fmt_ts(v["timestamp"]),
+                      "operation": v["operation"]} for v in versions],
+        "fragments": [_fragment_dict(f) for f in frags],
+    }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"dataset  {info['uri']}")
+    print(f"version  {info['version']} (of {len(versions)}), data storage {info['data_storage_version']}, "
+          f"reader flags {info['reader_feature_flags']}")
+    print(f"rows     {info['rows']} in {len(frags)} fragment(s)")
+    print("schema")
+    for f in ds.schema:
+        print(f"  {f.name}: {f.type}{'' if f.nullable else ' not null'}")
+    print("versions")
+    for v in info["versions"]:
+        print(f"  {v['version']:>6}  {v['timestamp']}  {v['operation'] or '-'}")
+    print("fragments")
+    for fd in info["fragments"]:
+        dels = fd["deletion_file"]
+        dtxt = f", {dels['num_deleted_rows']} deleted ({dels['type']})" if dels else ""
+        print(f"  #{fd['id']}: {fd['physical_rows']} physical rows{dtxt}")
+        for f in fd["files"]:
+            print(f"      {f['path']}  (file version {f['file_version']}, fields {_ranges(f['fields'])})")
+    return 0
+
+
+def _ranges(ids: List[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'"""
+    out, i = [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def cmd_history(args) -> int:
+    ds = _reader().dataset(args.path)
+    for v in ds.versions():
+        print(f"{v['version']}\t{_fmt_ts(v['timestamp'])}\t{v['operation'] or '-'}")
+    return 0
+
+
+def _verify(path: str, problems: List[str], counts: dict) -> None:
+    from rich.progress import Progress
+
+    reader = _reader()
+    from .reader.dataset import read_data_file
+    from .reader.manifest import version_files
+
+    try:
+        versions = sorted(version_files(os.path.abspath(path)))
+    except reader.LanceFormatError as e:
+        problems.append(str(e))
+        return
+    checked_files = {}
+    checked_dels = {}
+    with Progress(transient=True, console=_stderr_console()) as progress:
+        task = progress.add_task("verifying", total=len(versions))
+        for v in versions:
+            progress.update(task, description=f"version {v}")
+            try:
+                ds = reader.dataset(path, version=v)
+                frags = ds.fragments()
+            except (reader.LanceFormatError, ValueError) as e:
+                problems.append(f"version {v}: {e}")
+                progress.advance(task)
+                continue
+            counts["versions"] += 1
+            for frag in frags:
+                counts["fragments"] += 1
+                for df in frag.files:
+                    key = (df.full_path, tuple(df.fields))
+                    if key not in checked_files:
+                        checked_files[key] = _check_data_file(ds, frag, df)
+                    if checked_files[key]:
+                        problems.append(f"version {v} fragment {frag.id}: {checked_files[key]}")
+                if frag.deletion_file is not None:
+                    key = (frag.deletion_file.path, frag.physical_rows, frag.deletion_file.num_deleted_rows)
+                    if key not in checked_dels:
+                        checked_dels[key] = _check_deletions(ds, frag)
+                    if checked_dels[key]:
+                        problems.append(f"version {v} fragment {frag.id}: {checked_dels[key]}")
+            progress.advance(task)
+    counts["data_files"] = len({k[0] for k in checked_files})
+    counts["deletion_files"] = len({k[0] for k in checked_dels})
+
+
+def _check_data_file(ds, frag, df) -> Optional[str]:
+    reader = _reader()
+    from .reader.dataset import read_data_file
+    if not os.path.isfile(df.full_path):
+        return f"{df.full_path}: data file is missing"
+    size = os.path.getsize(df.full_path)
+    if df.file_size_bytes and size != df.file_size_bytes:
+        return f"{df.full_path}: size {size} bytes, manifest says {df.file_size_bytes}"
+    fields = [f for f in ds.fields if f.id in df.fields]
+    try:
+        arrays = read_data_file(df, fields)
+    except reader.LanceFormatError as e:
+        return str(e)
+    except Exception as e:  # a decoder crash on malformed input is a problem too
+        return f"{df.full_path}: cannot decode: {type(e).__name__}: {e}"
+    for f in fields:
+        n = len(arrays[f.id])
+        if n != frag.physical_rows:
+            return (f"{df.full_path}: field {f.name!r} has {n} rows, fragment has "
+                    f"{frag.physical_rows} physical rows")
+    return None
+
+
+def _check_deletions(ds, frag) -> Optional[str]:
+    reader = _reader()
+    d = frag.deletion_file
+    if not os.path.isfile(d.path):
+        return f"{d.path}: deletion file is missing"
+    try:
+        offs = ds.deleted_offsets(frag)
+    except reader.LanceFormatError as e:
+        return str(e)
+    if d.num_deleted_rows and len(offs) != d.num_deleted_rows:
+        return f"{d.path}: holds {len(offs)} deleted rows, manifest says {d.num_deleted_rows}"
+    return None
+
+
+def _stderr_console():
+    from rich.console import Console
+    return Console(stderr=True)
+
+
+def cmd_verify(args) -> int:
+    problems: List[str] = []
+    counts = {"versions": 0, "fragments": 0, "data_files": 0, "deletion_files": 0}
+    _verify(args.path, problems, counts)
+    summary = (f"{counts['versions']} version(s), {counts['fragments']} fragment(s), "
+               f"{counts['data_files']} data file(s), {counts['deletion_files']} deletion file(s)")
+    if problems:
+        for p in problems:
+            print(f"PROBLEM {p}")
+        print(f"FAILED: {len(problems)} problem(s) in {summary}")
+        return 1
+    print(f"OK: {summary}")
+    return 0
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, default=str)
+    return str(v)
+
+
+def cmd_cat(args) -> int:
+    ds = _reader().dataset(args.path, version=args.version)
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+    table = ds.to_table(columns=columns, limit=args.limit)
+    print("\t".join(table.column_names))
+    for row in table.to_pylist():
+        print("\t".join(_cell(v) for v in row.values()))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lance-spark", description=__doc__)
+    p.add_argument("--version-info", action="version", version=f"lance-spark {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("inspect", help="schema, versions, fragments, file versions, deletions")
+    s.add_argument("path")
+    s.add_argument("--version", type=int, default=None, help="dataset version (default: latest)")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_inspect)
+
+    s = sub.add_parser("history", help="one line per version: version, timestamp, operation")
+    s.add_argument("path")
+    s.set_defaults(func=cmd_history)
+
+    s = sub.add_parser("verify", help="check every version, data file and deletion file; exit 1 on problems")
+    s.add_argument("path")
+    s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("cat", help="print rows (tab separated)")
+    s.add_argument("path")
+    s.add_argument("--limit", type=int, default=20, help="rows to print (default 20)")
+    s.add_argument("--columns", default=None, help="comma-separated top-level columns")
+    s.add_argument("--version", type=int, default=None, help="dataset version (default: latest)")
+    s.set_defaults(func=cmd_cat)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .reader import LanceFormatError
+    try:
+        return args.func(args)
+    except (LanceFormatError, ValueError) as e:
+        print(f"lance-spark: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `lance-spark cat ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

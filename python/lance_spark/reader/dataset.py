@@ -1,0 +1,294 @@
+"""Lance datasets: versions, fragments, and reading them into Arrow tables."""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass, field as dc_field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from . import deletion as _del
+from .errors import LanceFormatError
+from .file_v01 import FileV01Reader
+from .file_v2 import FileV2Reader
+from .manifest import (check_reader_flags, operation_name, parse_manifest, read_manifest_bytes,
+                       read_transaction, version_files)
+from .schema import LanceField, arrow_field, build_fields, to_arrow_schema
+
+
+@dataclass
+class DataFileInfo:
+    path: str                    # as written in the manifest (relative to data/)
+    full_path: str
+    fields: List[int]
+    column_indices: List[int]
+    file_major_version: int
+    file_minor_version: int
+    file_size_bytes: int
+
+    @property
+    def file_version(self) -> str:
+        return "legacy" if self.is_legacy else f"{self.file_major_version}.{self.file_minor_version}"
+
+    @property
+    def is_legacy(self) -> bool:
+        return self.file_major_version < 2
+
+
+@dataclass
+class DeletionFileInfo:
+    path: str
+    file_type: str               # "arrow" or "bitmap"
+    read_version: int
+    id: int
+    num_deleted_rows: int
+
+
+@dataclass
+class FragmentInfo:
+    id: int
+    physical_rows: int
+    deleted_rows: int
+    files: List[DataFileInfo] = dc_field(default_factory=list)
+    deletion_file: Optional[DeletionFileInfo] = None
+
+    @property
+    def num_rows(self) -> int:
+        return self.physical_rows - self.deleted_rows
+
+
+def _timestamp(ts) -> Optional[_dt.datetime]:
+    if ts is None or (ts.seconds == 0 and ts.nanos == 0):
+        return None
+    # Naive local time with microseconds, computed from total nanoseconds in floating point as
+    # pylance's versions() does, so both report the same datetime.
+    total = ts.seconds * 10**9 + ts.nanos
+    return _dt.datetime.fromtimestamp(total // 1e9) + _dt.timedelta(microseconds=(total % 1e9) // 1e3)
+
+
+def _root_of(uri: str) -> str:
+    if uri.startswith("file://"):
+        uri = uri[len("file://"):]
+    elif "://" in uri:
+        raise LanceFormatError(uri, "only local paths are supported by the pure-Python reader")
+    return os.path.abspath(uri)
+
+
+class LanceDataset:
+    """One version of a Lance dataset, read without pylance."""
+
+    def __init__(self, uri: str, version: Optional[int] = None):
+        self.uri = _root_of(str(uri))
+        self._version_files = version_files(self.uri)
+        if version is None:
+            version = max(self._version_files)
+        if version not in self._version_files:
+            raise LanceFormatError(self.uri, f"version {version} does not exist "
+                                             f"(versions: {sorted(self._version_files)})")
+        self.manifest_path = self._version_files[version]
+        self._manifest_bytes = read_manifest_bytes(self.manifest_path)
+        self.manifest = parse_manifest(self.manifest_path, self._manifest_bytes)
+        if self.manifest.version != version:
+            raise LanceFormatError(self.manifest_path, f"file name says version {version}, "
+                                                       f"manifest says {self.manifest.version}")
+        check_reader_flags(self.manifest, f"{self.uri} ({self.manifest_path})")
+        self.fields: List[LanceField] = build_fields(self.manifest.fields, self.manifest_path)
+        self.schema: pa.Schema = to_arrow_schema(
+            self.fields, dict(self.manifest.schema_metadata), self.manifest_path)
+        self._bases = {b.id: b for b in self.manifest.base_paths}
+        self._fragments: Optional[List[FragmentInfo]] = None
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return int(self.manifest.version)
+
+    @property
+    def data_storage_version(self) -> str:
+        return self.manifest.data_format.version or "legacy"
+
+    def versions(self) -> List[dict]:
+        out = []
+        for v in sorted(self._version_files):
+            path = self._version_files[v]
+            data = read_manifest_bytes(path)
+            m = parse_manifest(path, data)
+            txn = read_transaction(self.uri, path, m, data)
+            out.append({"version": int(m.version), "timestamp": _timestamp(m.timestamp),
+                        "operation": operation_name(txn)})
+        return out
+
+    def _base_dir(self, base_id: Optional[int], default_sub: str, where: str) -> str:
+        if base_id is None:
+            return os.path.join(self.uri, default_sub)
+        base = self._bases.get(base_id)
+        if base is None:
+            raise LanceFormatError(self.manifest_path, f"{where} refers to unknown base path id {base_id}")
+        root = _root_of(base.path)
+        return os.path.join(root, default_sub) if base.is_dataset_root else root
+
+    def _resolve(self, base: str, rel: str, allowed_root: str) -> str:
+        if os.path.isabs(rel):
+            raise LanceFormatError(self.manifest_path, f"data file path {rel!r} is absolute")
+        full = os.path.normpath(os.path.join(base, rel))
+        root = os.path.normpath(allowed_root)
+        if os.path.commonpath([full, root]) != root:
+            raise LanceFormatError(self.manifest_path,
+                                   f"data file path {rel!r} escapes the dataset directory {root}")
+        return full
+
+    def fragments(self) -> List[FragmentInfo]:
+        if self._fragments is not None:
+            return self._fragments
+        frags = []
+        for f in self.manifest.fragments:
+            files = []
+            for df in f.files:
+                base_id = df.base_id if df.HasField("base_id") else None
+                base = self._base_dir(base_id, "data", f"data file {df.path!r}")
+                allowed = self.uri if base_id is None else os.path.dirname(base) if base.endswith(
+                    os.sep + "data") else base
+                files.append(DataFileInfo(
+                    path=df.path, full_path=self._resolve(base, df.path, allowed),
+                    fields=list(df.fields), column_indices=list(df.column_indices),
+                    file_major_version=df.file_major_version, file_minor_version=df.file_minor_version,
+                    file_size_bytes=df.file_size_bytes))
+            dinfo = None
+            if f.HasField("deletion_file"):
+                d = f.deletion_file
+                base_id = d.base_id if d.HasField("base_id") else None
+                ddir = self._base_dir(base_id, "_deletions", f"deletion file of fragment {f.id}")
+                dinfo = DeletionFileInfo(
+                    path=os.path.join(ddir, _del.deletion_file_name(f.id, d)),
+                    file_type="bitmap" if d.file_type == _del.BITMAP else "arrow",
+                    read_version=d.read_version, id=d.id, num_deleted_rows=d.num_deleted_rows)
+            deleted = dinfo.num_deleted_rows if dinfo else 0
+            frags.append(FragmentInfo(id=int(f.id), physical_rows=int(f.physical_rows),
+                                      deleted_rows=int(deleted), files=files, deletion_file=dinfo))
+        self._fragments = frags
+        return frags
+
+    # -- data -------------------------------------------------------------------------------
+    def deleted_offsets(self, frag: FragmentInfo) -> np.ndarray:
+        d = frag.deletion_file
+        if d is None:
+            return np.empty(0, np.uint32)
+        offs = _del.read_deletions(d.path, _del.BITMAP if d.file_type == "bitmap" else _del.ARROW_ARRAY)
+        if offs.size and int(offs[-1]) >= frag.physical_rows:
+            raise LanceFormatError(d.path, f"deleted row offset {int(offs[-1])} is not below the "
+                                           f"fragment's {frag.physical_rows} physical rows")
+        return offs
+
+    def count_rows(self) -> int:
+        total = 0
+        for frag in self.fragments():
+            if frag.deletion_file is not None and frag.deletion_file.num_deleted_rows == 0:
+                total += frag.physical_rows - len(self.deleted_offsets(frag))
+            else:
+                total += frag.num_rows
+        return total
+
+    def _select(self, columns: Optional[Sequence[str]]) -> List[LanceField]:
+        if columns is None:
+            return list(self.fields)
+        by_name = {f.name: f for f in self.fields}
+        out = []
+        for c in columns:
+            if c not in by_name:
+                raise ValueError(f"{self.uri}: no column {c!r} (columns: {list(by_name)})")
+            out.append(by_name[c])
+        return out
+
+    def read_fragment(self, frag: FragmentInfo, fields: List[LanceField],
+                      apply_deletions: bool = True) -> Dict[int, pa.Array]:
+        """Arrays (physical rows, or live rows with apply_deletions) of top-level fields, by id."""
+        wanted = {f.id: f for f in fields}
+        plan: Dict[int, List[LanceField]] = {}
+        for i, df in enumerate(frag.files):
+            for f in fields:
+                if f.id in wanted and f.id in df.fields:
+                    plan.setdefault(i, []).append(f)
+                    del wanted[f.id]
+        arrays: Dict[int, pa.Array] = {}
+        for i, fs in plan.items():
+            df = frag.files[i]
+            arrays.update(read_data_file(df, fs))
+        for f in fields:
+            arr = arrays.get(f.id)
+            if arr is None:
+                arrays[f.id] = pa.nulls(frag.physical_rows, arrow_field(f, self.manifest_path).type)
+            elif len(arr) != frag.physical_rows:
+                raise LanceFormatError(frag.files[0].full_path if not plan else _file_of(frag, f),
+                                       f"field {f.name!r} has {len(arr)} rows, fragment {frag.id} "
+                                       f"has {frag.physical_rows} physical rows")
+        if apply_deletions and frag.deletion_file is not None:
+            offs = self.deleted_offsets(frag)
+            if offs.size:
+                keep = np.ones(frag.physical_rows, dtype=bool)
+                keep[offs] = False
+                mask = pa.array(keep)
+                arrays = {k: v.filter(mask) for k, v in arrays.items()}
+        return arrays
+
+    def head(self, n: int, columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """The first `n` live rows, reading only as many fragments as needed."""
+        return self.to_table(columns, limit=n)
+
+    def to_table(self, columns: Optional[Sequence[str]] = None, limit: Optional[int] = None) -> pa.Table:
+        fields = self._select(columns)
+        schema = pa.schema([self.schema.field(f.name) for f in fields], metadata=self.schema.metadata)
+        chunks: List[List[pa.Array]] = [[] for _ in fields]
+        remaining = limit
+        for frag in self.fragments():
+            if remaining is not None and remaining <= 0:
+                break
+            arrays = self.read_fragment(frag, fields)
+            for j, f in enumerate(fields):
+                a = arrays[f.id]
+                chunks[j].append(a if remaining is None else a.slice(0, remaining))
+            if remaining is not None and fields:
+                remaining -= len(chunks[0][-1])
+        cols = [pa.chunked_array(c, type=schema.field(j).type) for j, c in enumerate(chunks)]
+        return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _file_of(frag: FragmentInfo, f: LanceField) -> str:
+    for df in frag.files:
+        if f.id in df.fields:
+            return df.full_path
+    return f"fragment {frag.id}"
+
+
+def _check_size(df: DataFileInfo) -> None:
+    if not os.path.isfile(df.full_path):
+        raise LanceFormatError(df.full_path, "data file is missing")
+
+
+def read_data_file(df: DataFileInfo, fields: List[LanceField]) -> Dict[int, pa.Array]:
+    """Read top-level fields (with their children) from one data file."""
+    _check_size(df)
+    if df.is_legacy:
+        r = FileV01Reader(df.full_path, df.fields)
+        try:
+            return {f.id: r.read_field(f) for f in fields}
+        finally:
+            r.close()
+    if (df.file_major_version, df.file_minor_version) != (2, 0):
+        raise LanceFormatError(df.full_path, f"unsupported data file version {df.file_version} "
+                                             "(this reader handles legacy and 2.0)")
+    r = FileV2Reader(df.full_path)
+    try:
+        if df.column_indices:
+            columns = {fid: ci for fid, ci in zip(df.fields, df.column_indices) if fid >= 0 and ci >= 0}
+        else:
+            columns = {fid: i for i, fid in enumerate(df.fields) if fid >= 0}
+        return {f.id: r.read_field(f, columns) for f in fields}
+    finally:
+        r.close()
+
+
+def dataset(uri, version: Optional[int] = None) -> LanceDataset:
+    """Open a Lance dataset (latest version unless `version` is given)."""
+    return LanceDataset(uri, version)

@@ -1,0 +1,346 @@
+"""Reader for Lance data files at file version 2.0 (footer says 0.3)."""
+from __future__ import annotations
+
+import struct
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
+
+from .._protos import encodings_pb2, file2_pb2, file_pb2
+from . import _arrow
+from .errors import LanceFormatError
+from .schema import LanceField, arrow_field
+
+MAGIC = b"LANC"
+FOOTER_LEN = 40
+_FOOTER = struct.Struct("<QQQIIHH4s")
+
+BufferFn = Callable[[object], pa.Buffer]
+
+
+class FileV2Reader:
+    """One 2.0 data file, memory-mapped."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self._mm = pa.memory_map(path, "r")
+        except (OSError, pa.ArrowException) as e:
+            raise LanceFormatError(path, f"cannot open data file: {e}") from None
+        self._buf = self._mm.read_buffer()  # zero-copy view of the whole file
+        self.size = self._buf.size
+        if self.size < FOOTER_LEN:
+            raise LanceFormatError(path, f"file too short for a Lance 2.0 footer ({self.size} bytes)")
+        (self.cm_start, self.cm_table, self.gb_table, self.num_global_buffers, self.num_columns,
+         self.major, self.minor, magic) = _FOOTER.unpack(self._read(self.size - FOOTER_LEN, FOOTER_LEN).to_pybytes())
+        if magic != MAGIC:
+            raise LanceFormatError(path, f"bad magic {magic!r} (expected {MAGIC!r}): truncated or not a Lance file")
+        if (self.major, self.minor) not in ((0, 3), (2, 0)):
+            raise LanceFormatError(path, f"unsupported Lance file version {self.major}.{self.minor} (only 2.0 is read)")
+        end_meta = self.size - FOOTER_LEN
+        for name, pos, n in (("column metadata offset table", self.cm_table, self.num_columns),
+                             ("global buffer offset table", self.gb_table, self.num_global_buffers)):
+            if pos + 16 * n > end_meta:
+                raise LanceFormatError(path, f"{name} ({n} entries at {pos}) runs past the footer")
+        self._cm_offsets = np.frombuffer(self._read(self.cm_table, 16 * self.num_columns),
+                                         dtype="<u8").reshape(-1, 2)
+        self._gb_offsets = np.frombuffer(self._read(self.gb_table, 16 * self.num_global_buffers),
+                                         dtype="<u8").reshape(-1, 2)
+        for i, (pos, sz) in enumerate(self._gb_offsets):
+            self._check_range(int(pos), int(sz), f"global buffer {i}")
+        self._columns: Dict[int, object] = {}
+        self._descriptor = None
+
+    # -- raw access -------------------------------------------------------------------------
+    def _check_range(self, pos: int, size: int, what: str) -> None:
+        if pos < 0 or size < 0 or pos + size > self.size:
+            raise LanceFormatError(self.path, f"{what} [{pos}, {pos + size}) lies outside the file "
+                                              f"({self.size} bytes; truncated?)")
+
+    def _read(self, pos: int, size: int) -> pa.Buffer:
+        self._check_range(pos, size, "read")
+        return self._buf.slice(pos, size)
+
+    def close(self) -> None:
+        self._mm.close()
+
+    @property
+    def descriptor(self):
+        if self._descriptor is None:
+            if self.num_global_buffers < 1:
+                raise LanceFormatError(self.path, "no global buffers (file descriptor missing)")
+            pos, sz = (int(v) for v in self._gb_offsets[0])
+            d = file_pb2.FileDescriptor()
+            try:
+                d.ParseFromString(self._read(pos, sz).to_pybytes())
+            except DecodeError as e:
+                raise LanceFormatError(self.path, f"corrupt file descriptor: {e}") from None
+            self._descriptor = d
+        return self._descriptor
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.descriptor.length)
+
+    def column(self, idx: int):
+        if idx < 0 or idx >= self.num_columns:
+            raise LanceFormatError(self.path, f"column {idx} does not exist (file has {self.num_columns})")
+        cm = self._columns.get(idx)
+        if cm is None:
+            pos, sz = (int(v) for v in self._cm_offsets[idx])
+            self._check_range(pos, sz, f"column {idx} metadata")
+            cm = file2_pb2.ColumnMetadata()
+            try:
+                cm.ParseFromString(self._read(pos, sz).to_pybytes())
+            except DecodeError as e:
+                raise LanceFormatError(self.path, f"corrupt metadata of column {idx}: {e}") from None
+            if cm.HasField("encoding"):
+                col_enc = self._unwrap(cm.encoding, encodings_pb2.ColumnEncoding(), f"column {idx}")
+                kind = col_enc.WhichOneof("column_encoding")
+                if kind not in (None, "values"):
+                    raise LanceFormatError(self.path, f"column {idx}: unsupported column encoding {kind!r}")
+            self._columns[idx] = cm
+        return cm
+
+    def _unwrap(self, enc, msg, what: str):
+        loc = enc.WhichOneof("location")
+        if loc == "direct":
+            raw = enc.direct.encoding
+        elif loc == "indirect":
+            raw = self._read(enc.indirect.buffer_location, enc.indirect.buffer_length).to_pybytes()
+        else:
+            raise LanceFormatError(self.path, f"{what}: missing encoding")
+        try:
+            wrapper = any_pb2.Any()
+            wrapper.ParseFromString(raw)
+            msg.ParseFromString(wrapper.value)
+        except DecodeError as e:
+            raise LanceFormatError(self.path, f"{what}: corrupt encoding: {e}") from None
+        return msg
+
+    def _page_buffers(self, cm, page, where: str) -> BufferFn:
+        def get(b) -> pa.Buffer:
+            idx = b.buffer_index
+            if b.buffer_type == encodings_pb2.Buffer.page:
+                offs, sizes, kind = page.buffer_offsets, page.buffer_sizes, "page"
+            elif b.buffer_type == encodings_pb2.Buffer.column:
+                offs, sizes, kind = cm.buffer_offsets, cm.buffer_sizes, "column"
+            else:
+                if idx >= len(self._gb_offsets):
+                    raise LanceFormatError(self.path, f"{where}: file buffer {idx} does not exist")
+                pos, sz = (int(v) for v in self._gb_offsets[idx])
+                return self._read(pos, sz)
+            if idx >= len(offs) or idx >= len(sizes):
+                raise LanceFormatError(self.path, f"{where}: {kind} buffer {idx} does not exist")
+            self._check_range(offs[idx], sizes[idx], f"{where}: {kind} buffer {idx}")
+            return self._read(offs[idx], sizes[idx])
+        return get
+
+    def _pages(self, col_idx: int, what: str):
+        cm = self.column(col_idx)
+        for pno, page in enumerate(cm.pages):
+            where = f"{what}, column {col_idx} page {pno}"
+            enc = self._unwrap(page.encoding, encodings_pb2.ArrayEncoding(), where)
+            yield where, page, enc, self._page_buffers(cm, page, where)
+
+    # -- array decoding ---------------------------------------------------------------------
+    def _unsupported(self, where: str, enc) -> LanceFormatError:
+        return LanceFormatError(self.path, f"{where}: unsupported encoding {enc.WhichOneof('array_encoding')!r}")
+
+    def _flat_buffer(self, flat, n: int, bits: int, bufs: BufferFn, where: str) -> pa.Buffer:
+        if flat.HasField("compression") and flat.compression.scheme:
+            raise LanceFormatError(self.path, f"{where}: unsupported buffer compression {flat.compression.scheme!r}")
+        buf = bufs(flat.buffer)
+        need = (n * bits + 7) // 8
+        if buf.size < need:
+            raise LanceFormatError(self.path, f"{where}: buffer holds {buf.size} bytes, {n} values of "
+                                              f"{bits} bits need {need}")
+        return buf
+
+    def _uints(self, enc, n: int, bufs: BufferFn, where: str) -> np.ndarray:
+        """Unsigned integers (offsets, indices) of any width as uint64."""
+        kind = enc.WhichOneof("array_encoding")
+        if kind == "nullable":
+            nn = enc.nullable.WhichOneof("nullability")
+            if nn == "no_nulls":
+                return self._uints(enc.nullable.no_nulls.values, n, bufs, where)
+            raise LanceFormatError(self.path, f"{where}: offsets/indices may not contain nulls ({nn})")
+        if kind != "flat":
+            raise self._unsupported(where, enc)
+        bits = enc.flat.bits_per_value
+        dtypes = {8: "<u1", 16: "<u2", 32: "<u4", 64: "<u8"}
+        if bits not in dtypes:
+            raise LanceFormatError(self.path, f"{where}: {bits}-bit offsets/indices are not supported")
+        buf = self._flat_buffer(enc.flat, n, bits, bufs, where)
+        return np.frombuffer(buf, dtype=dtypes[bits], count=n).astype(np.uint64, copy=False)
+
+    def _bitmap(self, enc, n: int, bufs: BufferFn, where: str) -> pa.Buffer:
+        kind = enc.WhichOneof("array_encoding")
+        if kind != "flat" or enc.flat.bits_per_value != 1:
+            raise LanceFormatError(self.path, f"{where}: validity must be a 1-bit flat buffer, not {kind}")
+        return self._flat_buffer(enc.flat, n, 1, bufs, where)
+
+    def decode(self, enc, n: int, typ: pa.DataType, bufs: BufferFn, where: str) -> pa.Array:
+        kind = enc.WhichOneof("array_encoding")
+        if kind == "nullable":
+            nullable = enc.nullable
+            nn = nullable.WhichOneof("nullability")
+            if nn == "no_nulls":
+                return self.decode(nullable.no_nulls.values, n, typ, bufs, where)
+            if nn == "all_nulls":
+                return pa.nulls(n, typ)
+            if nn == "some_nulls":
+                validity = self._bitmap(nullable.some_nulls.validity, n, bufs, where)
+                values = self.decode(nullable.some_nulls.values, n, typ, bufs, where)
+                return _arrow.with_validity(values, validity)
+            raise LanceFormatError(self.path, f"{where}: nullable encoding without a case")
+        if kind == "flat":
+            bits = enc.flat.bits_per_value
+            if pa.types.is_boolean(typ):
+                if bits != 1:
+                    raise LanceFormatError(self.path, f"{where}: boolean data with {bits} bits per value")
+            elif pa.types.is_null(typ):
+                return pa.nulls(n)
+            else:
+                try:
+                    width = typ.bit_width
+                except ValueError:
+                    raise LanceFormatError(self.path, f"{where}: flat encoding for non fixed-width type {typ}") from None
+                if width != bits:
+                    raise LanceFormatError(self.path, f"{where}: {bits}-bit values for {typ} ({width} bits)")
+            buf = self._flat_buffer(enc.flat, n, bits, bufs, where)
+            return pa.Array.from_buffers(typ, n, [None, buf])
+        if kind == "fixed_size_list":
+            fsl = enc.fixed_size_list
+            if not pa.types.is_fixed_size_list(typ):
+                raise LanceFormatError(self.path, f"{where}: fixed_size_list encoding for {typ}")
+            if fsl.dimension != typ.list_size:
+                raise LanceFormatError(self.path, f"{where}: dimension {fsl.dimension} != {typ.list_size}")
+            if fsl.has_validity:
+                raise LanceFormatError(self.path, f"{where}: fixed_size_list with inline validity is not supported")
+            items = self.decode(fsl.items, n * fsl.dimension, typ.value_type, bufs, where)
+            return pa.Array.from_buffers(typ, n, [None], children=[items])
+        if kind == "binary":
+            return self._binary(enc.binary, n, typ, bufs, where)
+        if kind == "dictionary":
+            d = enc.dictionary
+            idx = self._uints(d.indices, n, bufs, where)
+            items = self.decode(d.items, d.num_dictionary_items, typ, bufs, where)
+            if idx.size and int(idx.max()) > d.num_dictionary_items:
+                raise LanceFormatError(self.path, f"{where}: dictionary index out of range")
+            null = idx == 0
+            take = pa.array(np.where(null, 0, idx.astype(np.int64) - 1), mask=null if null.any() else None)
+            return pc.take(items, take)
+        raise self._unsupported(where, enc)
+
+    def _binary(self, b, n: int, typ: pa.DataType, bufs: BufferFn, where: str) -> pa.Array:
+        if not (pa.types.is_string(typ) or pa.types.is_binary(typ) or pa.types.is_large_string(typ)
+                or pa.types.is_large_binary(typ)):
+            raise LanceFormatError(self.path, f"{where}: binary encoding for {typ}")
+        raw = self._uints(b.indices, n, bufs, where)
+        adj = int(b.null_adjustment)
+        if adj:
+            valid = raw < adj
+            ends = raw % np.uint64(adj)
+        else:
+            valid = np.ones(n, dtype=bool)
+            ends = raw
+        total = int(ends[-1]) if n else 0
+        data = self._flat_buffer(b.bytes.flat, total, 8, bufs, where) if b.bytes.WhichOneof(
+            "array_encoding") == "flat" else None
+        if data is None:
+            raise self._unsupported(where + " (binary bytes)", b.bytes)
+        large = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
+        offsets = _arrow.offsets_buffer(ends, large, f"{self.path}: {where}")
+        return pa.Array.from_buffers(typ, n, [_arrow.bitmap_from_bools(valid), offsets, data])
+
+    # -- fields -----------------------------------------------------------------------------
+    def read_field(self, field: LanceField, columns: Dict[int, int]) -> pa.Array:
+        """All rows of a (possibly nested) field; `columns` maps field id -> column index."""
+        typ = arrow_field(field, self.path).type
+        return self._read_field(field, typ, columns)
+
+    def _col(self, field: LanceField, columns: Dict[int, int]) -> int:
+        if field.id not in columns:
+            raise LanceFormatError(self.path, f"field {field.name!r} (id {field.id}) has no column in this file")
+        return columns[field.id]
+
+    def _read_field(self, field: LanceField, typ: pa.DataType, columns: Dict[int, int]) -> pa.Array:
+        what = f"field {field.name!r}"
+        col = self._col(field, columns)
+        if pa.types.is_struct(typ):
+            n = 0
+            for where, page, enc, _ in self._pages(col, what):
+                if enc.WhichOneof("array_encoding") != "struct":
+                    raise self._unsupported(where, enc)
+                n += page.length
+            kids = [self._read_field(c, typ.field(i).type, columns) for i, c in enumerate(field.children)]
+            for c, k in zip(field.children, kids):
+                if len(k) != n:
+                    raise LanceFormatError(self.path, f"{what}: child {c.name!r} has {len(k)} rows, struct has {n}")
+            return pa.Array.from_buffers(typ, n, [None], children=kids)
+        if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+            ends_parts: List[np.ndarray] = []
+            valid_parts: List[np.ndarray] = []
+            base = 0
+            for where, page, enc, bufs in self._pages(col, what):
+                if enc.WhichOneof("array_encoding") != "list":
+                    raise self._unsupported(where, enc)
+                lst = enc.list
+                raw = self._uints(lst.offsets, page.length, bufs, where)
+                adj = int(lst.null_offset_adjustment)
+                if adj:
+                    valid_parts.append(raw < adj)
+                    raw = raw % np.uint64(adj)
+                else:
+                    valid_parts.append(np.ones(page.length, dtype=bool))
+                if raw.size and int(raw[-1]) > lst.num_items:
+                    raise LanceFormatError(self.path, f"{where}: offsets reference {int(raw[-1])} items, "
+                                                      f"page has {lst.num_items}")
+                ends_parts.append(raw.astype(np.int64) + base)
+                base += int(lst.num_items)
+            ends = np.concatenate(ends_parts) if ends_parts else np.empty(0, np.int64)
+            valid = np.concatenate(valid_parts) if valid_parts else np.empty(0, bool)
+            child = self._read_field(field.children[0], typ.value_type, columns)
+            if len(child) != base:
+                raise LanceFormatError(self.path, f"{what}: list pages reference {base} items, "
+                                                  f"item column has {len(child)}")
+            offsets = _arrow.offsets_buffer(ends, pa.types.is_large_list(typ), f"{self.path}: {what}")
+            return pa.Array.from_buffers(typ, len(ends), [_arrow.bitmap_from_bools(valid), offsets],
+                                         children=[child])
+        value_type = typ.value_type if pa.types.is_dictionary(typ) else typ
+        chunks = [self.decode(enc, page.length, value_type, bufs, where)
+                  for where, page, enc, bufs in self._pages(col, what)]
+        arr = _arrow.concat(chunks, value_type)
+        if pa.types.is_dictionary(typ):
+            arr = pc.dictionary_encode(arr).cast(typ)
+        return arr
+
+
+def read_file_table(path: str) -> pa.Table:
+    """A standalone 2.0 file as a table, using the schema in its file descriptor.
+
+    Columns are assigned to the schema's fields in depth-first order.
+    """
+    from .schema import build_fields, to_arrow_schema
+
+    r = FileV2Reader(path)
+    try:
+        d = r.descriptor
+        top = build_fields(d.schema.fields, path)
+        columns: Dict[int, int] = {}
+        for f in top:
+            for sub in f.walk():
+                columns[sub.id] = len(columns)
+        schema = to_arrow_schema(top, dict(d.schema.metadata), path)
+        arrays = [r.read_field(f, columns) for f in top]
+        for f, a in zip(top, arrays):
+            if len(a) != r.num_rows:
+                raise LanceFormatError(path, f"field {f.name!r} has {len(a)} rows, file has {r.num_rows}")
+        return pa.Table.from_arrays(arrays, schema=schema)
+    finally:
+        r.close()
