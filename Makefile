@@ -27,10 +27,12 @@ jar:
 	$(SBT) "connector/assembly" < /dev/null
 
 # The Python package with the jar inside, installed into the venv.
+# Builds and installs the wheel (it generates protos and packs the jar); tests/ also
+# import the in-tree package, so the jar and protos are put there too.
 python: venv jar
-	rm -rf python/lance_spark/jars && mkdir -p python/lance_spark/jars && cp $(JAR) python/lance_spark/jars/
+	$(PY) -m pip install -q --no-deps --no-build-isolation --force-reinstall ./python
 	$(PY) python/gen_protos.py
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e python
+	mkdir -p python/lance_spark/jars && cp $(JAR) python/lance_spark/jars/
 
 fixtures: venv
 	$(PY) tests/fixtures/codec_fixtures.py $(FIXTURES)

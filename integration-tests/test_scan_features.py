@@ -1,0 +1,72 @@
+"""Scan behaviour: count from the manifest, partitioning, batch size, metadata
+columns (compared with pylance's _rowid / _rowaddr)."""
+from __future__ import annotations
+
+import shutil
+
+import lance
+import pytest
+
+from datagen import small_table
+
+
+@pytest.fixture(scope="module")
+def stable(tmp_path_factory):
+    path = tmp_path_factory.mktemp("stable") / "s.lance"
+    lance.write_dataset(small_table(5000), str(path), max_rows_per_file=2000, enable_stable_row_ids=True)
+    lance.write_dataset(small_table(1000, start=5000), str(path), mode="append")
+    lance.dataset(str(path)).delete("id % 7 = 0")
+    return path
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plain") / "p.lance"
+    lance.write_dataset(small_table(300_000), str(path), max_rows_per_file=300_000)
+    lance.dataset(str(path)).delete("id < 10")
+    return path
+
+
+def test_count_is_answered_from_the_manifest(spark, plain, tmp_path):
+    copy = tmp_path / "nodata.lance"
+    shutil.copytree(plain, copy)
+    shutil.rmtree(copy / "data")           # no data file left: a data read would fail
+    df = spark.read.format("lance").load(str(copy))
+    assert df.count() == 300_000 - 10
+    plan = df.groupBy().count()._jdf.queryExecution().executedPlan().toString()
+    assert "LocalTableScan" in plan or "LanceCountScan" in plan, plan
+
+
+def test_large_fragment_is_split_across_cores(spark, plain):
+    df = spark.read.format("lance").load(str(plain))
+    assert df.rdd.getNumPartitions() >= 2
+    assert df.select("id").distinct().count() == 300_000 - 10
+    small = spark.read.format("lance").option("splitRows", 50_000).load(str(plain))
+    assert small.rdd.getNumPartitions() == 6
+
+
+def test_batch_size_option_does_not_change_results(spark, stable):
+    a = spark.read.format("lance").option("batchSize", 7).load(str(stable)).orderBy("id").collect()
+    b = spark.read.format("lance").load(str(stable)).orderBy("id").collect()
+    assert a == b and len(a) == lance.dataset(str(stable)).count_rows()
+
+
+@pytest.mark.parametrize("which", ["stable", "plain_small"])
+def test_metadata_columns_match_pylance(spark, stable, tmp_path, which):
+    if which == "stable":
+        path = stable
+    else:
+        path = tmp_path / "plain_small.lance"
+        lance.write_dataset(small_table(3000), str(path), max_rows_per_file=1000)
+        lance.dataset(str(path)).delete("id % 5 = 1")
+    expected = lance.dataset(str(path)).to_table(columns=["id"], with_row_id=True, with_row_address=True)
+    want = sorted(zip(expected["id"].to_pylist(), expected["_rowid"].to_pylist(), expected["_rowaddr"].to_pylist()))
+    rows = spark.read.format("lance").load(str(path)).select("id", "_rowid", "_rowaddr", "_fragid").collect()
+    got = sorted((r["id"], r["_rowid"], r["_rowaddr"]) for r in rows)
+    assert got == want
+    assert all(r["_fragid"] == r["_rowaddr"] >> 32 for r in rows)
+
+
+def test_select_star_hides_metadata_columns(spark, stable):
+    cols = spark.read.format("lance").load(str(stable)).columns
+    assert cols == ["id", "x", "name"]
