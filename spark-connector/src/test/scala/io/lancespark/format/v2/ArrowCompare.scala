@@ -26,10 +26,11 @@ object ArrowCompare {
       }
       found.getOrElse(Path.of("target/fixtures").toAbsolutePath)
     }
-    if (!Files.isDirectory(dir.resolve("v2_0")))
+    if (!Files.isDirectory(dir.resolve("v2_0")) || !Files.isDirectory(dir.resolve("v2_0_extra")))
       throw new AssertionError(
         s"Lance fixtures missing at $dir. Make them from the project root with: " +
-          "/work/main/.venv/bin/python tests/fixtures/codec_fixtures.py target/fixtures " +
+          "/work/main/.venv/bin/python tests/fixtures/codec_fixtures.py target/fixtures && " +
+          "/work/main/.venv/bin/python tests/fixtures/v2_fixtures.py target/fixtures " +
           "(or any python with pylance 14.0.2), or point LANCE_FIXTURES / -Dlance.fixtures at them.")
     dir
   }

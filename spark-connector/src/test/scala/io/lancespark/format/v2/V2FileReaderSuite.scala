@@ -24,7 +24,12 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
     finally allocator.close()
   }
 
-  private def v2File(name: String): Path = fixtures.resolve("v2_0").resolve(s"$name.lance")
+  private def v2File(name: String): Path = {
+    val p = fixtures.resolve("v2_0").resolve(s"$name.lance")
+    if (Files.exists(p)) p else fixtures.resolve("v2_0_extra").resolve(s"$name.lance")
+  }
+  private def v2Expected(name: String): Path =
+    v2File(name).resolveSibling(s"$name.arrow")
 
   private def withReader[T](p: Path)(f: V2FileReader => T): T = {
     val r = V2FileReader.openStandalone(new LocalFileSource(p))
@@ -56,19 +61,20 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
     case other => other
   }
 
-  private val v2Names: Seq[String] = {
-    val d = fixtures.resolve("v2_0")
-    Files.list(d).iterator.asScala.map(_.getFileName.toString)
+  private def namesIn(dir: String): Seq[String] =
+    Files.list(fixtures.resolve(dir)).iterator.asScala.map(_.getFileName.toString)
       .filter(_.endsWith(".lance")).map(_.stripSuffix(".lance")).toSeq.sorted
-  }
+  private val v2Names: Seq[String] = namesIn("v2_0")
+  private val extraNames: Seq[String] = namesIn("v2_0_extra")
 
   test("fixtures exist") {
     assert(v2Names.contains("rich_small_pages") && v2Names.contains("long_lists"), v2Names)
+    assert(extraNames.contains("null_pages") && extraNames.contains("dict_strings"), extraNames)
   }
 
-  v2Names.foreach { name =>
-    test(s"full read of v2_0/$name equals pylance") {
-      val expected = readExpected(fixtures.resolve("v2_0").resolve(s"$name.arrow"), allocator)
+  (v2Names ++ extraNames).foreach { name =>
+    test(s"full read of ${v2File(name).getParent.getFileName}/$name equals pylance") {
+      val expected = readExpected(v2Expected(name), allocator)
       withReader(v2File(name)) { r =>
         assert(r.footer.versionName == "2.0")
         assert(r.numRows == expected.numRows)
@@ -86,9 +92,9 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private val ranges = Seq((1234L, 2345L), (0L, 1L), (1L, 2L), (999L, 1000L), (2000L, 3000L), (17L, 2999L), (500L, 500L))
 
-  Seq("rich_small_pages", "long_lists").foreach { name =>
-    test(s"sub-ranges of v2_0/$name crossing page boundaries") {
-      val expected = readExpected(fixtures.resolve("v2_0").resolve(s"$name.arrow"), allocator)
+  (Seq("rich_small_pages", "long_lists") ++ extraNames).foreach { name =>
+    test(s"sub-ranges of $name crossing page boundaries") {
+      val expected = readExpected(v2Expected(name), allocator)
       withReader(v2File(name)) { r =>
         ranges.filter(_._2 <= r.numRows).foreach { case (a, b) => check(r, r.fileSchema.fields, a, b, expected) }
         // many small windows
@@ -98,7 +104,7 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("projections: one column, a struct pruned to one child, reordered columns") {
-    val expected = readExpected(fixtures.resolve("v2_0").resolve("rich_small_pages.arrow"), allocator)
+    val expected = readExpected(v2Expected("rich_small_pages"), allocator)
     withReader(v2File("rich_small_pages")) { r =>
       val s = r.fileSchema
       check(r, Seq(s.field("s").get), 0, r.numRows, expected)
