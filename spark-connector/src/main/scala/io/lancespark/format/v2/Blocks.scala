@@ -23,8 +23,8 @@ object Bits {
   }
 }
 
-/** One page (or one part of a page's encoding tree) decoded into plain
-  * buffers. Every block starts at the page's first item; readers slice. */
+/** A range of one page (or of one part of a page's encoding tree) decoded
+  * into plain buffers; item 0 of a block is the first item decoded. */
 sealed trait Block { def length: Long }
 
 object Block {
@@ -41,9 +41,10 @@ object Block {
   final case class AllNullBlock(length: Long) extends Block
   /** Fixed-size lists: `items` holds length * dimension items. */
   final case class FslBlock(length: Long, dimension: Int, items: Block) extends Block
-  /** List offsets of one page: list i is items [offsets(i), offsets(i+1)) of the
-    * items the page references (which start at the page's item base). */
-  final case class ListBlock(length: Long, offsets: Array[Long], validity: Option[Bits]) extends Block
+  /** Lists of one page: list i is items [firstItem + offsets(i), firstItem +
+    * offsets(i+1)) of the items the page references (counted from the page's
+    * item base in the item column); offsets(0) is 0. */
+  final case class ListBlock(length: Long, offsets: Array[Long], validity: Option[Bits], firstItem: Long) extends Block
   /** A struct page holds nothing but its length (2.0 structs have no validity). */
   final case class StructBlock(length: Long) extends Block
 }

@@ -7,7 +7,7 @@ import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 
-import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema}
+import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema, LogicalType}
 import io.lancespark.format.input.RandomAccessSource
 import io.lancespark.format.v2.Block._
 import io.lancespark.proto.file.FileDescriptor
@@ -71,11 +71,12 @@ final class V2FileReader private (
         s"but items [$from, $until) are needed")
     val where = s"column ${col.index} (field '${field.name}', id ${field.id})"
     col.pagesOverlapping(from, until).map { p =>
-      val block = new PageDecoder(source, col, p, globalBuffers, where).decode()
-      if (block.length != p.length) fail(s"$where page ${p.index}: decoded ${block.length} items, page says ${p.length}")
       val s = math.max(from, p.firstItem)
       val e = math.min(until, p.endItem)
-      Slice(block, s - p.firstItem, e - s)
+      val block = new PageDecoder(source, col, p, globalBuffers, where,
+        directDictionary = LogicalType.isDictionary(field.logicalType)).decode(s - p.firstItem, e - p.firstItem)
+      if (block.length != e - s) fail(s"$where page ${p.index}: decoded ${block.length} items, expected ${e - s}")
+      Slice(block, 0, e - s)
     }
   }
 
@@ -109,9 +110,9 @@ final class V2FileReader private (
       }
       val pagesOf = col.pagesOverlapping(from, until)
       val itemRanges = ss.zip(pagesOf).flatMap { case (s, p) =>
-        listOffsets(s.block).map { offs =>
-          val base = itemBase(p.index)
-          (base + offs(s.start.toInt), base + offs((s.start + s.count).toInt))
+        listBlock(s.block).map { l =>
+          val base = itemBase(p.index) + l.firstItem
+          (base + l.offsets(s.start.toInt), base + l.offsets((s.start + s.count).toInt))
         }
       }
       itemRanges.zip(itemRanges.drop(1)).foreach { case (a, b) =>
@@ -131,10 +132,10 @@ final class V2FileReader private (
     }
   }
 
-  private def listOffsets(b: Block): Option[Array[Long]] = b match {
-    case ListBlock(_, offs, _)          => Some(offs)
-    case NullableBlock(_, inner)        => listOffsets(inner)
-    case AllNullBlock(_)                => None
+  private def listBlock(b: Block): Option[ListBlock] = b match {
+    case l: ListBlock            => Some(l)
+    case NullableBlock(_, inner) => listBlock(inner)
+    case AllNullBlock(_)         => None
     case other => fail(s"a list page decodes to ${other.getClass.getSimpleName}")
   }
 
@@ -154,7 +155,9 @@ final class V2FileReader private (
         out.foreach(v => try v.close() catch { case _: Throwable => () })
         e match {
           case l: LanceFormatException => throw l
-          case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: IllegalStateException =>
+          case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: IllegalStateException |
+               _: ArithmeticException | _: NegativeArraySizeException | _: java.nio.BufferUnderflowException |
+               _: MatchError | _: ClassCastException =>
             throw LanceFormatException(path, s"corrupt data: $e", e)
           case _ => throw e
         }

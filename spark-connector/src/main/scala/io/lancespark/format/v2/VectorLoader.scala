@@ -11,43 +11,60 @@ import org.apache.arrow.vector.ipc.message.ArrowFieldNode
 
 import io.lancespark.format.v2.Block._
 
-/** Fills Arrow vectors from decoded page slices with bulk copies: builds each
-  * vector's buffers and hands them over with `loadFieldBuffers`. */
+/** Fills Arrow vectors from decoded page slices: builds each vector's buffers
+  * (values with bulk copies) and hands them over with `loadFieldBuffers`. */
 private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String => Nothing) {
 
-  /** Validity of a slice and the slice of its values (None when all null). */
-  private def unwrap(s: Slice): (Option[Bits], Long, Option[Slice]) = s.block match {
-    case NullableBlock(v, inner)              => (Some(v), s.start, Some(Slice(inner, s.start, s.count)))
-    case AllNullBlock(_)                      => (None, -1L, None)
-    case v: VarBlock if v.validity.isDefined  => (v.validity, s.start, Some(s))
-    case l: ListBlock if l.validity.isDefined => (l.validity, s.start, Some(s))
-    case _                                    => (None, 0L, Some(s))
+  /** Buffers allocated for one vector; closed if anything fails before they
+    * are handed to the vector. */
+  private final class Owned {
+    var bufs: List[ArrowBuf] = Nil
+    def alloc(bytes: Long): ArrowBuf = {
+      val b = allocator.buffer(math.max(bytes, 1L))
+      bufs ::= b
+      b.setZero(0, b.capacity())
+      b
+    }
+    /** Loads `ordered` into `vec`; afterwards the vector holds its own references. */
+    def loadInto(vec: FieldVector, n: Long, nulls: Long, ordered: ArrowBuf*): Unit = {
+      val mine = bufs
+      bufs = Nil
+      try vec.loadFieldBuffers(new ArrowFieldNode(n, nulls), ordered.asJava)
+      finally mine.foreach(_.close())
+    }
   }
 
-  private def alloc(bytes: Long): ArrowBuf = {
-    val b = allocator.buffer(math.max(bytes, 1L))
-    b.setZero(0, b.capacity())
-    b
+  private def owning[T](f: Owned => T): T = {
+    val o = new Owned
+    try f(o)
+    catch { case e: Throwable => o.bufs.foreach(b => try b.close() catch { case _: Throwable => () }); throw e }
+  }
+
+  /** Validity of a slice and the slice of its values (None when all null). */
+  private def unwrap(s: Slice): (Option[Bits], Option[Slice]) = s.block match {
+    case NullableBlock(v, inner)              => (Some(v), Some(Slice(inner, s.start, s.count)))
+    case AllNullBlock(_)                      => (None, None)
+    case v: VarBlock if v.validity.isDefined  => (v.validity, Some(s))
+    case l: ListBlock if l.validity.isDefined => (l.validity, Some(s))
+    case _                                    => (None, Some(s))
+  }
+
+  private def countRows(slices: Seq[Slice]): Long = {
+    val n = slices.map(_.count).sum
+    if (n > Int.MaxValue - 1) fail(s"$n rows do not fit one Arrow vector")
+    n
   }
 
   /** Builds a validity buffer for the slices; returns it and the null count. */
-  private def validityOf(slices: Seq[Slice], n: Long): (ArrowBuf, Long) = {
-    val buf = alloc((n + 7) / 8)
+  private def validityOf(o: Owned, slices: Seq[Slice], n: Long): (ArrowBuf, Long) = {
+    val buf = o.alloc((n + 7) / 8)
     var dst = 0L
     var nulls = 0L
     slices.foreach { s =>
       unwrap(s) match {
-        case (_, -1L, None) => nulls += s.count // all null: bits stay 0
-        case (None, _, _)   => setOnes(buf, dst, s.count)
-        case (Some(bits), from, _) =>
-          var i = 0L
-          while (i < s.count) {
-            if (bits.get(from + i)) {
-              val d = dst + i
-              setBit(buf, d)
-            } else nulls += 1
-            i += 1
-          }
+        case (_, None)           => nulls += s.count // all null: bits stay 0
+        case (None, Some(_))     => setOnes(buf, dst, s.count)
+        case (Some(bits), Some(_)) => nulls += s.count - copyBits(buf, dst, bits, s.start, s.count)
       }
       dst += s.count
     }
@@ -56,6 +73,28 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
 
   private def setBit(buf: ArrowBuf, d: Long): Unit =
     buf.setByte(d >>> 3, buf.getByte(d >>> 3) | (1 << (d & 7).toInt))
+
+  /** ORs `count` bits of `src` from `from` into `dst` at `at` (dst bits there
+    * are 0); returns how many were set. Byte-aligned runs are bulk copies. */
+  private def copyBits(dst: ArrowBuf, at: Long, src: Bits, from: Long, count: Long): Long = {
+    var set = 0L
+    var i = 0L
+    val srcBit0 = src.bitOffset + from
+    if ((at & 7) == 0 && (srcBit0 & 7) == 0 && count >= 8) {
+      val bytes = count >>> 3
+      val view = src.buf.duplicate()
+      view.position((srcBit0 >>> 3).toInt).limit(((srcBit0 >>> 3) + bytes).toInt)
+      dst.setBytes(at >>> 3, view)
+      var b = 0L
+      while (b < bytes) { set += Integer.bitCount(dst.getByte((at >>> 3) + b) & 0xff); b += 1 }
+      i = bytes * 8
+    }
+    while (i < count) {
+      if (src.get(from + i)) { setBit(dst, at + i); set += 1 }
+      i += 1
+    }
+    set
+  }
 
   private def setOnes(buf: ArrowBuf, start: Long, count: Long): Unit = {
     var d = start
@@ -66,11 +105,7 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
     while (d < end) { setBit(buf, d); d += 1 }
   }
 
-  private def load(vec: FieldVector, n: Long, nulls: Long, bufs: Seq[ArrowBuf]): Unit =
-    try vec.loadFieldBuffers(new ArrowFieldNode(n, nulls), bufs.asJava)
-    finally bufs.foreach(_.close())
-
-  private def slice(data: ByteBuffer, from: Long, len: Long): ByteBuffer = {
+  private def view(data: ByteBuffer, from: Long, len: Long): ByteBuffer = {
     val d = data.duplicate()
     d.position(from.toInt).limit((from + len).toInt)
     d
@@ -78,75 +113,68 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
 
   /** A leaf vector (primitive, binary, fixed-size list) from page slices. */
   def loadLeaf(vec: FieldVector, slices: Seq[Slice]): Unit = {
-    val n = slices.map(_.count).sum
-    if (n > Int.MaxValue) fail(s"$n rows do not fit one Arrow vector")
-    val (validity, nulls) = validityOf(slices, n)
-    var owned: List[ArrowBuf] = List(validity)
-    try {
-      vec match {
-        case v: BitVector =>
-          val data = alloc((n + 7) / 8); owned ::= data
-          var dst = 0L
-          slices.foreach { s =>
-            unwrap(s)._3.foreach { inner =>
-              inner.block match {
-                case BitBlock(_, bits) =>
-                  var i = 0L
-                  while (i < s.count) {
-                    if (bits.get(inner.start + i)) {
-                      val d = dst + i
-                      setBit(data, d)
-                    }
-                    i += 1
-                  }
-                case other => mismatch(v, other)
-              }
-            }
-            dst += s.count
-          }
-          load(v, n, nulls, Seq(validity, data)); owned = Nil
-
-        case v: BaseFixedWidthVector =>
-          val w = v.getTypeWidth
-          val data = alloc(n * w); owned ::= data
-          var dst = 0L
-          slices.foreach { s =>
-            unwrap(s)._3.foreach { inner =>
-              inner.block match {
-                case FixedBlock(_, `w`, src) => data.setBytes(dst * w, slice(src, inner.start * w, s.count * w))
-                case other => mismatch(v, other)
-              }
-            }
-            dst += s.count
-          }
-          load(v, n, nulls, Seq(validity, data)); owned = Nil
-
-        case v: BaseVariableWidthVector  => loadVar(v, slices, n, nulls, validity, 4); owned = Nil
-        case v: BaseLargeVariableWidthVector => loadVar(v, slices, n, nulls, validity, 8); owned = Nil
-
-        case v: FixedSizeListVector =>
-          val dim = v.getListSize
-          val childSlices = slices.map { s =>
-            unwrap(s)._3 match {
-              case None => Slice(AllNullBlock(s.count * dim), 0, s.count * dim)
-              case Some(inner) => inner.block match {
-                case FslBlock(_, `dim`, items) => Slice(items, inner.start * dim, s.count * dim)
-                case other => mismatch(v, other)
-              }
+    val n = countRows(slices)
+    vec match {
+      case v: FixedSizeListVector =>
+        val dim = v.getListSize
+        val childSlices = slices.map { s =>
+          unwrap(s)._2 match {
+            case None => Slice(AllNullBlock(s.count * dim), 0, s.count * dim)
+            case Some(inner) => inner.block match {
+              case FslBlock(_, `dim`, items) => Slice(items, inner.start * dim, s.count * dim)
+              case other => mismatch(v, other)
             }
           }
-          load(v, n, nulls, Seq(validity)); owned = Nil
-          loadLeaf(v.getDataVector, childSlices)
+        }
+        owning { o =>
+          val (validity, nulls) = validityOf(o, slices, n)
+          o.loadInto(v, n, nulls, validity)
+        }
+        loadLeaf(v.getDataVector, childSlices)
 
-        case other => fail(s"unsupported Arrow vector ${other.getClass.getSimpleName} for a leaf column")
+      case v: BitVector => owning { o =>
+        val (validity, nulls) = validityOf(o, slices, n)
+        val data = o.alloc((n + 7) / 8)
+        var dst = 0L
+        slices.foreach { s =>
+          unwrap(s)._2.foreach { inner =>
+            inner.block match {
+              case BitBlock(_, bits) => copyBits(data, dst, bits, inner.start, s.count)
+              case other => mismatch(v, other)
+            }
+          }
+          dst += s.count
+        }
+        o.loadInto(v, n, nulls, validity, data)
       }
-    } finally owned.foreach(_.close())
+
+      case v: BaseFixedWidthVector => owning { o =>
+        val (validity, nulls) = validityOf(o, slices, n)
+        val w = v.getTypeWidth
+        val data = o.alloc(n * w)
+        var dst = 0L
+        slices.foreach { s =>
+          unwrap(s)._2.foreach { inner =>
+            inner.block match {
+              case FixedBlock(_, `w`, src) => data.setBytes(dst * w, view(src, inner.start * w, s.count * w))
+              case other => mismatch(v, other)
+            }
+          }
+          dst += s.count
+        }
+        o.loadInto(v, n, nulls, validity, data)
+      }
+
+      case v: BaseVariableWidthVector      => loadVar(v, slices, n, 4)
+      case v: BaseLargeVariableWidthVector => loadVar(v, slices, n, 8)
+      case other => fail(s"unsupported Arrow vector ${other.getClass.getSimpleName} for a leaf column")
+    }
   }
 
-  private def loadVar(v: FieldVector, slices: Seq[Slice], n: Long, nulls: Long, validity: ArrowBuf, ow: Int): Unit = {
+  private def loadVar(v: FieldVector, slices: Seq[Slice], n: Long, ow: Int): Unit = owning { o =>
     var total = 0L
     slices.foreach { s =>
-      unwrap(s)._3.foreach { inner =>
+      unwrap(s)._2.foreach { inner =>
         inner.block match {
           case VarBlock(_, offs, _, _) => total += offs((inner.start + s.count).toInt) - offs(inner.start.toInt)
           case other => mismatch(v, other)
@@ -154,81 +182,75 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
       }
     }
     if (ow == 4 && total > Int.MaxValue) fail(s"$total bytes do not fit a 32-bit-offset Arrow vector")
-    val offsets = alloc((n + 1) * ow)
-    val data = try alloc(total) catch { case e: Throwable => offsets.close(); throw e }
+    val (validity, nulls) = validityOf(o, slices, n)
+    val offsets = o.alloc((n + 1) * ow)
+    val data = o.alloc(total)
     var dst = 0L
     var pos = 0L
-    try {
-      slices.foreach { s =>
-        unwrap(s)._3 match {
-          case None =>
-            var i = 0L
-            while (i < s.count) { putOffset(offsets, dst + i + 1, pos, ow); i += 1 }
-          case Some(inner) =>
-            val VarBlock(_, offs, src, _) = inner.block
-            val base = offs(inner.start.toInt)
-            val len = offs((inner.start + s.count).toInt) - base
-            if (len > 0) data.setBytes(pos, slice(src, base, len))
-            var i = 0
-            while (i < s.count) {
-              putOffset(offsets, dst + i + 1, pos + offs((inner.start + i + 1).toInt) - base, ow)
-              i += 1
-            }
-            pos += len
-        }
-        dst += s.count
+    slices.foreach { s =>
+      unwrap(s)._2 match {
+        case None =>
+          var i = 0L
+          while (i < s.count) { putOffset(offsets, dst + i + 1, pos, ow); i += 1 }
+        case Some(Slice(VarBlock(_, offs, src, _), start, _)) =>
+          val base = offs(start.toInt)
+          val len = offs((start + s.count).toInt) - base
+          if (len > 0) data.setBytes(pos, view(src, base, len))
+          var i = 0
+          while (i < s.count) {
+            putOffset(offsets, dst + i + 1, pos + offs((start + i + 1).toInt) - base, ow)
+            i += 1
+          }
+          pos += len
+        case Some(other) => mismatch(v, other.block)
       }
-    } catch { case e: Throwable => offsets.close(); data.close(); throw e }
-    load(v, n, nulls, Seq(validity, offsets, data))
+      dst += s.count
+    }
+    o.loadInto(v, n, nulls, validity, offsets, data)
   }
 
   private def putOffset(buf: ArrowBuf, i: Long, value: Long, ow: Int): Unit =
     if (ow == 4) buf.setInt(i * 4, value.toInt) else buf.setLong(i * 8, value)
 
-  /** A list vector's own buffers from list page slices; returns nothing, the
-    * caller fills the items. `itemSizes` gives each output list's offsets. */
-  def loadList(vec: FieldVector, slices: Seq[Slice]): Unit = {
-    val n = slices.map(_.count).sum
+  /** A list vector's own buffers (validity, offsets) from list page slices;
+    * the caller fills the items. */
+  def loadList(vec: FieldVector, slices: Seq[Slice]): Unit = owning { o =>
+    val n = countRows(slices)
     val ow = vec match {
       case _: ListVector => 4
       case _: LargeListVector => 8
       case other => fail(s"unsupported Arrow vector ${other.getClass.getSimpleName} for a list column")
     }
-    val (validity, nulls) = validityOf(slices, n)
-    val offsets = try alloc((n + 1) * ow) catch { case e: Throwable => validity.close(); throw e }
-    try {
-      var dst = 0L
-      var pos = 0L
-      slices.foreach { s =>
-        unwrap(s)._3 match {
-          case None =>
-            var i = 0L
-            while (i < s.count) { putOffset(offsets, dst + i + 1, pos, ow); i += 1 }
-          case Some(inner) =>
-            inner.block match {
-              case ListBlock(_, offs, _) =>
-                val base = offs(inner.start.toInt)
-                var i = 0
-                while (i < s.count) {
-                  putOffset(offsets, dst + i + 1, pos + offs((inner.start + i + 1).toInt) - base, ow)
-                  i += 1
-                }
-                pos += offs((inner.start + s.count).toInt) - base
-              case other => mismatch(vec, other)
-            }
-        }
-        dst += s.count
+    val (validity, nulls) = validityOf(o, slices, n)
+    val offsets = o.alloc((n + 1) * ow)
+    var dst = 0L
+    var pos = 0L
+    slices.foreach { s =>
+      unwrap(s)._2 match {
+        case None =>
+          var i = 0L
+          while (i < s.count) { putOffset(offsets, dst + i + 1, pos, ow); i += 1 }
+        case Some(Slice(ListBlock(_, offs, _, _), start, _)) =>
+          val base = offs(start.toInt)
+          var i = 0
+          while (i < s.count) {
+            putOffset(offsets, dst + i + 1, pos + offs((start + i + 1).toInt) - base, ow)
+            i += 1
+          }
+          pos += offs((start + s.count).toInt) - base
+        case Some(other) => mismatch(vec, other.block)
       }
-      if (ow == 4 && pos > Int.MaxValue) fail(s"$pos list items do not fit a 32-bit-offset Arrow list")
-    } catch { case e: Throwable => validity.close(); offsets.close(); throw e }
-    load(vec, n, nulls, Seq(validity, offsets))
+      dst += s.count
+    }
+    if (ow == 4 && pos > Int.MaxValue) fail(s"$pos list items do not fit a 32-bit-offset Arrow list")
+    o.loadInto(vec, n, nulls, validity, offsets)
   }
 
   /** A struct vector's own (all-valid) validity; the caller fills children. */
-  def loadStruct(vec: StructVector, n: Long): Unit = {
-    val validity = alloc((n + 7) / 8)
+  def loadStruct(vec: StructVector, n: Long): Unit = owning { o =>
+    val validity = o.alloc((n + 7) / 8)
     setOnes(validity, 0, n)
-    load(vec, n, 0, Seq(validity))
+    o.loadInto(vec, n, 0, validity)
   }
 
   private def mismatch(v: FieldVector, b: Block): Nothing =

@@ -251,6 +251,67 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally r.close()
   }
 
+  test("a small read touches only the footer, one column's metadata and its overlapping pages") {
+    val p = v2File("rich_small_pages")
+    val src = new CountingSource(p)
+    val r = V2FileReader.openStandalone(src)
+    try {
+      val f = r.fileSchema.field("s").get
+      r.read(Seq(f), 1500, 1510, allocator).foreach(_.close())
+      val fileSize = src.size
+      info(s"reads: ${src.reads}")
+      assert(src.bytesRead < fileSize / 50, s"read ${src.bytesRead} of $fileSize bytes: ${src.reads}")
+      val cm = new ColumnMetadataReader(new LocalFileSource(p), r.footer)
+      val col = cm.column(r.fieldColumns(f.id))
+      val pageBytes = col.pagesOverlapping(1500, 1510).flatMap(_.buffers).map(_.size).sum
+      assert(src.bytesRead <= pageBytes + 64 * 1024, s"${src.bytesRead} bytes read, pages are $pageBytes")
+      // a list column reads its overlapping offsets pages and the item pages they reference
+      val before = src.bytesRead
+      r.read(Seq(r.fileSchema.field("lst_lst").get), 2000, 2003, allocator).foreach(_.close())
+      info(s"list reads: ${src.reads.drop(7)}")
+      assert(src.bytesRead - before < fileSize / 50)
+    } finally r.close()
+  }
+
+  test("random corruption and truncation give a LanceFormatException or a result, never another failure") {
+    val original = Files.readAllBytes(v2File("rich_one_page"))
+    val dir = Files.createTempDirectory("v2-fuzz")
+    val tailStart = {
+      val src = new LocalFileSource(v2File("rich_one_page"))
+      try Footer.read(src).columnMetadataStart finally src.close()
+    }
+    val rng = new scala.util.Random(42)
+    var refused = 0
+    (0 until 300).foreach { i =>
+      val bytes = original.clone()
+      val damaged =
+        if (i % 10 == 0) bytes.take(rng.nextInt(bytes.length))
+        else {
+          (0 until 1 + rng.nextInt(4)).foreach { _ =>
+            // mostly the metadata (protobufs, offset tables), sometimes anywhere
+            val at = if (rng.nextInt(4) > 0) tailStart + rng.nextLong(original.length - tailStart) else rng.nextLong(original.length)
+            bytes(at.toInt) = rng.nextInt(256).toByte
+          }
+          bytes
+        }
+      val p = dir.resolve(s"fuzz-$i.lance")
+      Files.write(p, damaged)
+      try {
+        val r = V2FileReader.openStandalone(new LocalFileSource(p))
+        try r.read(r.fileSchema.fields, 0, r.numRows, allocator).foreach(_.close())
+        finally r.close()
+      } catch {
+        case e: LanceFormatException =>
+          refused += 1
+          assert(e.getMessage.contains(p.toString), s"case $i: ${e.getMessage}")
+        case e: Throwable => fail(s"case $i: ${e.getClass.getName} instead of LanceFormatException", e)
+      }
+      Files.delete(p)
+    }
+    assert(refused > 30)
+    assert(allocator.getAllocatedMemory == 0)
+  }
+
   test("no Arrow memory is leaked") {
     assert(allocator.getAllocatedMemory == 0)
   }
