@@ -172,11 +172,16 @@ object V2FileReader {
   /** A data file of a dataset: `schema` is the dataset's, `fieldColumns` the
     * manifest's field id -> column index mapping. */
   def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int]): V2FileReader =
-    new V2FileReader(source, checkVersion(source, Footer.read(source)), Some(schema), Some(fieldColumns))
+    new V2FileReader(source, footerOrClose(source), Some(schema), Some(fieldColumns))
 
   /** A standalone file: schema and column mapping (depth first) from the file. */
   def openStandalone(source: RandomAccessSource): V2FileReader =
-    new V2FileReader(source, checkVersion(source, Footer.read(source)), None, None)
+    new V2FileReader(source, footerOrClose(source), None, None)
+
+  /** The checked footer; the source is closed if the file is refused. */
+  private def footerOrClose(source: RandomAccessSource): Footer =
+    try checkVersion(source, Footer.read(source))
+    catch { case e: Throwable => try source.close() catch { case _: Throwable => () }; throw e }
 
   private def checkVersion(source: RandomAccessSource, f: Footer): Footer = {
     if (!(f.major == 0 && f.minor == 3) && !(f.major == 2 && f.minor == 0))

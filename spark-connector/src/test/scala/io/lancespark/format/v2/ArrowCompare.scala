@@ -26,7 +26,7 @@ object ArrowCompare {
       }
       found.getOrElse(Path.of("target/fixtures").toAbsolutePath)
     }
-    if (!Files.isDirectory(dir.resolve("v2_0")) || !Files.isDirectory(dir.resolve("v2_0_extra")))
+    if (!Seq("v2_0", "v2_0_extra", "v2_other_versions", "datasets").forall(d => Files.isDirectory(dir.resolve(d))))
       throw new AssertionError(
         s"Lance fixtures missing at $dir. Make them from the project root with: " +
           "/work/main/.venv/bin/python tests/fixtures/codec_fixtures.py target/fixtures && " +

@@ -261,9 +261,12 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
       val fileSize = src.size
       info(s"reads: ${src.reads}")
       assert(src.bytesRead < fileSize / 50, s"read ${src.bytesRead} of $fileSize bytes: ${src.reads}")
-      val cm = new ColumnMetadataReader(new LocalFileSource(p), r.footer)
-      val col = cm.column(r.fieldColumns(f.id))
-      val pageBytes = col.pagesOverlapping(1500, 1510).flatMap(_.buffers).map(_.size).sum
+      val pageBytes = {
+        val other = new LocalFileSource(p)
+        try new ColumnMetadataReader(other, r.footer).column(r.fieldColumns(f.id))
+          .pagesOverlapping(1500, 1510).flatMap(_.buffers).map(_.size).sum
+        finally other.close()
+      }
       assert(src.bytesRead <= pageBytes + 64 * 1024, s"${src.bytesRead} bytes read, pages are $pageBytes")
       // a list column reads its overlapping offsets pages and the item pages they reference
       val before = src.bytesRead
