@@ -25,9 +25,26 @@ final case class PageInfo(
 final case class ColumnInfo(index: Int, pages: Vector[PageInfo], buffers: Vector[Region]) {
   def numItems: Long = pages.lastOption.fold(0L)(_.endItem)
 
-  /** Pages overlapping [from, until) of the column's item space. */
-  def pagesOverlapping(from: Long, until: Long): Vector[PageInfo] =
-    pages.filter(p => p.length > 0 && p.firstItem < until && p.endItem > from)
+  /** Pages overlapping [from, until) of the column's item space (binary search). */
+  def pagesOverlapping(from: Long, until: Long): Vector[PageInfo] = {
+    // first page whose end is past `from`
+    var lo = 0
+    var hi = pages.size
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (pages(mid).endItem <= from) lo = mid + 1 else hi = mid
+    }
+    pages.iterator.drop(lo).takeWhile(_.firstItem < until).filter(_.length > 0).toVector
+  }
+
+  /** For a list column: where each page's referenced items start in the item
+    * column (the sum of the earlier pages' `num_items`); None if a page is not
+    * a list page. */
+  lazy val listItemBases: Option[Vector[Long]] = {
+    val counts = pages.map(p => PageDecoder.listItems(p.encoding))
+    if (counts.exists(_.isEmpty)) None
+    else Some(counts.flatten.scanLeft(0L)(_ + _).dropRight(1))
+  }
 }
 
 /** Reads and parses column metadata; encodings in the metadata are serialized

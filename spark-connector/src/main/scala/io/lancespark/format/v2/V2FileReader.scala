@@ -98,16 +98,8 @@ final class V2FileReader private (
       if (field.children.size != 1) fail(s"list field '${field.name}' (id ${field.id}) has ${field.children.size} children, not 1")
       val col = columnOf(field)
       val ss = slices(field, col, from, until)
-      // where the pages' items start in the item column
-      val itemBase: Map[Int, Long] = {
-        var acc = 0L
-        col.pages.map { p =>
-          val b = acc
-          acc += PageDecoder.listItems(p.encoding).getOrElse(
-            fail(s"column ${col.index} (field '${field.name}') page ${p.index} is not a list page"))
-          p.index -> b
-        }.toMap
-      }
+      val itemBase = col.listItemBases.getOrElse(
+        fail(s"column ${col.index} (field '${field.name}', id ${field.id}) has pages that are not list pages"))
       val pagesOf = col.pagesOverlapping(from, until)
       val itemRanges = ss.zip(pagesOf).flatMap { case (s, p) =>
         listBlock(s.block).map { l =>
