@@ -27,6 +27,7 @@ final case class ColumnInfo(index: Int, pages: Vector[PageInfo], buffers: Vector
 
   /** Pages overlapping [from, until) of the column's item space (binary search). */
   def pagesOverlapping(from: Long, until: Long): Vector[PageInfo] = {
+    if (until <= from) return Vector.empty
     // first page whose end is past `from`
     var lo = 0
     var hi = pages.size
