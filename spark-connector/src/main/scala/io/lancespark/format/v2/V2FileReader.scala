@@ -1,0 +1,184 @@
+package io.lancespark.format.v2
+
+import scala.jdk.CollectionConverters._
+
+import com.google.protobuf.InvalidProtocolBufferException
+import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.vector.FieldVector
+import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
+
+import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema, LogicalType}
+import io.lancespark.format.input.RandomAccessSource
+import io.lancespark.format.v2.Block._
+import io.lancespark.proto.file.FileDescriptor
+
+/** Reads one Lance 2.0 data file (footer version 0.3).
+  *
+  * Only the footer, the offset tables, the metadata of the columns asked for
+  * and the pages overlapping the requested rows (plus the list item pages they
+  * reference) are read. `fieldColumns` maps a Lance field id to its column. */
+final class V2FileReader private (
+    source: RandomAccessSource,
+    val footer: Footer,
+    schemaOverride: Option[LanceSchema],
+    fieldColumnsOverride: Option[Map[Int, Int]])
+    extends DataFileReader {
+
+  override def path: String = source.path
+
+  private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
+
+  private lazy val globalBuffers: Vector[Region] =
+    Footer.readRegions(source, footer.globalBufferTablePos, footer.numGlobalBuffers, "global buffer")
+
+  private lazy val descriptor: FileDescriptor = {
+    if (globalBuffers.isEmpty) fail("no global buffers: the file descriptor (schema) is missing")
+    val r = globalBuffers.head
+    try FileDescriptor.parseFrom(source.read(r.position, r.size))
+    catch { case e: InvalidProtocolBufferException => throw LanceFormatException(path, "corrupt file descriptor", e) }
+  }
+
+  /** The schema the file itself stores. */
+  lazy val fileSchema: LanceSchema = {
+    val s = descriptor.getSchema
+    LanceSchema.fromProto(s.getFieldsList.asScala.toSeq,
+      s.getMetadataMap.asScala.map { case (k, v) => k -> v.toByteArray }.toMap, path)
+  }
+
+  lazy val schema: LanceSchema = schemaOverride.getOrElse(fileSchema)
+
+  /** Field id -> column index. */
+  lazy val fieldColumns: Map[Int, Int] = fieldColumnsOverride.getOrElse(
+    fileSchema.fields.flatMap(_.allFields).zipWithIndex.map { case (f, i) => f.id -> i }.toMap)
+
+  override lazy val numRows: Long = descriptor.getLength
+
+  private val columns = new ColumnMetadataReader(source, footer)
+
+  private def columnOf(field: LanceField): ColumnInfo = {
+    val idx = fieldColumns.getOrElse(field.id,
+      fail(s"field '${field.name}' (id ${field.id}) is not stored in this file"))
+    if (idx < 0 || idx >= footer.numColumns)
+      fail(s"field '${field.name}' (id ${field.id}) maps to column $idx but the file has ${footer.numColumns} columns")
+    columns.column(idx)
+  }
+
+  /** Decoded slices of a column's items [from, until). */
+  private def slices(field: LanceField, col: ColumnInfo, from: Long, until: Long): Vector[Slice] = {
+    if (until <= from) return Vector.empty
+    if (until > col.numItems)
+      fail(s"column ${col.index} (field '${field.name}', id ${field.id}) holds ${col.numItems} items, " +
+        s"but items [$from, $until) are needed")
+    val where = s"column ${col.index} (field '${field.name}', id ${field.id})"
+    col.pagesOverlapping(from, until).map { p =>
+      val s = math.max(from, p.firstItem)
+      val e = math.min(until, p.endItem)
+      val block = new PageDecoder(source, col, p, globalBuffers, where,
+        directDictionary = LogicalType.isDictionary(field.logicalType)).decode(s - p.firstItem, e - p.firstItem)
+      if (block.length != e - s) fail(s"$where page ${p.index}: decoded ${block.length} items, expected ${e - s}")
+      Slice(block, 0, e - s)
+    }
+  }
+
+  /** Fills `vec` (created from `field.toArrow`) with items [from, until) of the field. */
+  private def fill(field: LanceField, vec: FieldVector, from: Long, until: Long): Unit = {
+    val loader = new VectorLoader(vec.getAllocator,
+      p => fail(s"field '${field.name}' (id ${field.id}): $p"))
+    if (field.isStruct) {
+      val sv = vec match {
+        case s: StructVector => s
+        case other => fail(s"field '${field.name}' is a struct but its Arrow vector is ${other.getClass.getSimpleName}")
+      }
+      loader.loadStruct(sv, until - from)
+      val kids = sv.getChildrenFromFields.asScala
+      if (kids.size != field.children.size)
+        fail(s"struct field '${field.name}' has ${field.children.size} children but its vector has ${kids.size}")
+      field.children.zip(kids).foreach { case (f, v) => fill(f, v, from, until) }
+    } else if (field.isList) {
+      if (field.children.size != 1) fail(s"list field '${field.name}' (id ${field.id}) has ${field.children.size} children, not 1")
+      val col = columnOf(field)
+      val ss = slices(field, col, from, until)
+      val itemBase = col.listItemBases.getOrElse(
+        fail(s"column ${col.index} (field '${field.name}', id ${field.id}) has pages that are not list pages"))
+      val pagesOf = col.pagesOverlapping(from, until)
+      val itemRanges = ss.zip(pagesOf).flatMap { case (s, p) =>
+        listBlock(s.block).map { l =>
+          val base = itemBase(p.index) + l.firstItem
+          (base + l.offsets(s.start.toInt), base + l.offsets((s.start + s.count).toInt))
+        }
+      }
+      itemRanges.zip(itemRanges.drop(1)).foreach { case (a, b) =>
+        if (a._2 != b._1) fail(s"list field '${field.name}': item ranges of consecutive pages are not contiguous")
+      }
+      loader.loadList(vec, ss)
+      val (ia, ib) = if (itemRanges.isEmpty) (0L, 0L) else (itemRanges.head._1, itemRanges.last._2)
+      val child = vec match {
+        case l: ListVector => l.getDataVector
+        case l: LargeListVector => l.getDataVector
+        case other => fail(s"field '${field.name}' is a list but its Arrow vector is ${other.getClass.getSimpleName}")
+      }
+      fill(field.children.head, child, ia, ib)
+    } else {
+      val col = columnOf(field)
+      loader.loadLeaf(vec, slices(field, col, from, until))
+    }
+  }
+
+  private def listBlock(b: Block): Option[ListBlock] = b match {
+    case l: ListBlock            => Some(l)
+    case NullableBlock(_, inner) => listBlock(inner)
+    case AllNullBlock(_)         => None
+    case other => fail(s"a list page decodes to ${other.getClass.getSimpleName}")
+  }
+
+  override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] = {
+    if (from < 0 || until < from || until > numRows)
+      fail(s"rows [$from, $until) are outside the file's $numRows rows")
+    val out = scala.collection.mutable.ArrayBuffer.empty[FieldVector]
+    try {
+      fields.foreach { f =>
+        val vec = f.toArrow.createVector(allocator)
+        out += vec
+        fill(f, vec, from, until)
+      }
+      out.toSeq
+    } catch {
+      case e: Throwable =>
+        out.foreach(v => try v.close() catch { case _: Throwable => () })
+        e match {
+          case l: LanceFormatException => throw l
+          case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: IllegalStateException |
+               _: ArithmeticException | _: NegativeArraySizeException | _: java.nio.BufferUnderflowException |
+               _: MatchError | _: ClassCastException =>
+            throw LanceFormatException(path, s"corrupt data: $e", e)
+          case _ => throw e
+        }
+    }
+  }
+
+  override def close(): Unit = source.close()
+}
+
+object V2FileReader {
+
+  /** A data file of a dataset: `schema` is the dataset's, `fieldColumns` the
+    * manifest's field id -> column index mapping. */
+  def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int]): V2FileReader =
+    new V2FileReader(source, footerOrClose(source), Some(schema), Some(fieldColumns))
+
+  /** A standalone file: schema and column mapping (depth first) from the file. */
+  def openStandalone(source: RandomAccessSource): V2FileReader =
+    new V2FileReader(source, footerOrClose(source), None, None)
+
+  /** The checked footer; the source is closed if the file is refused. */
+  private def footerOrClose(source: RandomAccessSource): Footer =
+    try checkVersion(source, Footer.read(source))
+    catch { case e: Throwable => try source.close() catch { case _: Throwable => () }; throw e }
+
+  private def checkVersion(source: RandomAccessSource, f: Footer): Footer = {
+    if (!(f.major == 0 && f.minor == 3) && !(f.major == 2 && f.minor == 0))
+      throw LanceFormatException(source.path,
+        s"file version ${f.versionName} (footer ${f.major}.${f.minor}) is not 2.0; this reader only reads 2.0 files")
+    f
+  }
+}

@@ -1,0 +1,262 @@
+package io.lancespark.format.v2
+
+import java.nio.ByteBuffer
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.memory.{ArrowBuf, BufferAllocator}
+import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BitVector, FieldVector}
+import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector, StructVector}
+import org.apache.arrow.vector.ipc.message.ArrowFieldNode
+
+import io.lancespark.format.v2.Block._
+
+/** Fills Arrow vectors from decoded page slices: builds each vector's buffers
+  * (values with bulk copies) and hands them over with `loadFieldBuffers`. */
+private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String => Nothing) {
+
+  /** Buffers allocated for one vector; closed if anything fails before they
+    * are handed to the vector. */
+  private final class Owned {
+    var bufs: List[ArrowBuf] = Nil
+    def alloc(bytes: Long): ArrowBuf = {
+      val b = allocator.buffer(math.max(bytes, 1L))
+      bufs ::= b
+      b.setZero(0, b.capacity())
+      b
+    }
+    /** Loads `ordered` into `vec`; afterwards the vector holds its own references. */
+    def loadInto(vec: FieldVector, n: Long, nulls: Long, ordered: ArrowBuf*): Unit = {
+      val mine = bufs
+      bufs = Nil
+      try vec.loadFieldBuffers(new ArrowFieldNode(n, nulls), ordered.asJava)
+      finally mine.foreach(_.close())
+    }
+  }
+
+  private def owning[T](f: Owned => T): T = {
+    val o = new Owned
+    try f(o)
+    catch { case e: Throwable => o.bufs.foreach(b => try b.close() catch { case _: Throwable => () }); throw e }
+  }
+
+  /** Validity of a slice and the slice of its values (None when all null). */
+  private def unwrap(s: Slice): (Option[Bits], Option[Slice]) = s.block match {
+    case NullableBlock(v, inner)              => (Some(v), Some(Slice(inner, s.start, s.count)))
+    case AllNullBlock(_)                      => (None, None)
+    case v: VarBlock if v.validity.isDefined  => (v.validity, Some(s))
+    case l: ListBlock if l.validity.isDefined => (l.validity, Some(s))
+    case _                                    => (None, Some(s))
+  }
+
+  private def countRows(slices: Seq[Slice]): Long = {
+    val n = slices.map(_.count).sum
+    if (n > Int.MaxValue - 1) fail(s"$n rows do not fit one Arrow vector")
+    n
+  }
+
+  /** Builds a validity buffer for the slices; returns it and the null count. */
+  private def validityOf(o: Owned, slices: Seq[Slice], n: Long): (ArrowBuf, Long) = {
+    val buf = o.alloc((n + 7) / 8)
+    var dst = 0L
+    var nulls = 0L
+    slices.foreach { s =>
+      unwrap(s) match {
+        case (_, None)           => nulls += s.count // all null: bits stay 0
+        case (None, Some(_))     => setOnes(buf, dst, s.count)
+        case (Some(bits), Some(_)) => nulls += s.count - copyBits(buf, dst, bits, s.start, s.count)
+      }
+      dst += s.count
+    }
+    (buf, nulls)
+  }
+
+  private def setBit(buf: ArrowBuf, d: Long): Unit =
+    buf.setByte(d >>> 3, buf.getByte(d >>> 3) | (1 << (d & 7).toInt))
+
+  /** ORs `count` bits of `src` from `from` into `dst` at `at` (dst bits there
+    * are 0); returns how many were set. Byte-aligned runs are bulk copies. */
+  private def copyBits(dst: ArrowBuf, at: Long, src: Bits, from: Long, count: Long): Long = {
+    var set = 0L
+    var i = 0L
+    val srcBit0 = src.bitOffset + from
+    if ((at & 7) == 0 && (srcBit0 & 7) == 0 && count >= 8) {
+      val bytes = count >>> 3
+      val view = src.buf.duplicate()
+      view.position((srcBit0 >>> 3).toInt).limit(((srcBit0 >>> 3) + bytes).toInt)
+      dst.setBytes(at >>> 3, view)
+      var b = 0L
+      while (b < bytes) { set += Integer.bitCount(dst.getByte((at >>> 3) + b) & 0xff); b += 1 }
+      i = bytes * 8
+    }
+    while (i < count) {
+      if (src.get(from + i)) { setBit(dst, at + i); set += 1 }
+      i += 1
+    }
+    set
+  }
+
+  private def setOnes(buf: ArrowBuf, start: Long, count: Long): Unit = {
+    var d = start
+    val end = start + count
+    while (d < end && (d & 7) != 0) { setBit(buf, d); d += 1 }
+    val wholeBytes = (end - d) >>> 3
+    if (wholeBytes > 0) { buf.setOne(d >>> 3, wholeBytes); d += wholeBytes * 8 }
+    while (d < end) { setBit(buf, d); d += 1 }
+  }
+
+  private def view(data: ByteBuffer, from: Long, len: Long): ByteBuffer = {
+    val d = data.duplicate()
+    d.position(from.toInt).limit((from + len).toInt)
+    d
+  }
+
+  /** A leaf vector (primitive, binary, fixed-size list) from page slices. */
+  def loadLeaf(vec: FieldVector, slices: Seq[Slice]): Unit = {
+    val n = countRows(slices)
+    vec match {
+      case v: FixedSizeListVector =>
+        val dim = v.getListSize
+        val childSlices = slices.map { s =>
+          unwrap(s)._2 match {
+            case None => Slice(AllNullBlock(s.count * dim), 0, s.count * dim)
+            case Some(inner) => inner.block match {
+              case FslBlock(_, `dim`, items) => Slice(items, inner.start * dim, s.count * dim)
+              case other => mismatch(v, other)
+            }
+          }
+        }
+        owning { o =>
+          val (validity, nulls) = validityOf(o, slices, n)
+          o.loadInto(v, n, nulls, validity)
+        }
+        loadLeaf(v.getDataVector, childSlices)
+
+      case v: BitVector => owning { o =>
+        val (validity, nulls) = validityOf(o, slices, n)
+        val data = o.alloc((n + 7) / 8)
+        var dst = 0L
+        slices.foreach { s =>
+          unwrap(s)._2.foreach { inner =>
+            inner.block match {
+              case BitBlock(_, bits) => copyBits(data, dst, bits, inner.start, s.count)
+              case other => mismatch(v, other)
+            }
+          }
+          dst += s.count
+        }
+        o.loadInto(v, n, nulls, validity, data)
+      }
+
+      case v: BaseFixedWidthVector => owning { o =>
+        val (validity, nulls) = validityOf(o, slices, n)
+        val w = v.getTypeWidth
+        val data = o.alloc(n * w)
+        var dst = 0L
+        slices.foreach { s =>
+          unwrap(s)._2.foreach { inner =>
+            inner.block match {
+              case FixedBlock(_, `w`, src) => data.setBytes(dst * w, view(src, inner.start * w, s.count * w))
+              case other => mismatch(v, other)
+            }
+          }
+          dst += s.count
+        }
+        o.loadInto(v, n, nulls, validity, data)
+      }
+
+      case v: BaseVariableWidthVector      => loadVar(v, slices, n, 4)
+      case v: BaseLargeVariableWidthVector => loadVar(v, slices, n, 8)
+      case other => fail(s"unsupported Arrow vector ${other.getClass.getSimpleName} for a leaf column")
+    }
+  }
+
+  private def loadVar(v: FieldVector, slices: Seq[Slice], n: Long, ow: Int): Unit = owning { o =>
+    var total = 0L
+    slices.foreach { s =>
+      unwrap(s)._2.foreach { inner =>
+        inner.block match {
+          case VarBlock(_, offs, _, _) => total += offs((inner.start + s.count).toInt) - offs(inner.start.toInt)
+          case other => mismatch(v, other)
+        }
+      }
+    }
+    if (ow == 4 && total > Int.MaxValue) fail(s"$total bytes do not fit a 32-bit-offset Arrow vector")
+    val (validity, nulls) = validityOf(o, slices, n)
+    val offsets = o.alloc((n + 1) * ow)
+    val data = o.alloc(total)
+    var dst = 0L
+    var pos = 0L
+    slices.foreach { s =>
+      unwrap(s)._2 match {
+        case None =>
+          var i = 0L
+          while (i < s.count) { putOffset(offsets, dst + i + 1, pos, ow); i += 1 }
+        case Some(Slice(VarBlock(_, offs, src, _), start, _)) =>
+          val base = offs(start.toInt)
+          val len = offs((start + s.count).toInt) - base
+          if (len > 0) data.setBytes(pos, view(src, base, len))
+          var i = 0
+          while (i < s.count) {
+            putOffset(offsets, dst + i + 1, pos + offs((start + i + 1).toInt) - base, ow)
+            i += 1
+          }
+          pos += len
+        case Some(other) => mismatch(v, other.block)
+      }
+      dst += s.count
+    }
+    o.loadInto(v, n, nulls, validity, offsets, data)
+  }
+
+  private def putOffset(buf: ArrowBuf, i: Long, value: Long, ow: Int): Unit =
+    if (ow == 4) buf.setInt(i * 4, value.toInt) else buf.setLong(i * 8, value)
+
+  /** A list vector's own buffers (validity, offsets) from list page slices;
+    * the caller fills the items. */
+  def loadList(vec: FieldVector, slices: Seq[Slice]): Unit = owning { o =>
+    val n = countRows(slices)
+    val ow = vec match {
+      case _: ListVector => 4
+      case _: LargeListVector => 8
+      case other => fail(s"unsupported Arrow vector ${other.getClass.getSimpleName} for a list column")
+    }
+    val (validity, nulls) = validityOf(o, slices, n)
+    val offsets = o.alloc((n + 1) * ow)
+    var dst = 0L
+    var pos = 0L
+    slices.foreach { s =>
+      unwrap(s)._2 match {
+        case None =>
+          var i = 0L
+          while (i < s.count) { putOffset(offsets, dst + i + 1, pos, ow); i += 1 }
+        case Some(Slice(ListBlock(_, offs, _, _), start, _)) =>
+          val base = offs(start.toInt)
+          var i = 0
+          while (i < s.count) {
+            putOffset(offsets, dst + i + 1, pos + offs((start + i + 1).toInt) - base, ow)
+            i += 1
+          }
+          pos += offs((start + s.count).toInt) - base
+        case Some(other) => mismatch(vec, other.block)
+      }
+      dst += s.count
+    }
+    if (ow == 4 && pos > Int.MaxValue) fail(s"$pos list items do not fit a 32-bit-offset Arrow list")
+    o.loadInto(vec, n, nulls, validity, offsets)
+  }
+
+  /** A struct vector's own (all-valid) validity; the caller fills children. */
+  def loadStruct(vec: StructVector, n: Long): Unit = owning { o =>
+    val validity = o.alloc((n + 7) / 8)
+    setOnes(validity, 0, n)
+    o.loadInto(vec, n, 0, validity)
+  }
+
+  private def mismatch(v: FieldVector, b: Block): Nothing =
+    fail(s"page data (${b.getClass.getSimpleName}${b match {
+      case f: FixedBlock => s" of ${f.width}-byte values"
+      case f: FslBlock => s" of dimension ${f.dimension}"
+      case _ => ""
+    }}) does not match the field's Arrow type ${v.getField.getType}")
+}
