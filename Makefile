@@ -35,7 +35,9 @@ python: venv jar
 	mkdir -p python/lance_spark/jars && cp $(JAR) python/lance_spark/jars/
 
 fixtures: venv
-	$(PY) tests/fixtures/codec_fixtures.py $(FIXTURES)
+	$(PY) tests/fixtures/codec_fixtures.py $(FIXTURES)   # first: it empties the directory
+	$(PY) tests/fixtures/v2_fixtures.py $(FIXTURES)
+	$(PY) tests/fixtures/legacy_fixtures.py $(FIXTURES)
 
 test-scala: venv fixtures
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) $(SBT) "connector/test" < /dev/null

@@ -9,7 +9,7 @@ import org.apache.arrow.vector.FieldVector
   * with fewer children); every field id in them must be stored in this file.
   * The result has one vector per requested field, in order, each with
   * `until - from` rows, typed as `field.toArrow` (dictionary columns decoded).
-  * The caller owns (closes) the vectors. */
+  * The caller owns (closes) the vectors; closing the reader closes its source. */
 trait DataFileReader extends AutoCloseable {
   def path: String
   def numRows: Long

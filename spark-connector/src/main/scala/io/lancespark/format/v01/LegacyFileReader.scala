@@ -38,7 +38,7 @@ final class LegacyFileReader private (
       .getOrElse(Map.empty)
   private val dictionaries = mutable.Map.empty[Int, DictionaryValues]
 
-  override def close(): Unit = ()
+  override def close(): Unit = source.close()
 
   override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] = {
     if (from < 0 || until < from || until > numRows)
