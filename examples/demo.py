@@ -29,7 +29,8 @@ def main() -> int:
         "score": rng.normal(size=n),
         "embedding": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 4, dtype=np.float32)), 4),
     })
-    lance.write_dataset(table, path, max_rows_per_file=50_000)           # version 1
+    lance.write_dataset(table, path, max_rows_per_file=50_000,               # version 1
+                        data_storage_version="2.0")  # the connector reads 0.1 and 2.0 files
     ds = lance.dataset(path)
     ds.delete("id % 10 = 0")                                            # version 2
     print(f"dataset at {path}: versions {[v['version'] for v in lance.dataset(path).versions()]}")

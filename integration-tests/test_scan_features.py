@@ -13,7 +13,8 @@ from datagen import small_table
 @pytest.fixture(scope="module")
 def stable(tmp_path_factory):
     path = tmp_path_factory.mktemp("stable") / "s.lance"
-    lance.write_dataset(small_table(5000), str(path), max_rows_per_file=2000, enable_stable_row_ids=True)
+    lance.write_dataset(small_table(5000), str(path), max_rows_per_file=2000, enable_stable_row_ids=True,
+                       data_storage_version="2.0")
     lance.write_dataset(small_table(1000, start=5000), str(path), mode="append")
     lance.dataset(str(path)).delete("id % 7 = 0")
     return path
@@ -22,7 +23,7 @@ def stable(tmp_path_factory):
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
     path = tmp_path_factory.mktemp("plain") / "p.lance"
-    lance.write_dataset(small_table(300_000), str(path), max_rows_per_file=300_000)
+    lance.write_dataset(small_table(300_000), str(path), max_rows_per_file=300_000, data_storage_version="2.0")
     lance.dataset(str(path)).delete("id < 10")
     return path
 
@@ -57,7 +58,7 @@ def test_metadata_columns_match_pylance(spark, stable, tmp_path, which):
         path = stable
     else:
         path = tmp_path / "plain_small.lance"
-        lance.write_dataset(small_table(3000), str(path), max_rows_per_file=1000)
+        lance.write_dataset(small_table(3000), str(path), max_rows_per_file=1000, data_storage_version="legacy")
         lance.dataset(str(path)).delete("id % 5 = 1")
     expected = lance.dataset(str(path)).to_table(columns=["id"], with_row_id=True, with_row_address=True)
     want = sorted(zip(expected["id"].to_pylist(), expected["_rowid"].to_pylist(), expected["_rowaddr"].to_pylist()))

@@ -23,14 +23,23 @@ JAR_SRC = Path(os.environ.get("LANCE_SPARK_BUNDLE_JAR")
                or REPO / "spark-connector" / "target" / "scala-2.13" / JAR_NAME)
 
 
+def _generate_protos() -> None:
+    sys.path.insert(0, str(HERE))
+    try:
+        from gen_protos import generate
+    finally:
+        sys.path.pop(0)
+    generate(REPO / "protos", HERE / "lance_spark" / "_proto")
+
+
+# setuptools lists the lance_spark._proto package before build_py runs, so it must exist.
+if not (HERE / "lance_spark" / "_proto").is_dir():
+    _generate_protos()
+
+
 class BuildPyWithProtosAndJar(build_py):
     def run(self):
-        sys.path.insert(0, str(HERE))
-        try:
-            from gen_protos import generate
-        finally:
-            sys.path.pop(0)
-        generate(REPO / "protos", HERE / "lance_spark" / "_proto")
+        _generate_protos()
         jars = HERE / "lance_spark" / "jars"
         if os.environ.get("LANCE_SPARK_SKIP_JAR") != "1":
             if not JAR_SRC.is_file():

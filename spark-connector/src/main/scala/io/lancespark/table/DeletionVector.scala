@@ -20,7 +20,8 @@ object DeletionVector {
 
   def relativePath(fragmentId: Long, d: DeletionFile): String = {
     val ext = if (d.getFileType == DeletionFile.DeletionFileType.BITMAP) "bin" else "arrow"
-    s"_deletions/$fragmentId-${d.getReadVersion}-${d.getId}.$ext"
+    // ids are u64 on the wire: print them unsigned
+    s"_deletions/$fragmentId-${java.lang.Long.toUnsignedString(d.getReadVersion)}-${java.lang.Long.toUnsignedString(d.getId)}.$ext"
   }
 
   def read(storage: DatasetStorage, fragmentId: Long, d: DeletionFile, physicalRows: Long): RoaringBitmap = {

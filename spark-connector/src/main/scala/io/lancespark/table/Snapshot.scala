@@ -15,7 +15,8 @@ final case class DataFileRef(
     majorVersion: Int,
     minorVersion: Int,
     sizeBytes: Long) {
-  def isLegacy: Boolean = majorVersion == 0 && minorVersion == 0
+  // 0.0 (old writers), 0.1 and 0.2 (what pylance records for legacy files) are all file format 0.1
+  def isLegacy: Boolean = majorVersion == 0 && minorVersion <= 2
   def relativePath: String = s"data/$path"
 }
 
