@@ -9,7 +9,10 @@ JAR_NAME = "lance-spark-bundle_2.13-0.1.0.jar"
 CONNECTOR_CLASS = "io.lancespark.spark.LanceDataSource"
 
 #: Spark settings the connector needs, applied by configure() with ``.config(k, v)``.
-CONNECTOR_SETTINGS: Dict[str, str] = {}
+CONNECTOR_SETTINGS: Dict[str, str] = {
+    # Lance time32/time64 columns read as Spark's TIME type, which Spark 4.2 gates behind this flag.
+    "spark.sql.timeType.enabled": "true",
+}
 
 _BUILD_HINT = (
     "build it with `build/sbt connector/assembly` and reinstall the package "

@@ -18,7 +18,7 @@ final class LanceDataSource extends TableProvider with DataSourceRegister {
   override def shortName(): String = "lance"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    TypeMapping.toSpark(LanceDataSource.snapshot(LanceOptions(options)).schema)
+    TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(LanceOptions(options)).schema)
 
   override def getTable(
       schema: StructType,

@@ -16,7 +16,7 @@ final class LanceTable(val snapshot: Snapshot, val options: LanceOptions)
 
   override def name(): String = s"lance.`${snapshot.storage.uri}`"
 
-  override lazy val schema: StructType = TypeMapping.toSpark(snapshot.schema)
+  override lazy val schema: StructType = TypeMapping.forActiveSession().toSpark(snapshot.schema)
 
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ)
 

@@ -10,8 +10,10 @@ import io.lancespark.format.{LanceField, LanceFormatException, LanceSchema, Logi
   * Unsigned integers widen (uint64 to DECIMAL(20,0)); half floats read as FLOAT;
   * every timestamp unit reads as microseconds (nanoseconds are truncated,
   * the only lossy case, as Spark has no finer timestamp); a type Spark cannot
-  * hold is an error naming the column. */
-object TypeMapping {
+  * hold is an error naming the column. Lance TIME columns need Spark's TIME type,
+  * which Spark 4.2 only allows with spark.sql.timeType.enabled=true (set by
+  * lance_spark.configure); otherwise they are an error saying so. */
+final case class TypeMapping(timeTypeEnabled: Boolean) {
 
   def toSpark(schema: LanceSchema): StructType =
     StructType(schema.fields.map(f => toSparkField(f, f.name)))
@@ -46,6 +48,9 @@ object TypeMapping {
       case _: ArrowType.Binary | _: ArrowType.LargeBinary | _: ArrowType.FixedSizeBinary => BinaryType
       case d: ArrowType.Date if d.getUnit == DateUnit.DAY || d.getUnit == DateUnit.MILLISECOND => DateType
       case t: ArrowType.Time =>
+        if (!timeTypeEnabled)
+          unsupported(s"Spark's TIME type is disabled; set ${TypeMapping.TimeTypeConf}=true " +
+            "(lance_spark.configure does) to read it")
         t.getUnit match {
           case TimeUnit.SECOND      => TimeType(0)
           case TimeUnit.MILLISECOND => TimeType(3)
@@ -71,4 +76,15 @@ object TypeMapping {
     }
   }
 
+}
+
+object TypeMapping {
+  val TimeTypeConf: String = "spark.sql.timeType.enabled"
+
+  /** The mapping the active session allows. */
+  def forActiveSession(): TypeMapping = {
+    val enabled = org.apache.spark.sql.SparkSession.getActiveSession
+      .exists(_.conf.get(TimeTypeConf, "false").equalsIgnoreCase("true"))
+    TypeMapping(enabled)
+  }
 }
