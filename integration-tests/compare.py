@@ -12,8 +12,9 @@ import pyarrow.compute as pc
 
 
 def spark_rows(df, order_by: str = "id") -> list[dict]:
-    """Collects a Spark DataFrame as plain Python values, ordered by `order_by`."""
-    return [r.asDict(recursive=True) for r in df.orderBy(order_by).collect()]
+    """Collects a Spark DataFrame (through Arrow) as plain Python values, ordered by `order_by`."""
+    table = df.toArrow()
+    return table.take(pc.sort_indices(table, [(order_by, "ascending")])).to_pylist()
 
 
 def _norm_value(v: Any, t: pa.DataType) -> Any:
@@ -33,8 +34,6 @@ def _norm_value(v: Any, t: pa.DataType) -> Any:
     if pa.types.is_date64(t) or pa.types.is_date32(t):
         return v if isinstance(v, dt.date) and not isinstance(v, dt.datetime) else v.date()
     if pa.types.is_timestamp(t):
-        if t.unit == "ns":
-            v = v.to_pydatetime() if hasattr(v, "to_pydatetime") else v  # truncates to microseconds
         if t.tz is not None:
             return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
         return v
@@ -43,10 +42,34 @@ def _norm_value(v: Any, t: pa.DataType) -> Any:
     return v
 
 
+def _floor_ns_timestamps(table: pa.Table) -> pa.Table:
+    """Spark keeps microseconds: nanosecond timestamps are floored (documented mapping)."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
+            utc = table[f.name].cast(pa.timestamp("ns"))  # the UTC instants, no zone rules
+            col = pc.floor_temporal(utc, unit="microsecond").cast(pa.timestamp("us")).cast(
+                pa.timestamp("us", f.type.tz))
+            table = table.set_column(i, f.name, col)
+    return table
+
+
+def _needs_norm(t: pa.DataType) -> bool:
+    """Whether pylance's Python values of type `t` differ from what Spark returns."""
+    if pa.types.is_struct(t):
+        return any(_needs_norm(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _needs_norm(t.value_type)
+    return (pa.types.is_uint64(t) or pa.types.is_float16(t) or pa.types.is_date64(t)
+            or (pa.types.is_timestamp(t) and t.tz is not None))
+
+
 def oracle_rows(table: pa.Table, order_by: str = "id") -> list[dict]:
-    table = table.take(pc.sort_indices(table, [(order_by, "ascending")]))
-    cols = {name: [_norm_value(v, table.schema.field(name).type) for v in table[name].to_pylist()]
-            for name in table.column_names}
+    table = _floor_ns_timestamps(table.take(pc.sort_indices(table, [(order_by, "ascending")])))
+    cols = {}
+    for name in table.column_names:
+        t = table.schema.field(name).type
+        values = table[name].to_pylist()
+        cols[name] = [_norm_value(v, t) for v in values] if _needs_norm(t) else values
     return [{name: cols[name][i] for name in table.column_names} for i in range(table.num_rows)]
 
 
