@@ -10,6 +10,7 @@ from google.protobuf.message import DecodeError
 
 from .._protos import file_pb2
 from . import _arrow
+from ._mapped import MappedFile
 from .errors import LanceFormatError
 from .schema import LanceField, arrow_field
 
@@ -17,17 +18,11 @@ MAGIC = b"LANC"
 FOOTER_LEN = 16
 
 
-class FileV01Reader:
+class FileV01Reader(MappedFile):
     """One legacy data file.  `field_ids` are DataFile.fields (they fix the page table's shape)."""
 
     def __init__(self, path: str, field_ids: List[int]):
-        self.path = path
-        try:
-            self._mm = pa.memory_map(path, "r")
-        except (OSError, pa.ArrowException) as e:
-            raise LanceFormatError(path, f"cannot open data file: {e}") from None
-        self._buf = self._mm.read_buffer()  # zero-copy view of the whole file
-        self.size = self._buf.size
+        super().__init__(path)
         if self.size < FOOTER_LEN:
             raise LanceFormatError(path, f"file too short for a Lance footer ({self.size} bytes)")
         pos, self.major, self.minor, magic = struct.unpack(
@@ -63,17 +58,6 @@ class FileV01Reader:
         else:
             self.page_table = np.zeros((0, 0, 2), dtype=np.int64)
 
-    def _check(self, pos: int, size: int, what: str) -> None:
-        if pos < 0 or size < 0 or pos + size > self.size:
-            raise LanceFormatError(self.path, f"{what} [{pos}, {pos + size}) lies outside the file "
-                                              f"({self.size} bytes; truncated?)")
-
-    def _read(self, pos: int, size: int) -> pa.Buffer:
-        self._check(pos, size, "read")
-        return self._buf.slice(pos, size)
-
-    def close(self) -> None:
-        self._mm.close()
 
     def _page(self, field: LanceField, batch: int):
         row = field.id - self.min_field

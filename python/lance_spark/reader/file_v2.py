@@ -12,6 +12,7 @@ from google.protobuf.message import DecodeError
 
 from .._protos import encodings_pb2, file2_pb2, file_pb2
 from . import _arrow
+from ._mapped import MappedFile
 from .errors import LanceFormatError
 from .schema import LanceField, arrow_field
 
@@ -22,17 +23,11 @@ _FOOTER = struct.Struct("<QQQIIHH4s")
 BufferFn = Callable[[object], pa.Buffer]
 
 
-class FileV2Reader:
+class FileV2Reader(MappedFile):
     """One 2.0 data file, memory-mapped."""
 
     def __init__(self, path: str):
-        self.path = path
-        try:
-            self._mm = pa.memory_map(path, "r")
-        except (OSError, pa.ArrowException) as e:
-            raise LanceFormatError(path, f"cannot open data file: {e}") from None
-        self._buf = self._mm.read_buffer()  # zero-copy view of the whole file
-        self.size = self._buf.size
+        super().__init__(path)
         if self.size < FOOTER_LEN:
             raise LanceFormatError(path, f"file too short for a Lance 2.0 footer ({self.size} bytes)")
         (self.cm_start, self.cm_table, self.gb_table, self.num_global_buffers, self.num_columns,
@@ -51,22 +46,11 @@ class FileV2Reader:
         self._gb_offsets = np.frombuffer(self._read(self.gb_table, 16 * self.num_global_buffers),
                                          dtype="<u8").reshape(-1, 2)
         for i, (pos, sz) in enumerate(self._gb_offsets):
-            self._check_range(int(pos), int(sz), f"global buffer {i}")
+            self._check(int(pos), int(sz), f"global buffer {i}")
         self._columns: Dict[int, object] = {}
         self._descriptor = None
 
     # -- raw access -------------------------------------------------------------------------
-    def _check_range(self, pos: int, size: int, what: str) -> None:
-        if pos < 0 or size < 0 or pos + size > self.size:
-            raise LanceFormatError(self.path, f"{what} [{pos}, {pos + size}) lies outside the file "
-                                              f"({self.size} bytes; truncated?)")
-
-    def _read(self, pos: int, size: int) -> pa.Buffer:
-        self._check_range(pos, size, "read")
-        return self._buf.slice(pos, size)
-
-    def close(self) -> None:
-        self._mm.close()
 
     @property
     def descriptor(self):
@@ -92,7 +76,7 @@ class FileV2Reader:
         cm = self._columns.get(idx)
         if cm is None:
             pos, sz = (int(v) for v in self._cm_offsets[idx])
-            self._check_range(pos, sz, f"column {idx} metadata")
+            self._check(pos, sz, f"column {idx} metadata")
             cm = file2_pb2.ColumnMetadata()
             try:
                 cm.ParseFromString(self._read(pos, sz).to_pybytes())
@@ -136,7 +120,7 @@ class FileV2Reader:
                 return self._read(pos, sz)
             if idx >= len(offs) or idx >= len(sizes):
                 raise LanceFormatError(self.path, f"{where}: {kind} buffer {idx} does not exist")
-            self._check_range(offs[idx], sizes[idx], f"{where}: {kind} buffer {idx}")
+            self._check(offs[idx], sizes[idx], f"{where}: {kind} buffer {idx}")
             return self._read(offs[idx], sizes[idx])
         return get
 
