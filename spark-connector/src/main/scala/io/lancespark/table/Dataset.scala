@@ -23,12 +23,15 @@ object Dataset {
     if (!all.contains(v))
       throw new LanceFormatException(
         s"${storage.uri}: version $v does not exist (versions ${all.head} to ${all.last} are present)")
-    val path = new Path(new Path(storage.root, ManifestNaming.Dir), naming.fileName(v))
+    val path = manifestPath(storage, naming, v)
     val manifest = ManifestFile.read(storage, path)
     if (manifest.getVersion != v)
       throw new LanceFormatException(s"$path: manifest says version ${manifest.getVersion}, its name says $v")
     new Snapshot(storage, manifest, naming)
   }
+
+  def manifestPath(storage: DatasetStorage, naming: ManifestNaming, version: Long): Path =
+    new Path(new Path(storage.root, ManifestNaming.Dir), naming.fileName(version))
 
   def isDataset(uri: String, conf: Configuration): Boolean = {
     val storage = DatasetStorage(uri, conf)

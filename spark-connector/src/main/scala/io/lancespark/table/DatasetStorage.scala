@@ -5,7 +5,7 @@ import java.net.URI
 import java.nio.ByteBuffer
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, Path}
+import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, LocalFileSystem, Path}
 
 import io.lancespark.format.LanceFormatException
 import io.lancespark.format.input.RandomAccessSource
@@ -55,7 +55,10 @@ final class DatasetStorage(val root: Path, val fs: FileSystem) {
 object DatasetStorage {
   def apply(uri: String, conf: Configuration): DatasetStorage = {
     val p = new Path(new URI(normalize(uri)))
-    val fs = p.getFileSystem(conf)
+    val fs = p.getFileSystem(conf) match {
+      case local: LocalFileSystem => local.getRawFileSystem  // no .crc side files in the dataset
+      case other => other
+    }
     new DatasetStorage(fs.makeQualified(p), fs)
   }
 

@@ -12,6 +12,43 @@ import io.lancespark.proto.table.Manifest
 object ManifestFile {
   val Magic: Array[Byte] = "LANC".getBytes("US-ASCII")
   private val FooterLen = 16
+  // the manifest footer's format version, as the reference writes it
+  private val Major: Short = 0
+  private val Minor: Short = 2
+
+  /** The file bytes of `manifest`, with an optional index section (a serialized
+    * IndexSection) placed before it and `index_section` pointing at it. */
+  def serialize(manifest: Manifest, indexSection: Option[Array[Byte]]): Array[Byte] = {
+    val out = new java.io.ByteArrayOutputStream()
+    def u32(n: Int): Unit = out.write(java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(n).array())
+    val m = indexSection match {
+      case Some(section) =>
+        u32(section.length); out.write(section)
+        manifest.toBuilder.setIndexSection(0L).build()
+      case None => manifest.toBuilder.clearIndexSection().build()
+    }
+    val pos = out.size().toLong
+    val body = m.toByteArray
+    u32(body.length); out.write(body)
+    val tail = java.nio.ByteBuffer.allocate(FooterLen).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+      .putLong(pos).putShort(Major).putShort(Minor).put(Magic)
+    out.write(tail.array())
+    out.toByteArray
+  }
+
+  /** The serialized IndexSection a manifest file carries at `index_section`, if any. */
+  def indexSection(bytes: Array[Byte], manifest: Manifest, where: String): Option[Array[Byte]] =
+    if (!manifest.hasIndexSection) None
+    else {
+      val pos = manifest.getIndexSection
+      val bb = java.nio.ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+      if (pos < 0 || pos + 4 > bytes.length)
+        throw LanceFormatException(where, s"corrupt manifest: index section position $pos is outside the file")
+      val len = bb.getInt(pos.toInt)
+      if (len < 0 || pos + 4 + len > bytes.length)
+        throw LanceFormatException(where, s"corrupt manifest: index section length $len runs past the file")
+      Some(java.util.Arrays.copyOfRange(bytes, pos.toInt + 4, pos.toInt + 4 + len))
+    }
 
   def read(storage: DatasetStorage, path: Path): Manifest = {
     val bytes = storage.readFully(path)

@@ -1,0 +1,212 @@
+package io.lancespark.table
+
+import java.time.Instant
+
+import scala.annotation.tailrec
+import scala.jdk.CollectionConverters._
+
+import com.google.protobuf.Timestamp
+
+import io.lancespark.format.LanceFormatException
+import io.lancespark.proto.file.{Field => PbField}
+import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
+
+/** A data file a task wrote, before the commit gives it a fragment id. */
+final case class WrittenFragment(
+    path: String,
+    fieldIds: Vector[Int],
+    columnIndices: Vector[Int],
+    physicalRows: Long,
+    sizeBytes: Long)
+
+/** What a write commits. */
+sealed trait PendingOperation { def fragments: Seq[WrittenFragment] }
+final case class AppendFragments(fragments: Seq[WrittenFragment]) extends PendingOperation
+/** Replaces the dataset's contents and schema (creates it when absent).
+  * `schema` is the depth-first field list with the ids the files were written with. */
+final case class OverwriteDataset(fragments: Seq[WrittenFragment], schema: Seq[PbField],
+    schemaMetadata: Map[String, String]) extends PendingOperation
+
+final case class CommitSettings(
+    stableRowIds: Boolean = false,
+    v2ManifestNaming: Boolean = true,
+    maxAttempts: Int = 20,
+    writerLibrary: String = "lance-spark",
+    writerVersion: String = "0.1.0")
+
+/** Another writer committed a change this one cannot be rebased onto. */
+final class CommitConflictException(message: String) extends RuntimeException(message)
+
+/** The commit protocol of the spec's "Committing Datasets": write the
+  * transaction file, check the transactions committed since the read version,
+  * build the next manifest and create it if absent; when another writer won
+  * the race, check again and retry, a bounded number of times. */
+object Committer {
+
+  val FileFormatVersion: String = "2.0"
+
+  /** Commits `op` read at `readVersion` (None: the dataset is being created).
+    * Returns the committed snapshot. */
+  def commit(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
+      settings: CommitSettings): Snapshot = {
+    val txn = transaction(readVersion.getOrElse(0L), op)
+    val txnName = TransactionFile.write(storage, txn)
+    attempt(storage, readVersion, op, txn, txnName, settings, 1)
+  }
+
+  @tailrec
+  private def attempt(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
+      txn: Transaction, txnName: String, settings: CommitSettings, n: Int): Snapshot = {
+    val (scheme, versions) = Dataset.versions(storage)
+    val latest = versions.lastOption
+    checkConflicts(storage, readVersion, latest, scheme, versions, txn)
+    val base = latest.map(v => baseOf(storage, scheme, v))
+    val naming = if (latest.isEmpty) (if (settings.v2ManifestNaming) ManifestNaming.V2 else ManifestNaming.V1) else scheme
+    val version = latest.getOrElse(0L) + 1
+    val (manifest, indexSection) = build(storage, base, op, txnName, version, settings)
+    val path = Dataset.manifestPath(storage, naming, version)
+    if (put(storage, path, ManifestFile.serialize(manifest, indexSection), txnName)) {
+      writeHint(storage, version)
+      new Snapshot(storage, manifest, naming)
+    } else if (n >= settings.maxAttempts)
+      throw new CommitConflictException(
+        s"${storage.uri}: gave up committing after $n attempts: other writers kept committing version $version first")
+    else attempt(storage, readVersion, op, txn, txnName, settings, n + 1)
+  }
+
+  /** Create-if-absent of the manifest. If the put fails ambiguously (e.g. the
+    * stream's close throws), the manifest counts as ours only if it names our
+    * transaction file; otherwise the error propagates and nothing is committed. */
+  private def put(storage: DatasetStorage, path: org.apache.hadoop.fs.Path, bytes: Array[Byte], txnName: String): Boolean =
+    try AtomicPut.putIfAbsent(storage, path, bytes)
+    catch {
+      case e: java.io.IOException =>
+        val ours = try storage.fs.exists(path) && ManifestFile.read(storage, path).getTransactionFile == txnName
+          catch { case _: Exception => false }
+        if (ours) true else throw e
+    }
+
+  private def checkConflicts(storage: DatasetStorage, readVersion: Option[Long], latest: Option[Long],
+      scheme: ManifestNaming, versions: Seq[Long], txn: Transaction): Unit = readVersion match {
+    case None =>
+      latest.foreach { v =>
+        throw new CommitConflictException(
+          s"${storage.uri}: another writer created this dataset concurrently (version $v exists now)")
+      }
+    case Some(read) =>
+      for (v <- versions if v > read) {
+        val m = ManifestFile.read(storage, Dataset.manifestPath(storage, scheme, v))
+        val theirs = TransactionFile.read(storage, m.getTransactionFile)
+        ConflictChecker.check(txn, theirs) match {
+          case ConflictChecker.Compatible => ()
+          case ConflictChecker.Conflict(reason) =>
+            throw new CommitConflictException(
+              s"${storage.uri}: cannot commit a ${ConflictChecker.name(txn.getOperationCase)} read at version $read: " +
+                s"version $v was committed concurrently and $reason")
+        }
+      }
+  }
+
+  private final case class Base(manifest: Manifest, indexSection: Option[Array[Byte]])
+
+  private def baseOf(storage: DatasetStorage, scheme: ManifestNaming, v: Long): Base = {
+    val path = Dataset.manifestPath(storage, scheme, v)
+    val bytes = storage.readFully(path)
+    val m = ManifestFile.parse(bytes, path.toString)
+    val unknown = m.getWriterFeatureFlags & ~FeatureFlags.KnownToReader
+    if (unknown != 0)
+      throw new LanceFormatException(
+        s"${storage.uri}: version $v needs writer features this connector does not support " +
+          s"(unknown writer_feature_flags bits 0x${unknown.toHexString}); refusing to write to it")
+    Base(m, ManifestFile.indexSection(bytes, m, path.toString))
+  }
+
+  private def build(storage: DatasetStorage, base: Option[Base], op: PendingOperation, txnName: String,
+      version: Long, settings: CommitSettings): (Manifest, Option[Array[Byte]]) = {
+    val prev = base.map(_.manifest)
+    val stable = prev.map(m => (m.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0)
+      .getOrElse(settings.stableRowIds)
+    val firstId: Long = prev.map { m =>
+      if (m.hasMaxFragmentId) (m.getMaxFragmentId.toLong & 0xffffffffL) + 1
+      else m.getFragmentsList.asScala.map(_.getId + 1).maxOption.getOrElse(0L)
+    }.getOrElse(0L)
+    var nextRowId = prev.map(_.getNextRowId).getOrElse(0L)
+    val added = op.fragments.zipWithIndex.map { case (w, i) =>
+      val f = DataFragment.newBuilder()
+        .setId(firstId + i)
+        .setPhysicalRows(w.physicalRows)
+        .addFiles(DataFile.newBuilder()
+          .setPath(w.path)
+          .addAllFields(w.fieldIds.map(Int.box).asJava)
+          .addAllColumnIndices(w.columnIndices.map(Int.box).asJava)
+          .setFileMajorVersion(2).setFileMinorVersion(0)
+          .setFileSizeBytes(w.sizeBytes))
+      if (stable) {
+        f.setInlineRowIds(PbRowIds.newBuilder().addSegments(U64Segment.newBuilder().setRange(
+          U64Segment.Range.newBuilder().setStart(nextRowId).setEnd(nextRowId + w.physicalRows))).build().toByteString)
+        nextRowId += w.physicalRows
+      }
+      f.build()
+    }
+    val now = Instant.now()
+    val b = prev.map(_.toBuilder).getOrElse(Manifest.newBuilder())
+      .setVersion(version)
+      .setTransactionFile(txnName)
+      .setTimestamp(Timestamp.newBuilder().setSeconds(now.getEpochSecond).setNanos(now.getNano))
+      .setWriterVersion(Manifest.WriterVersion.newBuilder()
+        .setLibrary(settings.writerLibrary).setVersion(settings.writerVersion))
+      .setNextRowId(nextRowId)
+      .clearTransactionSection()
+      .clearTag()
+    val lastId = if (added.nonEmpty) Some(added.last.getId) else None
+    op match {
+      case AppendFragments(_) =>
+        val dataFormat = prev.map(_.getDataFormat.getVersion).getOrElse(FileFormatVersion)
+        if (dataFormat != FileFormatVersion)
+          throw new LanceFormatException(
+            s"${storage.uri}: the dataset stores file version $dataFormat and this connector writes " +
+              s"$FileFormatVersion files; a dataset may not mix file versions, so appending is refused " +
+              "(overwrite it to convert)")
+        b.addAllFragments(added.asJava)
+        lastId.orElse(prev.filter(_.hasMaxFragmentId).map(_.getMaxFragmentId.toLong)).foreach(id => b.setMaxFragmentId(id.toInt))
+        (b.build(), base.flatMap(_.indexSection))
+      case OverwriteDataset(_, schema, schemaMetadata) =>
+        val flags = if (stable) FeatureFlags.StableRowIds else 0L
+        b.clearFragments().addAllFragments(added.asJava)
+          .clearFields().addAllFields(schema.asJava)
+          .clearSchemaMetadata()
+          .putAllSchemaMetadata(schemaMetadata.map { case (k, v) => k -> com.google.protobuf.ByteString.copyFromUtf8(v) }.asJava)
+          .setReaderFeatureFlags(flags).setWriterFeatureFlags(flags)
+          .setDataFormat(Manifest.DataStorageFormat.newBuilder().setFileFormat("lance").setVersion(FileFormatVersion))
+        lastId.orElse(if (firstId > 0) Some(firstId - 1) else None) match {
+          case Some(id) => b.setMaxFragmentId(id.toInt)
+          case None => b.clearMaxFragmentId()
+        }
+        (b.build(), None)  // indices describe the replaced data
+    }
+  }
+
+  private def transaction(readVersion: Long, op: PendingOperation): Transaction = {
+    val t = TransactionFile.newTransaction(readVersion)
+    val frags = op.fragments.map { w =>
+      DataFragment.newBuilder().setPhysicalRows(w.physicalRows).addFiles(DataFile.newBuilder()
+        .setPath(w.path).addAllFields(w.fieldIds.map(Int.box).asJava)
+        .addAllColumnIndices(w.columnIndices.map(Int.box).asJava)
+        .setFileMajorVersion(2).setFileMinorVersion(0).setFileSizeBytes(w.sizeBytes)).build()
+    }.asJava
+    op match {
+      case AppendFragments(_) => t.setAppend(Transaction.Append.newBuilder().addAllFragments(frags))
+      case OverwriteDataset(_, schema, _) =>
+        t.setOverwrite(Transaction.Overwrite.newBuilder().addAllFragments(frags).addAllSchema(schema.asJava))
+    }
+    t.build()
+  }
+
+  /** `_versions/latest_version_hint.json`, which newer reference readers consult; best effort. */
+  private def writeHint(storage: DatasetStorage, version: Long): Unit =
+    try {
+      val out = storage.fs.create(new org.apache.hadoop.fs.Path(new org.apache.hadoop.fs.Path(storage.root,
+        ManifestNaming.Dir), "latest_version_hint.json"), true)
+      try out.write(s"""{"version":$version}""".getBytes("UTF-8")) finally out.close()
+    } catch { case _: java.io.IOException => () }
+}

@@ -1,0 +1,64 @@
+package io.lancespark.table
+
+import scala.jdk.CollectionConverters._
+
+import io.lancespark.proto.table.Transaction
+import io.lancespark.proto.table.Transaction.OperationCase
+
+/** Whether a transaction may still commit after others committed since its
+  * read version. Conservative, as the spec asks: a missing or unknown
+  * transaction conflicts. */
+object ConflictChecker {
+
+  sealed trait Verdict
+  case object Compatible extends Verdict
+  final case class Conflict(reason: String) extends Verdict
+
+  def check(ours: Transaction, theirs: Option[Transaction]): Verdict = theirs match {
+    case None => Conflict("its transaction file is missing or unreadable")
+    case Some(t) => check(ours, t)
+  }
+
+  private def check(ours: Transaction, theirs: Transaction): Verdict = {
+    import OperationCase._
+    val their = theirs.getOperationCase
+    ours.getOperationCase match {
+      case APPEND =>
+        their match {
+          // new fragments do not touch what these change
+          case APPEND | DELETE | UPDATE | CREATE_INDEX | REWRITE | RESERVE_FRAGMENTS | UPDATE_CONFIG => Compatible
+          case OVERWRITE | RESTORE => Conflict(s"it replaced the dataset (${name(their)})")
+          case MERGE | PROJECT | DATA_REPLACEMENT =>
+            Conflict(s"it changed the schema or the data files (${name(their)}), which appended fragments would miss")
+          case other => Conflict(s"it is an operation this connector does not know how to reconcile (${name(other)})")
+        }
+      case DELETE | UPDATE =>
+        their match {
+          case APPEND | CREATE_INDEX | RESERVE_FRAGMENTS | UPDATE_CONFIG => Compatible
+          case DELETE | UPDATE =>
+            val touched = touchedFragments(ours)
+            val overlap = touchedFragments(theirs).intersect(touched)
+            if (overlap.isEmpty) Compatible
+            else Conflict(s"it also changed fragment(s) ${overlap.toSeq.sorted.mkString(", ")}")
+          case other => Conflict(s"it ${name(other)} the dataset, which row-level changes cannot be rebased onto")
+        }
+      case _ =>
+        // overwrite, schema changes and everything else: any concurrent commit conflicts
+        Conflict(s"a concurrent ${name(their)} was committed and a ${name(ours.getOperationCase)} cannot be rebased onto it")
+    }
+  }
+
+  /** Fragments a delete/update modified or removed. */
+  def touchedFragments(t: Transaction): Set[Long] = t.getOperationCase match {
+    case OperationCase.DELETE =>
+      val d = t.getDelete
+      d.getUpdatedFragmentsList.asScala.map(_.getId).toSet ++ d.getDeletedFragmentIdsList.asScala.map(_.longValue)
+    case OperationCase.UPDATE =>
+      val u = t.getUpdate
+      u.getUpdatedFragmentsList.asScala.map(_.getId).toSet ++ u.getRemovedFragmentIdsList.asScala.map(_.longValue)
+    case _ => Set.empty
+  }
+
+  def name(op: OperationCase): String =
+    if (op == OperationCase.OPERATION_NOT_SET) "unknown operation" else op.name().toLowerCase.replace('_', ' ')
+}

@@ -1,0 +1,122 @@
+package io.lancespark.table
+
+import java.nio.file.Files
+import java.util.concurrent.{Executors, TimeUnit}
+
+import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.duration._
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.proto.file.{Field => PbField}
+
+class CommitterSuite extends AnyFunSuite {
+
+  private val schema = Seq(PbField.newBuilder().setName("id").setId(0).setParentId(-1)
+    .setLogicalType("int64").setType(PbField.Type.LEAF).setNullable(true).build())
+
+  private def frag(name: String, rows: Long) = WrittenFragment(name, Vector(0), Vector(0), rows, 100L)
+
+  private def fresh(): DatasetStorage =
+    DatasetStorage(Files.createTempDirectory("lance-commit").resolve("t.lance").toString, new Configuration())
+
+  private def create(s: DatasetStorage, settings: CommitSettings = CommitSettings()): Snapshot =
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10)), schema, Map.empty), settings)
+
+  test("create, then appends get the next versions and fresh fragment ids") {
+    val s = fresh()
+    assert(create(s).version == 1)
+    val v2 = Committer.commit(s, Some(1), AppendFragments(Seq(frag("b.lance", 5), frag("c.lance", 7))), CommitSettings())
+    assert(v2.version == 2)
+    assert(v2.fragments.map(_.id) == Seq(0L, 1L, 2L))
+    assert(v2.manifest.getMaxFragmentId == 2)
+    assert(v2.countRows == 22)
+    val reopened = Dataset.open(s, None)
+    assert(reopened.version == 2 && reopened.manifest.getTransactionFile.startsWith("1-"))
+    assert(TransactionFile.read(s, reopened.manifest.getTransactionFile).exists(_.hasAppend))
+  }
+
+  test("an append read at an old version rebases onto concurrent appends") {
+    val s = fresh()
+    create(s)
+    Committer.commit(s, Some(1), AppendFragments(Seq(frag("b.lance", 5))), CommitSettings())
+    val v3 = Committer.commit(s, Some(1), AppendFragments(Seq(frag("c.lance", 5))), CommitSettings())
+    assert(v3.version == 3 && v3.fragments.map(_.id) == Seq(0L, 1L, 2L))
+  }
+
+  test("overwrite racing an append: the later one gets a conflict naming the version") {
+    val s = fresh()
+    create(s)
+    Committer.commit(s, Some(1), AppendFragments(Seq(frag("b.lance", 5))), CommitSettings())
+    val e = intercept[CommitConflictException] {
+      Committer.commit(s, Some(1), OverwriteDataset(Seq(frag("x.lance", 1)), schema, Map.empty), CommitSettings())
+    }
+    assert(e.getMessage.contains("version 2") && e.getMessage.contains("overwrite"))
+    val s2 = fresh()
+    create(s2)
+    Committer.commit(s2, Some(1), OverwriteDataset(Seq(frag("x.lance", 1)), schema, Map.empty), CommitSettings())
+    val e2 = intercept[CommitConflictException] {
+      Committer.commit(s2, Some(1), AppendFragments(Seq(frag("b.lance", 5))), CommitSettings())
+    }
+    assert(e2.getMessage.contains("version 2"))
+    assert(Dataset.open(s2, None).version == 2)
+  }
+
+  test("a concurrent version without a readable transaction file conflicts") {
+    val s = fresh()
+    create(s)
+    val v2 = Committer.commit(s, Some(1), AppendFragments(Seq(frag("b.lance", 5))), CommitSettings())
+    s.fs.delete(new org.apache.hadoop.fs.Path(new org.apache.hadoop.fs.Path(s.root, "_transactions"),
+      v2.manifest.getTransactionFile), false)
+    val e = intercept[CommitConflictException] {
+      Committer.commit(s, Some(1), AppendFragments(Seq(frag("c.lance", 5))), CommitSettings())
+    }
+    assert(e.getMessage.contains("missing"))
+  }
+
+  test("creating over an existing dataset is a conflict, not an overwrite") {
+    val s = fresh()
+    create(s)
+    intercept[CommitConflictException](create(s))
+    assert(Dataset.open(s, None).version == 1)
+  }
+
+  test("stable row ids are assigned from next_row_id") {
+    val s = fresh()
+    val v1 = create(s, CommitSettings(stableRowIds = true))
+    assert((v1.manifest.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0 && v1.manifest.getNextRowId == 10)
+    val v2 = Committer.commit(s, Some(1), AppendFragments(Seq(frag("b.lance", 5))), CommitSettings())
+    val ids = RowIdSequence.parse(v2.fragments.last.proto.getInlineRowIds.toByteArray, "t")
+    assert(ids.slice(0, 5).toSeq == (10L until 15L) && v2.manifest.getNextRowId == 15)
+  }
+
+  test("V1 naming is kept for datasets that use it") {
+    val s = fresh()
+    create(s, CommitSettings(v2ManifestNaming = false))
+    Committer.commit(s, Some(1), AppendFragments(Seq(frag("b.lance", 5))), CommitSettings())
+    assert(s.list("_versions").map(_.getPath.getName).filter(_.endsWith(".manifest")).toSet ==
+      Set("1.manifest", "2.manifest"))
+  }
+
+  test("many writers appending at once: every commit lands exactly once") {
+    val s = fresh()
+    create(s)
+    val pool = Executors.newFixedThreadPool(4)
+    implicit val ec: ExecutionContext = ExecutionContext.fromExecutor(pool)
+    try {
+      val commits = (0 until 24).map { k =>
+        Future(Committer.commit(s, Some(1), AppendFragments(Seq(frag(s"f$k.lance", 1))), CommitSettings()).version)
+      }
+      val versions = Await.result(Future.sequence(commits), 2.minutes)
+      assert(versions.sorted == (2L to 25L))
+      val last = Dataset.open(s, None)
+      assert(last.fragments.map(_.files.head.path).toSet == ((0 until 24).map(k => s"f$k.lance").toSet + "a.lance"))
+      assert(last.fragments.map(_.id).distinct.size == 25)
+    } finally {
+      pool.shutdown()
+      pool.awaitTermination(10, TimeUnit.SECONDS)
+    }
+  }
+}
