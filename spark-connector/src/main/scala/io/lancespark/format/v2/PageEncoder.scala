@@ -173,19 +173,12 @@ private[v2] sealed abstract class ColumnEncoder(val field: LanceField, val colum
   }
 }
 
-/** A struct column: pages of `struct{}` holding only a length. */
+/** A struct column: `struct{}` pages hold only a length. pylance 14 reads
+  * struct columns of exactly one page, so the whole column is one page,
+  * written at the end (priority 0, its first row). */
 private[v2] final class StructEncoder(field: LanceField, column: Int, sink: PageSink)
     extends ColumnEncoder(field, column, sink) {
-  def append(from: Int, until: Int, rowOf: Int => Long): Unit = {
-    var i = from
-    while (i < until) {
-      if (rows == 0) priority = rowOf(i)
-      val k = math.min(until - i, sink.maxRowsPerPage - rows).toInt
-      rows += k
-      i += k
-      if (rows >= sink.maxRowsPerPage) flush()
-    }
-  }
+  def append(from: Int, until: Int): Unit = rows += until - from
   def flush(): Unit = if (rows > 0) emit(Nil, Encodings.struct)
 }
 

@@ -144,7 +144,7 @@ final class V2FileWriter(
     if (until <= from) return
     encoders(columnOf(f.id)) match {
       case s: StructEncoder =>
-        s.append(from, until, rowOf)
+        s.append(from, until)
         val kids = v.asInstanceOf[StructVector].getChildrenFromFields.asScala
         f.children.zip(kids).foreach { case (c, k) => writeField(c, k, from, until, rowOf) }
       case l: ListEncoder =>
@@ -182,7 +182,8 @@ final class V2FileWriter(
       // a column without pages in a file with rows (the items of lists that
       // are all empty or null) gets one empty page, as pylance writes it
       if (rowsWritten > 0) encoders.foreach { e =>
-        if (pages(e.column).isEmpty) sink.emitPage(e.column, Nil, 0, Encodings.allNulls, 0)
+        if (pages(e.column).isEmpty)
+          sink.emitPage(e.column, Nil, 0, if (e.field.isStruct) Encodings.struct else Encodings.allNulls, 0)
       }
       val metadata = Map.newBuilder[String, ByteString] ++= schema.metadataProto
       val globals = ArrayBuffer.empty[(Long, Long)]
