@@ -30,7 +30,11 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   override def afterAll(): Unit = {
     try assert(allocator.getAllocatedMemory == 0, s"leaked ${allocator.getAllocatedMemory} bytes")
-    finally allocator.close()
+    finally {
+      allocator.close()
+      if (!sys.env.contains("LANCE_KEEP_TEST_FILES"))
+        Files.walk(tmp).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.deleteIfExists(p))
+    }
   }
 
   // ------------------------------------------------------------ helpers
