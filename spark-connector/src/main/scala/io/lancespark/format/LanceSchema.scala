@@ -4,7 +4,9 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 
-import io.lancespark.proto.file.{Field => PbField}
+import com.google.protobuf.ByteString
+
+import io.lancespark.proto.file.{Encoding => PbEncoding, Field => PbField}
 
 /** One field of a Lance schema: a tree rebuilt from the depth-first list of
   * protobuf Fields. `logicalType` is Lance's name of the Arrow type. */
@@ -54,6 +56,15 @@ final case class LanceSchema(fields: Vector[LanceField], metadata: Map[String, S
     if (metadata.isEmpty) null else metadata.asJava)
 
   def maxFieldId: Int = if (byId.isEmpty) -1 else byId.keys.max
+
+  /** All fields depth first (the order of a 2.0 file's columns). */
+  def allFields: Vector[LanceField] = fields.flatMap(_.allFields)
+
+  /** The depth-first protobuf field list, as manifests and file descriptors hold it. */
+  def toProto: Seq[PbField] = allFields.map(_.proto)
+
+  /** Schema metadata as protobuf bytes. */
+  def metadataProto: Map[String, ByteString] = metadata.map { case (k, v) => k -> ByteString.copyFromUtf8(v) }
 }
 
 object LanceSchema {
@@ -73,5 +84,46 @@ object LanceSchema {
     }
     val top = byParent.getOrElse(-1, Nil).map(build(_, 0)).toVector
     LanceSchema(top, metadata.map { case (k, v) => k -> new String(v, "UTF-8") })
+  }
+
+  /** A Lance schema for an Arrow schema: field ids depth first from `firstId`,
+    * logical types, nullability, metadata and (0.1-style) encodings as pylance
+    * writes them. Arrow types Lance 2.0 cannot store throw a
+    * [[LanceFormatException]] naming the column. */
+  def fromArrow(schema: Schema, firstId: Int = 0): LanceSchema = {
+    var next = firstId
+    def build(f: Field, parentId: Int, path: String): LanceField = {
+      val where = s"column '$path'"
+      val logical = LogicalType.fromArrow(f, where)
+      val id = next
+      next += 1
+      val md: Map[String, String] =
+        Option(f.getMetadata).map(_.asScala.toMap).getOrElse(Map.empty)
+      val kids: Vector[LanceField] = f.getType match {
+        case _: ArrowType.FixedSizeList => Vector.empty
+        case _: ArrowType.Struct | _: ArrowType.List | _: ArrowType.LargeList =>
+          f.getChildren.asScala.toVector.map(c => build(c, id, s"$path.${c.getName}"))
+        case _ => Vector.empty
+      }
+      val encoding = f.getType match {
+        case _: ArrowType.Struct => PbEncoding.NONE
+        case _: ArrowType.Utf8 | _: ArrowType.LargeUtf8 | _: ArrowType.Binary | _: ArrowType.LargeBinary =>
+          PbEncoding.VAR_BINARY
+        case _ => PbEncoding.PLAIN
+      }
+      val pb = PbField.newBuilder()
+        .setId(id).setParentId(parentId).setName(f.getName).setLogicalType(logical)
+        .setNullable(f.isNullable).setEncoding(encoding)
+      md.foreach { case (k, v) => pb.putMetadata(k, ByteString.copyFromUtf8(v)) }
+      md.get("ARROW:extension:name").foreach(pb.setExtensionName)
+      LanceField(id, f.getName, logical, f.isNullable, kids, md, pb.build())
+    }
+    val top = schema.getFields.asScala.toVector.map(f => build(f, -1, f.getName))
+    val names = top.map(_.name)
+    names.diff(names.distinct).headOption.foreach { n =>
+      throw new LanceFormatException(s"column '$n' appears more than once in the schema")
+    }
+    val md = Option(schema.getCustomMetadata).map(_.asScala.toMap).getOrElse(Map.empty[String, String])
+    LanceSchema(top, md)
   }
 }

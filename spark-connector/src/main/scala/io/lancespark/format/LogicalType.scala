@@ -1,7 +1,7 @@
 package io.lancespark.format
 
 import org.apache.arrow.vector.types.{DateUnit, FloatingPointPrecision, TimeUnit}
-import org.apache.arrow.vector.types.pojo.ArrowType
+import org.apache.arrow.vector.types.pojo.{ArrowType, Field}
 
 /** Lance's string names for Arrow types (Field.logical_type), e.g. "int64",
   * "timestamp:us:UTC", "fixed_size_list:float:128", "decimal:128:10:2".
@@ -77,4 +77,71 @@ object LogicalType {
   }
 
   def isDictionary(logical: String): Boolean = logical.startsWith("dict:")
+
+  /** Lance's name of an Arrow field's type, as pylance writes it. For a
+    * fixed-size list the item type is part of the name ("fixed_size_list:float:8");
+    * lists whose item is a struct are "list.struct" / "large_list.struct".
+    * Types Lance 2.0 files cannot hold throw a [[LanceFormatException]] naming `where`. */
+  def fromArrow(field: Field, where: String): String = {
+    if (field.getDictionary != null)
+      throw new LanceFormatException(s"$where: dictionary-encoded Arrow input is not supported; decode it first")
+    field.getType match {
+      case fsl: ArrowType.FixedSizeList =>
+        val kids = field.getChildren
+        if (kids.size != 1) throw new LanceFormatException(s"$where: a fixed-size list needs exactly one child field")
+        val item = kids.get(0)
+        item.getType match {
+          case _: ArrowType.Int | _: ArrowType.FloatingPoint | _: ArrowType.Bool =>
+            s"fixed_size_list:${fromArrow(item.getType, where)}:${fsl.getListSize}"
+          case other =>
+            throw new LanceFormatException(
+              s"$where: fixed-size lists of $other are not supported (only of numbers and booleans)")
+        }
+      case _: ArrowType.List | _: ArrowType.LargeList =>
+        val base = if (field.getType.isInstanceOf[ArrowType.List]) "list" else "large_list"
+        val kids = field.getChildren
+        if (kids.size != 1) throw new LanceFormatException(s"$where: a list needs exactly one child field")
+        if (kids.get(0).getType.isInstanceOf[ArrowType.Struct]) s"$base.struct" else base
+      case t => fromArrow(t, where)
+    }
+  }
+
+  /** Lance's name of a non-nested Arrow type (and "struct", "list", "large_list"). */
+  def fromArrow(t: ArrowType, where: String): String = {
+    def unsupported(what: String): Nothing =
+      throw new LanceFormatException(s"$where: Arrow type $what cannot be written to a Lance 2.0 file")
+    t match {
+      case _: ArrowType.Bool => "bool"
+      case i: ArrowType.Int =>
+        (if (i.getIsSigned) "" else "u") + (i.getBitWidth match {
+          case 8 | 16 | 32 | 64 => s"int${i.getBitWidth}"
+          case w => unsupported(s"int of $w bits")
+        })
+      case f: ArrowType.FloatingPoint => f.getPrecision match {
+        case FloatingPointPrecision.HALF   => "halffloat"
+        case FloatingPointPrecision.SINGLE => "float"
+        case FloatingPointPrecision.DOUBLE => "double"
+      }
+      case _: ArrowType.Utf8        => "string"
+      case _: ArrowType.LargeUtf8   => "large_string"
+      case _: ArrowType.Binary      => "binary"
+      case _: ArrowType.LargeBinary => "large_binary"
+      case b: ArrowType.FixedSizeBinary => s"fixed_size_binary:${b.getByteWidth}"
+      case d: ArrowType.Date => if (d.getUnit == DateUnit.DAY) "date32:day" else "date64:ms"
+      case tm: ArrowType.Time => (tm.getBitWidth, tm.getUnit) match {
+        case (32, TimeUnit.SECOND | TimeUnit.MILLISECOND)     => s"time32:${unitName(tm.getUnit)}"
+        case (64, TimeUnit.MICROSECOND | TimeUnit.NANOSECOND) => s"time64:${unitName(tm.getUnit)}"
+        case _ => unsupported(tm.toString)
+      }
+      case ts: ArrowType.Timestamp =>
+        val tz = Option(ts.getTimezone).filter(_.nonEmpty).getOrElse("-")
+        s"timestamp:${unitName(ts.getUnit)}:$tz"
+      case d: ArrowType.Decimal if d.getBitWidth == 128 || d.getBitWidth == 256 =>
+        s"decimal:${d.getBitWidth}:${d.getPrecision}:${d.getScale}"
+      case _: ArrowType.Struct    => "struct"
+      case _: ArrowType.List      => "list"
+      case _: ArrowType.LargeList => "large_list"
+      case other => unsupported(other.toString)
+    }
+  }
 }

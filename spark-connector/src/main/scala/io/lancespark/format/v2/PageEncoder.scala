@@ -1,0 +1,435 @@
+package io.lancespark.format.v2
+
+import org.apache.arrow.memory.ArrowBuf
+import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BitVector, FieldVector}
+import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector}
+
+import io.lancespark.format.{LanceField, LanceFormatException}
+import io.lancespark.proto.encodings.{ArrayEncoding, Binary, Buffer => PbBuffer, FixedSizeList, Flat, Nullable, SimpleStruct}
+import io.lancespark.proto.encodings.{List => PbList}
+
+/** A growable byte array (little-endian appends). */
+private[v2] final class ByteBuilder(initial: Int = 1024) {
+  var arr: Array[Byte] = new Array[Byte](math.max(initial, 16))
+  var size: Int = 0
+
+  def clear(): Unit = size = 0
+
+  def ensure(extra: Long): Unit = {
+    val need = size + extra
+    if (need > Int.MaxValue - 64) throw new LanceFormatException(s"a page buffer of $need bytes is too large")
+    if (need > arr.length) {
+      val n = math.min(math.max(need, arr.length.toLong * 2), Int.MaxValue - 64L).toInt
+      arr = java.util.Arrays.copyOf(arr, n)
+    }
+  }
+
+  /** Bulk copy of `len` bytes of `src` from `index`. */
+  def append(src: ArrowBuf, index: Long, len: Long): Unit = if (len > 0) {
+    ensure(len)
+    src.getBytes(index, arr, size, len.toInt)
+    size += len.toInt
+  }
+
+  def putLong(v: Long): Unit = {
+    ensure(8)
+    var i = 0
+    while (i < 8) { arr(size + i) = (v >>> (8 * i)).toByte; i += 1 }
+    size += 8
+  }
+
+  def getLong(i: Int): Long = {
+    var v = 0L
+    var k = 7
+    while (k >= 0) { v = (v << 8) | (arr(8 * i + k) & 0xffL); k -= 1 }
+    v
+  }
+}
+
+/** A growable LSB-first bitmap. */
+private[v2] final class BitBuilder {
+  var arr: Array[Byte] = new Array[Byte](128)
+  var bits: Long = 0
+
+  def clear(): Unit = { java.util.Arrays.fill(arr, 0, byteSize, 0.toByte); bits = 0 }
+  def byteSize: Int = ((bits + 7) >>> 3).toInt
+  def get(i: Long): Boolean = ((arr((i >>> 3).toInt) >>> (i & 7).toInt) & 1) != 0
+
+  private def ensure(extraBits: Long): Unit = {
+    val need = (bits + extraBits + 7) >>> 3
+    if (need > Int.MaxValue - 64) throw new LanceFormatException(s"a bitmap of ${bits + extraBits} bits is too large")
+    if (need > arr.length) arr = java.util.Arrays.copyOf(arr, math.min(math.max(need, arr.length.toLong * 2), Int.MaxValue - 64L).toInt)
+  }
+
+  /** Appends `count` bits of `src` from bit `from`; returns how many are set.
+    * Byte-aligned runs are bulk copies. */
+  def append(src: ArrowBuf, from: Long, count: Long): Long = {
+    ensure(count)
+    var done = 0L
+    if ((bits & 7) == 0 && (from & 7) == 0 && count >= 8) {
+      val whole = count >>> 3
+      src.getBytes(from >>> 3, arr, (bits >>> 3).toInt, whole.toInt)
+      done = whole << 3
+    }
+    while (done < count) {
+      val b = from + done
+      if (((src.getByte(b >>> 3) >>> (b & 7).toInt) & 1) != 0) setBit(bits + done)
+      done += 1
+    }
+    val start = bits
+    bits += count
+    countOnes(start, bits)
+  }
+
+  def appendOnes(count: Long): Unit = {
+    ensure(count)
+    var i = 0L
+    while (i < count) { setBit(bits + i); i += 1 }
+    bits += count
+  }
+
+  def appendBit(v: Boolean): Unit = { ensure(1); if (v) setBit(bits); bits += 1 }
+
+  private def setBit(i: Long): Unit = {
+    val k = (i >>> 3).toInt
+    arr(k) = (arr(k) | (1 << (i & 7).toInt)).toByte
+  }
+
+  /** Set bits in [from, until). */
+  def countOnes(from: Long, until: Long): Long = {
+    var n = 0L
+    var i = from
+    while (i < until && (i & 7) != 0) { if (get(i)) n += 1; i += 1 }
+    while (i + 8 <= until) { n += Integer.bitCount(arr((i >>> 3).toInt) & 0xff); i += 8 }
+    while (i < until) { if (get(i)) n += 1; i += 1 }
+    n
+  }
+}
+
+/** Where finished pages go: the file writer writes each buffer (64-byte
+  * aligned) and records the page in the column's metadata. */
+private[v2] trait PageSink {
+  def maxRowsPerPage: Int
+  def maxPageBytes: Long
+  /** Writes a page; buffers are (bytes, length) pairs; returns the page index. */
+  def emitPage(column: Int, buffers: Seq[(Array[Byte], Int)], length: Long,
+               encoding: ArrayEncoding, priority: Long): Int
+}
+
+/** Builders of the 2.0 ("legacy") array encodings, as pylance writes them. */
+private[v2] object Encodings {
+  def flat(bits: Long, buffer: Int): ArrayEncoding = ArrayEncoding.newBuilder()
+    .setFlat(Flat.newBuilder().setBitsPerValue(bits)
+      .setBuffer(PbBuffer.newBuilder().setBufferIndex(buffer).setBufferType(PbBuffer.BufferType.page)))
+    .build()
+
+  def noNulls(values: ArrayEncoding): ArrayEncoding = ArrayEncoding.newBuilder()
+    .setNullable(Nullable.newBuilder().setNoNulls(Nullable.NoNull.newBuilder().setValues(values))).build()
+
+  def someNulls(validity: ArrayEncoding, values: ArrayEncoding): ArrayEncoding = ArrayEncoding.newBuilder()
+    .setNullable(Nullable.newBuilder().setSomeNulls(
+      Nullable.SomeNull.newBuilder().setValidity(validity).setValues(values))).build()
+
+  val allNulls: ArrayEncoding = ArrayEncoding.newBuilder()
+    .setNullable(Nullable.newBuilder().setAllNulls(Nullable.AllNull.newBuilder())).build()
+
+  val struct: ArrayEncoding = ArrayEncoding.newBuilder().setStruct(SimpleStruct.newBuilder()).build()
+
+  def fixedSizeList(dimension: Int, items: ArrayEncoding): ArrayEncoding = ArrayEncoding.newBuilder()
+    .setFixedSizeList(FixedSizeList.newBuilder().setDimension(dimension).setItems(items)).build()
+
+  def binary(indicesBuffer: Int, bytesBuffer: Int, nullAdjustment: Long): ArrayEncoding = ArrayEncoding.newBuilder()
+    .setBinary(Binary.newBuilder()
+      .setIndices(noNulls(flat(64, indicesBuffer)))
+      .setBytes(flat(8, bytesBuffer))
+      .setNullAdjustment(nullAdjustment)).build()
+
+  def list(offsetsBuffer: Int, nullOffsetAdjustment: Long, numItems: Long): ArrayEncoding = ArrayEncoding.newBuilder()
+    .setList(PbList.newBuilder()
+      .setOffsets(noNulls(flat(64, offsetsBuffer)))
+      .setNullOffsetAdjustment(nullOffsetAdjustment)
+      .setNumItems(numItems)).build()
+}
+
+/** Encodes one column of a 2.0 file: accumulates the items of successive
+  * batches and writes a page whenever the page reaches the row or byte limit.
+  * `rowOf(i)` maps index i of the vector being appended to its top-level row
+  * (a page's priority is the top-level row of its first item). */
+private[v2] sealed abstract class ColumnEncoder(val field: LanceField, val column: Int, sink: PageSink) {
+  protected var rows: Long = 0
+  protected var priority: Long = 0
+  var pagesWritten: Int = 0
+
+  protected def where: String = s"column '${field.name}' (field id ${field.id})"
+
+  /** Writes the pending page, if any. */
+  def flush(): Unit
+
+  protected def emit(buffers: Seq[(Array[Byte], Int)], encoding: ArrayEncoding): Int = {
+    val idx = sink.emitPage(column, buffers, rows, encoding, priority)
+    pagesWritten += 1
+    rows = 0
+    idx
+  }
+}
+
+/** A struct column: `struct{}` pages hold only a length. pylance 14 reads
+  * struct columns of exactly one page, so the whole column is one page,
+  * written at the end (priority 0, its first row). */
+private[v2] final class StructEncoder(field: LanceField, column: Int, sink: PageSink)
+    extends ColumnEncoder(field, column, sink) {
+  def append(from: Int, until: Int): Unit = rows += until - from
+  def flush(): Unit = if (rows > 0) emit(Nil, Encodings.struct)
+}
+
+/** A list column: per page, the end offset of every list relative to the
+  * page's first item (no leading 0), null lists as end + null_offset_adjustment
+  * (= num_items + 1), and the number of items the page references. Items are
+  * encoded by the item column, paginated independently. */
+private[v2] final class ListEncoder(field: LanceField, column: Int, sink: PageSink)
+    extends ColumnEncoder(field, column, sink) {
+  private val ends = new ByteBuilder()
+  private val validity = new BitBuilder
+  private var items = 0L
+  private var nulls = 0L
+
+  def append(vec: FieldVector, from: Int, until: Int, rowOf: Int => Long): Unit = {
+    val (offs, ow) = vec match {
+      case l: ListVector      => (l.getOffsetBuffer, 4)
+      case l: LargeListVector => (l.getOffsetBuffer, 8)
+      case other => throw new LanceFormatException(s"$where: a list needs a list vector, got ${other.getClass.getSimpleName}")
+    }
+    def off(i: Int): Long = if (ow == 4) offs.getInt(4L * i).toLong else offs.getLong(8L * i)
+    val maxRowsByBytes = math.max(1L, sink.maxPageBytes / 8)
+    var i = from
+    while (i < until) {
+      if (rows == 0) priority = rowOf(i)
+      val k = math.min(until - i, math.min(sink.maxRowsPerPage - rows, maxRowsByBytes - rows)).toInt
+      val base = off(i)
+      var r = i
+      while (r < i + k) {
+        ends.putLong(items + off(r + 1) - base)
+        r += 1
+      }
+      val set = validity.append(vec.getValidityBuffer, i, k)
+      nulls += k - set
+      items += off(i + k) - base
+      rows += k
+      i += k
+      if (rows >= sink.maxRowsPerPage || rows >= maxRowsByBytes) flush()
+    }
+  }
+
+  def flush(): Unit = if (rows > 0) {
+    val n = rows.toInt
+    val adj = items + 1
+    if (nulls > 0) {
+      var i = 0
+      while (i < n) {
+        if (!validity.get(i)) {
+          val v = ends.getLong(i) + adj
+          var b = 0
+          while (b < 8) { ends.arr(8 * i + b) = (v >>> (8 * b)).toByte; b += 1 }
+        }
+        i += 1
+      }
+    }
+    emit(Seq(ends.arr -> ends.size), Encodings.list(0, adj, items))
+    ends.clear(); validity.clear(); items = 0; nulls = 0
+  }
+}
+
+/** What a leaf page holds when it is written: its validity (bit set = valid),
+  * its values and, for variable-width columns, the end offset of every value
+  * (relative to the page, no leading 0, nulls not adjusted). The statistics
+  * collector reads these. */
+private[v2] final class LeafPage(
+    val rows: Int,
+    val nullCount: Long,
+    val validity: BitBuilder,
+    val values: Array[Byte],
+    val valuesSize: Int,
+    val ends: ByteBuilder)
+
+/** A leaf column: fixed-width values (1-bit booleans), fixed-size lists of
+  * fixed-width items, or variable-width strings/binaries. */
+private[v2] final class LeafEncoder(
+    field: LanceField,
+    column: Int,
+    sink: PageSink,
+    onPage: (LeafEncoder, Int, Long, LeafPage) => Unit)
+    extends ColumnEncoder(field, column, sink) {
+
+  private sealed trait Kind
+  private case class Fixed(bits: Int) extends Kind
+  private case class Fsl(dim: Int, itemBits: Int) extends Kind
+  private case object Var extends Kind
+  private var kind: Kind = null
+
+  private val validity = new BitBuilder
+  private val values = new ByteBuilder()
+  private val ends = new ByteBuilder()          // Var: value ends
+  private val itemValidity = new BitBuilder     // Fsl: item validity
+  private var nulls = 0L
+  private var itemNulls = 0L
+
+  private def kindOf(vec: FieldVector): Kind = vec match {
+    case _: BitVector => Fixed(1)
+    case f: FixedSizeListVector =>
+      val item = f.getDataVector match {
+        case _: BitVector => 1
+        case v: BaseFixedWidthVector => v.getTypeWidth * 8
+        case other => throw new LanceFormatException(
+          s"$where: fixed-size lists of ${other.getField.getType} are not supported")
+      }
+      Fsl(f.getListSize, item)
+    case v: BaseFixedWidthVector => Fixed(v.getTypeWidth * 8)
+    case _: BaseVariableWidthVector | _: BaseLargeVariableWidthVector => Var
+    case other => throw new LanceFormatException(
+      s"$where: unsupported Arrow vector ${other.getClass.getSimpleName} (${other.getField.getType})")
+  }
+
+  private def bytesSoFar: Long = kind match {
+    case Fixed(_)  => valueBuffer._2 + validity.byteSize
+    case Fsl(_, _) => valueBuffer._2 + validity.byteSize + itemValidity.byteSize
+    case Var       => values.size + ends.size + validity.byteSize
+  }
+
+  def append(vec: FieldVector, from: Int, until: Int, rowOf: Int => Long): Unit = {
+    if (kind == null) kind = kindOf(vec)
+    var i = from
+    while (i < until) {
+      if (rows == 0) priority = rowOf(i)
+      val k = fit(vec, i, until)
+      if (k == 0) flush()
+      else {
+        appendRange(vec, i, i + k)
+        i += k
+        if (rows >= sink.maxRowsPerPage || bytesSoFar >= sink.maxPageBytes) flush()
+      }
+    }
+  }
+
+  /** How many of rows [i, until) fit the current page (at least 1 if it is empty). */
+  private def fit(vec: FieldVector, i: Int, until: Int): Int = {
+    val rowsLeft = math.min(until - i.toLong, sink.maxRowsPerPage - rows)
+    val bytesLeft = sink.maxPageBytes - bytesSoFar
+    val k: Long = kind match {
+      case Fixed(bits) => math.min(rowsLeft, bytesLeft * 8 / (bits + 1))
+      case Fsl(dim, ib) => math.min(rowsLeft, bytesLeft * 8 / (dim.toLong * (ib + 1) + 1))
+      case Var =>
+        val (offs, ow) = varOffsets(vec)
+        def off(j: Long): Long = if (ow == 4) offs.getInt(4L * j).toLong else offs.getLong(8L * j)
+        val base = off(i)
+        def cost(n: Long): Long = off(i + n) - base + 8 * n + (n + 7) / 8
+        var lo = 0L
+        var hi = rowsLeft
+        while (lo < hi) { // largest n with cost(n) <= bytesLeft
+          val mid = (lo + hi + 1) >>> 1
+          if (cost(mid) <= bytesLeft) lo = mid else hi = mid - 1
+        }
+        lo
+    }
+    if (k <= 0 && rows == 0) 1 else math.max(k, 0L).toInt
+  }
+
+  private def varOffsets(vec: FieldVector): (ArrowBuf, Int) = vec match {
+    case v: BaseVariableWidthVector      => (v.getOffsetBuffer, 4)
+    case v: BaseLargeVariableWidthVector => (v.getOffsetBuffer, 8)
+    case other => throw new LanceFormatException(s"$where: expected a variable-width vector, got ${other.getClass.getSimpleName}")
+  }
+
+  private def appendRange(vec: FieldVector, from: Int, until: Int): Unit = {
+    val k = until - from
+    nulls += k - validity.append(vec.getValidityBuffer, from, k)
+    kind match {
+      case Fixed(1) => appendBits(vec.getDataBuffer, from, k)
+      case Fixed(bits) =>
+        val w = bits / 8
+        values.append(vec.getDataBuffer, from.toLong * w, k.toLong * w)
+      case Fsl(dim, ib) =>
+        val child = vec.asInstanceOf[FixedSizeListVector].getDataVector
+        val a = from.toLong * dim
+        val n = k.toLong * dim
+        itemNulls += n - itemValidity.append(child.getValidityBuffer, a, n)
+        if (ib == 1) appendBits(child.getDataBuffer, a, n)
+        else values.append(child.getDataBuffer, a * (ib / 8), n * (ib / 8))
+      case Var =>
+        val (offs, ow) = varOffsets(vec)
+        def off(j: Int): Long = if (ow == 4) offs.getInt(4L * j).toLong else offs.getLong(8L * j)
+        val base = off(from)
+        val pageBase = values.size.toLong
+        ends.ensure(8L * k)
+        var j = from
+        while (j < until) { ends.putLong(pageBase + off(j + 1) - base); j += 1 }
+        values.append(vec.getDataBuffer, base, off(until) - base)
+    }
+    rows += k
+  }
+
+  /** 1-bit values (booleans, items of boolean fixed-size lists). */
+  private val valueBits = new BitBuilder
+  private def appendBits(src: ArrowBuf, from: Long, n: Long): Unit = { valueBits.append(src, from, n); () }
+
+  private def bitItems: Boolean = kind match {
+    case Fixed(1) | Fsl(_, 1) => true
+    case _ => false
+  }
+
+  /** The page's values: bytes, or the bitmap of 1-bit values. */
+  private def valueBuffer: (Array[Byte], Int) =
+    if (bitItems) valueBits.arr -> valueBits.byteSize else values.arr -> values.size
+
+  def flush(): Unit = if (rows > 0) {
+    val n = rows
+    val (valArr, valSize) = valueBuffer
+    val page = new LeafPage(n.toInt, nulls, validity, valArr, valSize, ends)
+    val pageIndex = kind match {
+      case Fixed(bits) =>
+        val vals = valArr -> valSize
+        if (nulls == 0) emit(Seq(vals), Encodings.noNulls(Encodings.flat(bits, 0)))
+        else if (nulls == n) emit(Nil, Encodings.allNulls)
+        else emit(Seq(validity.arr -> validity.byteSize, vals),
+          Encodings.someNulls(Encodings.flat(1, 0), Encodings.flat(bits, 1)))
+
+      case Fsl(dim, ib) =>
+        if (nulls == n) emit(Nil, Encodings.allNulls)
+        else {
+          val outer = if (nulls == 0) Nil else Seq(validity.arr -> validity.byteSize)
+          val b0 = outer.size
+          val itemsTotal = n * dim
+          val (itemBufs, itemEnc) =
+            if (itemNulls == 0) (Seq(valArr -> valSize), Encodings.noNulls(Encodings.flat(ib, b0)))
+            else if (itemNulls == itemsTotal) (Nil, Encodings.allNulls)
+            else (Seq(itemValidity.arr -> itemValidity.byteSize, valArr -> valSize),
+              Encodings.someNulls(Encodings.flat(1, b0), Encodings.flat(ib, b0 + 1)))
+          val fsl = Encodings.fixedSizeList(dim, itemEnc)
+          emit(outer ++ itemBufs,
+            if (nulls == 0) Encodings.noNulls(fsl) else Encodings.someNulls(Encodings.flat(1, 0), fsl))
+        }
+
+      case Var =>
+        val total = values.size.toLong
+        val adj = total + 1
+        val stored = new Array[Byte](ends.size)
+        System.arraycopy(ends.arr, 0, stored, 0, ends.size)
+        if (nulls > 0) {
+          var i = 0
+          while (i < n) {
+            if (!validity.get(i)) {
+              val v = ends.getLong(i) + adj
+              var b = 0
+              while (b < 8) { stored(8 * i + b) = (v >>> (8 * b)).toByte; b += 1 }
+            }
+            i += 1
+          }
+        }
+        emit(Seq(stored -> stored.length, values.arr -> values.size), Encodings.binary(0, 1, adj))
+    }
+    onPage(this, pageIndex, priority, page)
+    validity.clear(); itemValidity.clear(); valueBits.clear()
+    values.clear(); ends.clear()
+    nulls = 0; itemNulls = 0
+  }
+
+}

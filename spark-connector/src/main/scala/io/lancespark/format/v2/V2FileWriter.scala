@@ -1,0 +1,272 @@
+package io.lancespark.format.v2
+
+import java.io.OutputStream
+
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
+
+import com.google.protobuf.{Any => PbAny, ByteString, Empty}
+import org.apache.arrow.memory.{BufferAllocator, RootAllocator}
+import org.apache.arrow.vector.FieldVector
+import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
+import org.apache.arrow.vector.types.pojo.ArrowType
+
+import io.lancespark.format.{LanceField, LanceFormatException, LanceSchema}
+import io.lancespark.proto.encodings.{ArrayEncoding, ColumnEncoding}
+import io.lancespark.proto.file.{FileDescriptor, Schema => PbSchema}
+import io.lancespark.proto.file2.{ColumnMetadata, DirectEncoding, Encoding}
+
+/** What [[V2FileWriter.finish]] wrote: rows, the field ids (depth first) and
+  * the column each is stored in (for a manifest's DataFile), file size. */
+final case class WrittenFile(numRows: Long, fieldIds: Vector[Int], columnIndices: Vector[Int], sizeBytes: Long)
+
+/** Writes one Lance 2.0 data file (footer version 0.3) as pylance 14 does:
+  * one column per Lance field depth first, pages of the 2.0 encodings (flat,
+  * nullable, binary, fixed_size_list, list, struct), 64-byte aligned buffers,
+  * the FileDescriptor in global buffer 0. Per-page statistics of leaf columns
+  * outside lists go to global buffer 1 (see [[PageStatistics]]).
+  *
+  * `write` takes one vector per top-level field (types as `field.toArrow`),
+  * batches of any length; pages are accumulated per column and written when
+  * they reach `maxRowsPerPage` rows or `maxPageBytes` bytes. The writer owns
+  * `out`: `finish` writes the metadata and closes it; `close` without `finish`
+  * closes it without writing the footer (an unusable file to delete). */
+final class V2FileWriter(
+    out: OutputStream,
+    val path: String,
+    val schema: LanceSchema,
+    val maxRowsPerPage: Int = V2FileWriter.DefaultMaxRowsPerPage,
+    val maxPageBytes: Long = V2FileWriter.DefaultMaxPageBytes,
+    statistics: Boolean = true,
+    allocator: BufferAllocator = null)
+    extends AutoCloseable {
+
+  require(maxRowsPerPage > 0, "maxRowsPerPage must be positive")
+  require(maxPageBytes > 0, "maxPageBytes must be positive")
+
+  private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
+
+  private val fields: Vector[LanceField] = schema.allFields
+  private val columnOf: Map[Int, Int] = fields.zipWithIndex.map { case (f, i) => f.id -> i }.toMap
+
+  private val pos = new PositionedOutput(out)
+  private val pages = Vector.fill(fields.size)(ArrayBuffer.empty[ColumnMetadata.Page])
+  private var rowsWritten = 0L
+  private var state: String = "open" // open | failed | finished | closed
+
+  /** Leaf fields with statistics: not inside a list, a type statistics cover. */
+  private val statsFields: Vector[LanceField] = if (!statistics) Vector.empty else {
+    def walk(f: LanceField): Vector[LanceField] =
+      if (f.isStruct) f.children.flatMap(walk)
+      else if (f.isList || f.isFixedSizeList) Vector.empty
+      else if (PageStatistics.kindOf(f.arrowType).isDefined) Vector(f) else Vector.empty
+    schema.fields.flatMap(walk)
+  }
+  private val statsKinds: Map[Int, PageStatistics.Kind] =
+    statsFields.map(f => f.id -> PageStatistics.kindOf(f.arrowType).get).toMap
+  private val stats = ArrayBuffer.empty[PageStatistics.RawStat]
+
+  private val sink = new PageSink {
+    def maxRowsPerPage: Int = V2FileWriter.this.maxRowsPerPage
+    def maxPageBytes: Long = V2FileWriter.this.maxPageBytes
+    def emitPage(column: Int, buffers: Seq[(Array[Byte], Int)], length: Long,
+                 encoding: ArrayEncoding, priority: Long): Int = {
+      val p = ColumnMetadata.Page.newBuilder().setLength(length).setPriority(priority)
+        .setEncoding(direct(PbAny.newBuilder()
+          .setTypeUrl("/lance.encodings.ArrayEncoding").setValue(encoding.toByteString).build()))
+      buffers.foreach { case (bytes, len) =>
+        p.addBufferOffsets(pos.writeAligned(bytes, len))
+        p.addBufferSizes(len.toLong)
+      }
+      pages(column) += p.build()
+      pages(column).size - 1
+    }
+  }
+
+  private def onLeafPage(enc: LeafEncoder, pageIndex: Int, firstRow: Long, page: LeafPage): Unit =
+    statsKinds.get(enc.field.id).foreach { kind =>
+      val (nulls, mn, mx) = PageStatistics.collect(kind, page)
+      stats += PageStatistics.RawStat(enc.column, enc.field.id, pageIndex, firstRow, page.rows, nulls, mn, mx)
+    }
+
+  private val encoders: Vector[ColumnEncoder] = fields.zipWithIndex.map { case (f, i) =>
+    if (f.isStruct) new StructEncoder(f, i, sink)
+    else if (f.isList) new ListEncoder(f, i, sink)
+    else new LeafEncoder(f, i, sink, onLeafPage)
+  }
+
+  /** Appends a batch: one vector per top-level field, all of the same length. */
+  def write(vectors: Seq[FieldVector]): Unit = {
+    if (state != "open") fail(s"write on a writer that is $state")
+    if (vectors.size != schema.fields.size)
+      fail(s"${vectors.size} vectors for a schema of ${schema.fields.size} top-level fields")
+    val n = vectors.headOption.fold(0)(_.getValueCount)
+    schema.fields.zip(vectors).foreach { case (f, v) =>
+      if (v.getValueCount != n)
+        fail(s"column '${f.name}' has ${v.getValueCount} values but column '${schema.fields.head.name}' has $n")
+      check(f, v, f.name)
+    }
+    if (n == 0) return
+    val base = rowsWritten
+    try {
+      schema.fields.zip(vectors).foreach { case (f, v) => writeField(f, v, 0, n, i => base + i) }
+      rowsWritten += n
+    } catch { case e: Throwable => state = "failed"; throw e }
+  }
+
+  /** Checks the vector matches the field and refuses what 2.0 cannot store. */
+  private def check(f: LanceField, v: FieldVector, path: String): Unit = {
+    val expected = f.arrowType
+    val actual = v.getField.getType
+    val sameKind = (expected, actual) match {
+      case (_: ArrowType.FixedSizeList, a: ArrowType.FixedSizeList) => expected == a
+      case (e, a) => e == a
+    }
+    if (!sameKind) fail(s"column '$path' is $expected in the schema but the vector is $actual")
+    v match {
+      case s: StructVector =>
+        if (s.getNullCount > 0) {
+          val first = (0 until s.getValueCount).find(s.isNull).getOrElse(-1)
+          fail(s"column '$path' holds a null struct (at index $first): Lance 2.0 files cannot store null " +
+            "struct values; make the struct non-null (its fields may be null) or write another file version")
+        }
+        val kids = s.getChildrenFromFields.asScala
+        if (kids.size != f.children.size)
+          fail(s"struct column '$path' has ${f.children.size} fields in the schema but its vector has ${kids.size}")
+        f.children.zip(kids).foreach { case (c, k) => check(c, k, s"$path.${c.name}") }
+      case l: ListVector => check(f.children.head, l.getDataVector, s"$path.${f.children.head.name}")
+      case l: LargeListVector => check(f.children.head, l.getDataVector, s"$path.${f.children.head.name}")
+      case _ => ()
+    }
+  }
+
+  private def writeField(f: LanceField, v: FieldVector, from: Int, until: Int, rowOf: Int => Long): Unit = {
+    if (until <= from) return
+    encoders(columnOf(f.id)) match {
+      case s: StructEncoder =>
+        s.append(from, until)
+        val kids = v.asInstanceOf[StructVector].getChildrenFromFields.asScala
+        f.children.zip(kids).foreach { case (c, k) => writeField(c, k, from, until, rowOf) }
+      case l: ListEncoder =>
+        l.append(v, from, until, rowOf)
+        val (offs, ow, data) = v match {
+          case lv: ListVector      => (lv.getOffsetBuffer, 4, lv.getDataVector)
+          case lv: LargeListVector => (lv.getOffsetBuffer, 8, lv.getDataVector)
+          case other => fail(s"column '${f.name}' is a list but its vector is ${other.getClass.getSimpleName}")
+        }
+        def off(i: Int): Long = if (ow == 4) offs.getInt(4L * i).toLong else offs.getLong(8L * i)
+        val a = off(from)
+        val b = off(until)
+        if (b > Int.MaxValue) fail(s"column '${f.name}': $b list items do not fit one batch")
+        // item j belongs to the last row r (from <= r < until) with off(r) <= j
+        val itemRow: Int => Long = j => {
+          var lo = from
+          var hi = until - 1
+          while (lo < hi) {
+            val mid = (lo + hi + 1) >>> 1
+            if (off(mid) <= j) lo = mid else hi = mid - 1
+          }
+          rowOf(lo)
+        }
+        writeField(f.children.head, data, a.toInt, b.toInt, itemRow)
+      case leaf: LeafEncoder => leaf.append(v, from, until, rowOf)
+    }
+  }
+
+  /** Writes the remaining pages, the statistics, schema, column metadata and
+    * footer; closes the stream. */
+  def finish(): WrittenFile = {
+    if (state != "open") fail(s"finish on a writer that is $state")
+    try {
+      encoders.foreach(_.flush())
+      // a column without pages in a file with rows (the items of lists that
+      // are all empty or null) gets one empty page, as pylance writes it
+      if (rowsWritten > 0) encoders.foreach { e =>
+        if (pages(e.column).isEmpty)
+          sink.emitPage(e.column, Nil, 0, if (e.field.isStruct) Encodings.struct else Encodings.allNulls, 0)
+      }
+      val metadata = Map.newBuilder[String, ByteString] ++= schema.metadataProto
+      val globals = ArrayBuffer.empty[(Long, Long)]
+      globals += ((0L, 0L)) // the descriptor, written last
+      if (statsFields.nonEmpty) {
+        val alloc = if (allocator != null) allocator else new RootAllocator()
+        val ipc =
+          try PageStatistics.toIpc(statsFields, stats.toSeq, alloc)
+          finally if (allocator == null) alloc.close()
+        globals += ((pos.writeAligned(ipc, ipc.length), ipc.length.toLong))
+        metadata += PageStatistics.BufferKey -> ByteString.copyFromUtf8((globals.size - 1).toString)
+      }
+      val fd = FileDescriptor.newBuilder()
+        .setSchema(PbSchema.newBuilder().addAllFields(schema.toProto.asJava).putAllMetadata(metadata.result().asJava))
+        .setLength(rowsWritten).build().toByteArray
+      globals(0) = (pos.writeAligned(fd, fd.length), fd.length.toLong)
+
+      val columnEncoding = direct(PbAny.newBuilder().setTypeUrl("/lance.encodings.ColumnEncoding")
+        .setValue(ColumnEncoding.newBuilder().setValues(Empty.getDefaultInstance).build().toByteString).build())
+      val cmStart = pos.position
+      val cmRegions = pages.map { ps =>
+        val bytes = ColumnMetadata.newBuilder().setEncoding(columnEncoding).addAllPages(ps.asJava).build().toByteArray
+        val at = pos.position
+        pos.write(bytes, bytes.length)
+        (at, bytes.length.toLong)
+      }
+      val cmTable = pos.position
+      cmRegions.foreach { case (p, s) => pos.writeLong(p); pos.writeLong(s) }
+      val gbTable = pos.position
+      globals.foreach { case (p, s) => pos.writeLong(p); pos.writeLong(s) }
+      pos.writeLong(cmStart); pos.writeLong(cmTable); pos.writeLong(gbTable)
+      pos.writeInt(globals.size); pos.writeInt(fields.size)
+      pos.writeShort(0); pos.writeShort(3)
+      pos.write(Footer.Magic, 4)
+      pos.flush()
+      out.close()
+      state = "finished"
+      WrittenFile(rowsWritten, fields.map(_.id), fields.indices.toVector, pos.position)
+    } catch { case e: Throwable => state = "failed"; throw e }
+  }
+
+  /** Closes the stream; without `finish` the file is incomplete. */
+  override def close(): Unit = if (state != "finished" && state != "closed") {
+    state = "closed"
+    out.close()
+  }
+
+  private def direct(any: PbAny): Encoding =
+    Encoding.newBuilder().setDirect(DirectEncoding.newBuilder().setEncoding(any.toByteString)).build()
+}
+
+object V2FileWriter {
+  val DefaultMaxRowsPerPage: Int = 8192
+  val DefaultMaxPageBytes: Long = 8L * 1024 * 1024
+  val Alignment = 64
+}
+
+/** An output stream that knows its position; little-endian scalars; pads
+  * with zeros to 64-byte boundaries before aligned buffers. */
+private[v2] final class PositionedOutput(out: OutputStream) {
+  private val buf = new java.io.BufferedOutputStream(out, 1 << 16)
+  private val scratch = new Array[Byte](8)
+  private val zeros = new Array[Byte](V2FileWriter.Alignment)
+  var position: Long = 0
+
+  def write(bytes: Array[Byte], len: Int): Unit = { buf.write(bytes, 0, len); position += len }
+
+  /** Pads to the alignment, writes, and returns where the bytes start. */
+  def writeAligned(bytes: Array[Byte], len: Int): Long = {
+    val pad = ((V2FileWriter.Alignment - position % V2FileWriter.Alignment) % V2FileWriter.Alignment).toInt
+    if (pad > 0) write(zeros, pad)
+    val at = position
+    write(bytes, len)
+    at
+  }
+
+  private def le(v: Long, n: Int): Unit = {
+    var i = 0
+    while (i < n) { scratch(i) = (v >>> (8 * i)).toByte; i += 1 }
+    write(scratch, n)
+  }
+  def writeLong(v: Long): Unit = le(v, 8)
+  def writeInt(v: Int): Unit = le(v.toLong, 4)
+  def writeShort(v: Int): Unit = le(v.toLong, 2)
+  def flush(): Unit = buf.flush()
+}
