@@ -40,7 +40,7 @@ fixtures: venv
 	$(PY) tests/fixtures/legacy_fixtures.py $(FIXTURES)
 
 test-scala: venv fixtures
-	LANCE_FIXTURES=$(abspath $(FIXTURES)) $(SBT) "connector/test" < /dev/null
+	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "connector/test" < /dev/null
 
 test-python: python
 	$(PY) -m pytest -q tests

@@ -2,13 +2,19 @@
 the connector's bundle jar added by lance_spark.configure."""
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# Python UDF workers run this interpreter (the venv with pyarrow), and times are UTC.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 
 @pytest.fixture(scope="module")

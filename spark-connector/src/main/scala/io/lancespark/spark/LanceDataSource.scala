@@ -2,30 +2,50 @@ package io.lancespark.spark
 
 import java.util
 
-import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.{DataFrame, SaveMode, SparkSession, SQLContext}
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.sources.DataSourceRegister
+import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, DataSourceRegister}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
+import io.lancespark.spark.write.{LanceWriteJob, LanceWriteOptions}
 import io.lancespark.table.{Dataset, Snapshot}
 
-/** `spark.read.format("lance")`: the entry point Spark finds through
-  * META-INF/services and the short name "lance". */
-final class LanceDataSource extends TableProvider with DataSourceRegister {
+/** `spark.read.format("lance")` and `df.write.format("lance")`: the entry point
+  * Spark finds through META-INF/services and the short name "lance".
+  *
+  * Reads are DataSourceV2 scans. `DataFrameWriter` saves go through
+  * CreatableRelationProvider, the one route Spark offers path-based sources for
+  * every save mode (error-if-exists, ignore, append, overwrite); the write
+  * itself is a Spark job of ours that commits one Lance version. */
+final class LanceDataSource extends TableProvider with DataSourceRegister with CreatableRelationProvider {
 
   override def shortName(): String = "lance"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType =
     TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(LanceOptions(options)).schema)
 
+  /** Lets DataFrameWriter hand us the DataFrame's schema instead of inferring
+    * one from a dataset that may not exist yet. */
+  override def supportsExternalMetadata(): Boolean = true
+
   override def getTable(
       schema: StructType,
       partitioning: Array[Transform],
-      properties: util.Map[String, String]): Table = {
-    val opts = LanceOptions(new CaseInsensitiveStringMap(properties))
-    new LanceTable(LanceDataSource.snapshot(opts), opts)
+      properties: util.Map[String, String]): Table =
+    new LanceTable(LanceOptions(new CaseInsensitiveStringMap(properties)))
+
+  override def createRelation(
+      ctx: SQLContext,
+      mode: SaveMode,
+      parameters: Map[String, String],
+      data: DataFrame): BaseRelation = {
+    LanceWriteJob.run(data, LanceWriteOptions(parameters), mode)
+    new BaseRelation {
+      override def sqlContext: SQLContext = ctx
+      override def schema: StructType = data.schema
+    }
   }
 }
 

@@ -10,11 +10,13 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.table.Snapshot
 
-/** One version of a Lance dataset as a Spark table. */
-final class LanceTable(val snapshot: Snapshot, val options: LanceOptions)
-    extends SupportsRead with SupportsMetadataColumns {
+/** One version of a Lance dataset as a Spark table, opened on first use (a
+  * DataFrameWriter asks for the table of a path that may not exist yet). */
+final class LanceTable(val options: LanceOptions) extends SupportsRead with SupportsMetadataColumns {
 
-  override def name(): String = s"lance.`${snapshot.storage.uri}`"
+  lazy val snapshot: Snapshot = LanceDataSource.snapshot(options)
+
+  override def name(): String = s"lance.`${options.path}`"
 
   override lazy val schema: StructType = TypeMapping.forActiveSession().toSpark(snapshot.schema)
 

@@ -1,0 +1,224 @@
+"""Spark writes Lance datasets: pylance (the oracle) reads exactly what Spark
+wrote, for every type; save modes; options; pylance can append and delete on
+the result; the pure-Python reader agrees; failed jobs leave no version."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import threading
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pytest
+from pyspark.sql import Row
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from compare import assert_same, oracle_rows, spark_rows
+from lance_spark import reader
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.LongType(), False),
+    T.StructField("b", T.BooleanType()),
+    T.StructField("i8", T.ByteType()),
+    T.StructField("i16", T.ShortType()),
+    T.StructField("i32", T.IntegerType()),
+    T.StructField("i64", T.LongType()),
+    T.StructField("f32", T.FloatType()),
+    T.StructField("f64", T.DoubleType()),
+    T.StructField("dec", T.DecimalType(18, 3)),
+    T.StructField("dec38", T.DecimalType(38, 10)),
+    T.StructField("s", T.StringType()),
+    T.StructField("bin", T.BinaryType()),
+    T.StructField("d", T.DateType()),
+    T.StructField("ts", T.TimestampType()),
+    T.StructField("ts_ntz", T.TimestampNTZType()),
+    T.StructField("arr", T.ArrayType(T.IntegerType())),
+    T.StructField("arr_s", T.ArrayType(T.StringType())),
+    T.StructField("emb", T.ArrayType(T.FloatType())),
+    T.StructField("m", T.MapType(T.StringType(), T.LongType())),
+    T.StructField("st", T.StructType([T.StructField("a", T.LongType()), T.StructField("b", T.StringType()),
+                                      T.StructField("tags", T.ArrayType(T.StringType()))]), False),
+    T.StructField("arr_st", T.ArrayType(T.StructType([T.StructField("k", T.StringType()),
+                                                      T.StructField("v", T.DoubleType())]))),
+])
+
+
+def _row(i: int) -> tuple:
+    def maybe(v, k=7):
+        return None if i % k == 3 else v
+    return (
+        i, maybe(i % 2 == 0), maybe((i % 256) - 128), maybe(i * 3 - 30000), maybe(i * 7919), maybe(i * 10**12 - 5),
+        maybe(float(i) / 3), maybe(float("nan") if i % 50 == 0 else (-0.0 if i % 51 == 0 else i * 1.5)),
+        maybe(decimal.Decimal(i * 1001).scaleb(-3)), maybe(decimal.Decimal(i).scaleb(-10)),
+        maybe("" if i % 13 == 0 else f"str-{i}-" + "é" * (i % 5)), maybe(bytes([i % 256]) * (i % 4)),
+        maybe(dt.date(1970, 1, 1) + dt.timedelta(days=i - 500)),
+        maybe(dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=i * 37, microseconds=i)),
+        maybe(dt.datetime(1999, 12, 31) + dt.timedelta(minutes=i)),
+        maybe([] if i % 11 == 0 else [i, None, i + 1][: 1 + i % 3]),
+        maybe([f"a{i}", None] if i % 2 else []),
+        maybe([float(i), float(i + 1), float(i + 2), float(i + 3)]),
+        maybe({"k": i, "z": None} if i % 3 else {}),
+        (i, maybe(f"b{i}"), maybe([str(i)])),
+        maybe([(f"k{i}", i / 2), (None, None)] if i % 4 else []),
+    )
+
+
+@pytest.fixture(scope="module")
+def df(spark):
+    return spark.createDataFrame([_row(i) for i in range(3000)], SCHEMA).repartition(3)
+
+
+def test_every_type_round_trips_through_pylance(spark, df, tmp_path):
+    path = str(tmp_path / "all.lance")
+    df.write.format("lance").option("maxRowsPerFile", 700).option("vectorColumns", "emb:4").save(path)
+
+    ds = lance.dataset(path)
+    assert ds.count_rows() == 3000
+    assert len(ds.get_fragments()) >= 3 * 2          # several fragments per task
+    assert pa.types.is_fixed_size_list(ds.schema.field("emb").type)
+    assert ds.schema.field("emb").type.list_size == 4
+
+    expected = spark_rows(df)
+    back = spark.read.format("lance").load(path)
+    # Spark -> Spark: the vector column reads back as an array, maps as arrays of entries
+    assert_same(spark_rows(back.drop("m")), [{k: v for k, v in r.items() if k != "m"} for r in expected],
+                "Spark -> Spark")
+    # Spark -> pylance
+    assert_same(oracle_rows(ds.to_table().drop(["m"])),
+                [{k: v for k, v in r.items() if k != "m"} for r in expected], "Spark -> pylance")
+    # maps are stored as list<struct<key, value>>
+    m = {r["id"]: r["m"] for r in ds.to_table(columns=["id", "m"]).to_pylist()}
+    for r in expected:
+        want = None if r["m"] is None else sorted((k, v) for k, v in r["m"])
+        got = None if m[r["id"]] is None else sorted((e["key"], e["value"]) for e in m[r["id"]])
+        assert got == want, r["id"]
+    # Spark -> pure-Python reader
+    assert_same(oracle_rows(reader.dataset(path).to_table().drop(["m"])),
+                [{k: v for k, v in r.items() if k != "m"} for r in expected], "Spark -> pure-Python reader")
+
+
+def test_save_modes(spark, tmp_path):
+    path = str(tmp_path / "modes.lance")
+    one = spark.range(0, 10).withColumn("x", F.col("id") * 2)
+    one.write.format("lance").save(path)                                   # create when absent
+    assert lance.dataset(path).version == 1
+    with pytest.raises(Exception, match="already exists"):
+        one.write.format("lance").save(path)                               # error-if-exists (default)
+    one.write.format("lance").mode("ignore").save(path)
+    assert lance.dataset(path).version == 1
+    one.write.format("lance").mode("append").save(path)
+    assert lance.dataset(path).count_rows() == 20 and lance.dataset(path).version == 2
+    spark.range(100, 105).withColumn("y", F.lit("new")).write.format("lance").mode("overwrite").save(path)
+    ds = lance.dataset(path)
+    assert ds.version == 3 and ds.schema.names == ["id", "y"] and ds.count_rows() == 5
+    assert lance.dataset(path, version=2).count_rows() == 20               # history kept
+    ops = [v.get("operation") for v in reader.dataset(path).versions()]
+    assert ops == ["Overwrite", "Append", "Overwrite"], ops
+
+
+def test_append_mismatched_columns_is_refused(spark, tmp_path):
+    path = str(tmp_path / "mismatch.lance")
+    spark.range(5).write.format("lance").save(path)
+    with pytest.raises(Exception, match="columns differ"):
+        spark.range(5).withColumn("extra", F.lit(1)).write.format("lance").mode("append").save(path)
+    assert lance.dataset(path).version == 1
+
+
+def test_null_struct_is_refused_naming_the_column(spark, tmp_path):
+    path = str(tmp_path / "nullstruct.lance")
+    schema = T.StructType([T.StructField("id", T.LongType()),
+                           T.StructField("p", T.StructType([T.StructField("x", T.LongType())]))])
+    data = spark.createDataFrame([(1, (1,)), (2, None)], schema)
+    with pytest.raises(Exception, match="column 'p'.*null struct"):
+        data.write.format("lance").save(path)
+    assert not Path(path, "_versions").exists()
+
+
+def test_pylance_appends_and_deletes_on_spark_written_data(spark, tmp_path):
+    path = str(tmp_path / "mixed.lance")
+    spark.range(0, 1000).withColumn("name", F.concat(F.lit("n"), F.col("id").cast("string"))) \
+        .write.format("lance").option("maxRowsPerFile", 300).save(path)
+    ds = lance.write_dataset(pa.table({"id": pa.array(range(1000, 1100), pa.int64()),
+                                       "name": pa.array([f"p{i}" for i in range(100)])}),
+                             path, mode="append")
+    ds.delete("id % 10 = 0")
+    expected = lance.dataset(path).to_table()
+    got = spark.read.format("lance").load(path)
+    assert_same(spark_rows(got), oracle_rows(expected), "pylance edits of a Spark dataset")
+    # and Spark appends after pylance
+    spark.range(2000, 2010).withColumn("name", F.lit("s")).write.format("lance").mode("append").save(path)
+    assert lance.dataset(path).count_rows() == expected.num_rows + 10
+
+
+def test_failed_task_leaves_previous_version(spark, tmp_path):
+    path = str(tmp_path / "fail.lance")
+    spark.range(100).write.format("lance").save(path)
+    before = set(Path(path, "data").iterdir())
+
+    @F.udf("long")
+    def boom(x):
+        if x == 4321:
+            raise ValueError("injected failure")
+        return x
+
+    with pytest.raises(Exception, match="injected failure"):
+        spark.range(0, 8000, numPartitions=4).select(boom("id").alias("id")) \
+            .write.format("lance").mode("append").save(path)
+    assert lance.dataset(path).version == 1 and lance.dataset(path).count_rows() == 100
+    assert set(Path(path, "data").iterdir()) == before                   # written files removed
+
+
+def test_cancelled_job_leaves_previous_version(spark, tmp_path):
+    path = str(tmp_path / "cancel.lance")
+    spark.range(10).write.format("lance").save(path)
+
+    @F.udf("long")
+    def slow(x):
+        import time
+        time.sleep(0.01)
+        return x
+
+    sc = spark.sparkContext
+    errors = []
+
+    def run():
+        sc.setJobGroup("lance-cancel-test", "cancel me", interruptOnCancel=True)
+        try:
+            spark.range(0, 20000, numPartitions=4).select(slow("id").alias("id")) \
+                .write.format("lance").mode("append").save(path)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    import time
+    time.sleep(4)
+    sc.cancelJobGroup("lance-cancel-test")
+    t.join(60)
+    assert errors, "the job should have been cancelled"
+    assert lance.dataset(path).version == 1 and lance.dataset(path).count_rows() == 10
+
+
+def test_concurrent_appends_from_threads_all_land(spark, tmp_path):
+    path = str(tmp_path / "concurrent.lance")
+    spark.range(0).write.format("lance").save(path)
+    errors: list = []
+
+    def append(k: int):
+        try:
+            spark.range(k * 1000, k * 1000 + 100).write.format("lance").mode("append").save(path)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=append, args=(k,)) for k in range(4)]
+    [t.start() for t in threads]
+    [t.join(120) for t in threads]
+    assert not errors, errors
+    ds = lance.dataset(path)
+    assert ds.version == 5 and ds.count_rows() == 400
+    ids = set(ds.to_table(columns=["id"])["id"].to_pylist())
+    assert ids == {k * 1000 + j for k in range(4) for j in range(100)}
+    for v in range(1, 6):                                                 # every version readable
+        lance.dataset(path, version=v).to_table()

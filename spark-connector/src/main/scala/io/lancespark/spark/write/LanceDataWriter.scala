@@ -1,0 +1,118 @@
+package io.lancespark.spark.write
+
+import java.util.UUID
+
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.vector.VectorSchemaRoot
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.StructType
+
+import io.lancespark.format.LanceSchema
+import io.lancespark.format.v2.V2FileWriter
+import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.read.ArrowAllocators
+import io.lancespark.table.{DatasetStorage, WrittenFragment}
+
+/** What every task of one write needs; serialized to executors. `schema`
+  * carries the field ids the files are written with, `sparkSchema` the
+  * incoming rows' types in the same top-level order. */
+final case class WriteTask(
+    uri: String,
+    hadoopConf: SerializableHadoopConf,
+    schema: LanceSchema,
+    sparkSchema: StructType,
+    maxRowsPerFile: Long,
+    maxRowsPerPage: Int)
+
+/** Writes one task's rows into one or more 2.0 data files (one fragment each).
+  * `commit` returns them; `abort` deletes them. Nothing is visible until the
+  * driver commits a manifest that references the files. */
+final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
+  import LanceDataWriter.BatchRows
+
+  private val storage = DatasetStorage(task.uri, task.hadoopConf.value)
+  private val allocator: BufferAllocator =
+    ArrowAllocators.root.newChildAllocator(s"lance-write-${UUID.randomUUID()}", 0, Long.MaxValue)
+  private val root = VectorSchemaRoot.create(task.schema.toArrow, allocator)
+  private val writers = root.getFieldVectors.asScala.zip(task.sparkSchema.fields).map { case (v, f) =>
+    ArrowFieldWriter(v, f.dataType, f.name)
+  }.toArray
+
+  private final class OpenFile(val name: String, val writer: V2FileWriter, var rows: Long)
+  private var current: Option[OpenFile] = None
+  private val written = ArrayBuffer.empty[WrittenFragment]
+  private var inBatch = 0
+  private var batchLimit = 0
+
+  def write(row: InternalRow): Unit = {
+    if (inBatch == 0) startBatch()
+    var i = 0
+    while (i < writers.length) { writers(i).write(row, i, inBatch); i += 1 }
+    inBatch += 1
+    if (inBatch >= batchLimit) flush()
+  }
+
+  /** Closes the open file; returns every file this task wrote. */
+  def commit(): Seq[WrittenFragment] = {
+    flush()
+    closeFile()
+    written.toSeq
+  }
+
+  /** Removes every file this task wrote (used when the task or the job fails). */
+  def abort(): Unit = {
+    current.foreach(f => try f.writer.close() catch { case _: Exception => () })
+    (current.map(_.name).toSeq ++ written.map(_.path)).foreach { name =>
+      try storage.fs.delete(dataPath(name), false) catch { case _: Exception => () }
+    }
+    current = None
+    written.clear()
+  }
+
+  override def close(): Unit = {
+    root.close()
+    allocator.close()
+  }
+
+  private def startBatch(): Unit = {
+    val roomInFile = task.maxRowsPerFile - current.map(_.rows).getOrElse(0L)
+    batchLimit = math.min(BatchRows.toLong, roomInFile).toInt
+    root.allocateNew()
+  }
+
+  private def flush(): Unit = if (inBatch > 0) {
+    writers.foreach(_.finish(inBatch))
+    root.setRowCount(inBatch)
+    val f = current.getOrElse(openFile())
+    f.writer.write(root.getFieldVectors.asScala.toSeq)
+    f.rows += inBatch
+    inBatch = 0
+    root.clear()
+    if (f.rows >= task.maxRowsPerFile) closeFile()
+  }
+
+  private def openFile(): OpenFile = {
+    val name = s"${UUID.randomUUID()}.lance"
+    val out = storage.fs.create(dataPath(name), false)
+    val f = new OpenFile(name, new V2FileWriter(out, dataPath(name).toString, task.schema, task.maxRowsPerPage), 0L)
+    current = Some(f)
+    f
+  }
+
+  private def closeFile(): Unit = current.foreach { f =>
+    val done = f.writer.finish()
+    written += WrittenFragment(f.name, done.fieldIds, done.columnIndices, done.numRows, done.sizeBytes)
+    current = None
+  }
+
+  private def dataPath(name: String): Path = storage.resolve(s"data/$name", "data file")
+}
+
+object LanceDataWriter {
+  /** Rows buffered in Arrow vectors before they are handed to the file writer. */
+  val BatchRows: Int = 8192
+}

@@ -1,0 +1,119 @@
+package io.lancespark.spark.write
+
+import scala.collection.mutable
+
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.{DataFrame, SaveMode}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
+
+import io.lancespark.format.{LanceFormatException, LanceSchema}
+import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
+import io.lancespark.table._
+
+/** A DataFrame write: executors write data files, the driver commits one
+  * version with a transaction file (see Committer). A failed or cancelled job
+  * commits nothing and deletes the files its tasks wrote. */
+object LanceWriteJob {
+
+  def run(data: DataFrame, opts: LanceWriteOptions, mode: SaveMode): Option[Snapshot] = {
+    val spark = data.sparkSession
+    val conf = spark.sessionState.newHadoopConf()
+    val storage = DatasetStorage(opts.path, conf)
+    val existing: Option[Snapshot] =
+      if (Dataset.isDataset(opts.path, conf)) Some(Dataset.open(storage, None)) else None
+
+    (mode, existing) match {
+      case (SaveMode.ErrorIfExists, Some(s)) =>
+        throw new IllegalArgumentException(
+          s"${storage.uri}: a Lance dataset already exists here (version ${s.version}); " +
+            "use mode(\"append\") or mode(\"overwrite\")")
+      case (SaveMode.Ignore, Some(_)) => None
+      case (SaveMode.Append, Some(s)) =>
+        val (input, schema) = alignForAppend(data, s)
+        val files = writeFiles(input, schema, storage, opts, new SerializableHadoopConf(conf))
+        Some(commitOrClean(storage, files, Some(s.version), AppendFragments(files), opts))
+      case (_, base) =>
+        val schema = LanceSchema.fromArrow(SparkToArrow.schema(data.schema, opts.vectorColumns))
+        val files = writeFiles(data, schema, storage, opts, new SerializableHadoopConf(conf))
+        val op = OverwriteDataset(files, schema.toProto, schema.metadata)
+        Some(commitOrClean(storage, files, base.map(_.version), op, opts))
+    }
+  }
+
+  /** Reorders the DataFrame's columns to the dataset's, checking they match. */
+  private def alignForAppend(data: DataFrame, s: Snapshot): (DataFrame, LanceSchema) = {
+    val target: StructType = TypeMapping.forActiveSession().toSpark(s.schema)
+    val have = data.schema.fieldNames.toSet
+    val want = target.fieldNames.toSet
+    if (have != want)
+      throw new LanceFormatException(
+        s"${s.storage.uri}: cannot append: the DataFrame's columns differ from the dataset's (version ${s.version}); " +
+          s"missing ${(want -- have).toSeq.sorted.mkString("[", ", ", "]")}, " +
+          s"unexpected ${(have -- want).toSeq.sorted.mkString("[", ", ", "]")}")
+    target.fields.foreach { f =>
+      val incoming = data.schema(f.name).dataType
+      if (!sameShape(incoming, f.dataType))
+        throw new LanceFormatException(
+          s"${s.storage.uri}: cannot append: column '${f.name}' is ${incoming.simpleString} " +
+            s"but the dataset stores ${f.dataType.simpleString}")
+    }
+    (data.select(target.fieldNames.toIndexedSeq.map(col): _*), s.schema)
+  }
+
+  private def sameShape(a: DataType, b: DataType): Boolean = withoutNullability(a) == withoutNullability(b)
+
+  private def withoutNullability(t: DataType): DataType = t match {
+    case ArrayType(e, _) => ArrayType(withoutNullability(e), containsNull = true)
+    case MapType(k, v, _) => MapType(withoutNullability(k), withoutNullability(v), valueContainsNull = true)
+    case StructType(fs) => StructType(fs.map(f => f.copy(dataType = withoutNullability(f.dataType), nullable = true,
+      metadata = org.apache.spark.sql.types.Metadata.empty)))
+    case other => other
+  }
+
+  private def writeFiles(data: DataFrame, schema: LanceSchema, storage: DatasetStorage, opts: LanceWriteOptions,
+      conf: SerializableHadoopConf): Seq[WrittenFragment] = {
+    val task = WriteTask(storage.uri, conf, schema, data.schema, opts.maxRowsPerFile, opts.maxRowsPerPage)
+    val rdd = data.queryExecution.toRdd
+    val results = mutable.Map.empty[Int, Seq[WrittenFragment]]
+    val sc = data.sparkSession.sparkContext
+    try {
+      sc.runJob(rdd, (ctx: TaskContext, rows: Iterator[InternalRow]) => writePartition(task, rows),
+        0 until rdd.getNumPartitions, (partition: Int, files: Seq[WrittenFragment]) => results(partition) = files)
+    } catch {
+      case e: Throwable =>
+        deleteQuietly(storage, results.values.flatten.toSeq)
+        throw e
+    }
+    (0 until rdd.getNumPartitions).flatMap(p => results.getOrElse(p, Nil))
+  }
+
+  private def writePartition(task: WriteTask, rows: Iterator[InternalRow]): Seq[WrittenFragment] = {
+    val writer = new LanceDataWriter(task)
+    try {
+      rows.foreach(writer.write)
+      writer.commit()
+    } catch {
+      case e: Throwable =>
+        writer.abort()
+        throw e
+    } finally writer.close()
+  }
+
+  private def commitOrClean(storage: DatasetStorage, files: Seq[WrittenFragment], readVersion: Option[Long],
+      op: PendingOperation, opts: LanceWriteOptions): Snapshot =
+    try Committer.commit(storage, readVersion, op,
+      CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths))
+    catch {
+      case e: Throwable =>
+        deleteQuietly(storage, files)
+        throw e
+    }
+
+  private def deleteQuietly(storage: DatasetStorage, files: Seq[WrittenFragment]): Unit =
+    files.foreach { f =>
+      try storage.fs.delete(storage.resolve(s"data/${f.path}", "data file"), false)
+      catch { case _: Exception => () }
+    }
+}

@@ -1,0 +1,67 @@
+package io.lancespark.spark.write
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.vector.types.{DateUnit, FloatingPointPrecision, TimeUnit}
+import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
+import org.apache.spark.sql.types._
+
+import io.lancespark.format.LanceFormatException
+
+/** The Lance (Arrow) type each Spark type is written as, for new datasets.
+  * Documented in docs/type-mapping.md ("Writing"). */
+object SparkToArrow {
+
+  def schema(st: StructType, vectors: Map[String, Int]): Schema = {
+    vectors.keys.foreach { name =>
+      if (!st.fieldNames.contains(name))
+        throw new IllegalArgumentException(s"vectorColumns names '$name', which is not a column of the DataFrame")
+    }
+    new Schema(st.fields.toSeq.map(f => field(f.name, f.dataType, f.nullable, f.name, dimension(f, vectors))).asJava)
+  }
+
+  private def dimension(f: StructField, vectors: Map[String, Int]): Option[Int] =
+    vectors.get(f.name).orElse(
+      if (f.metadata.contains(LanceWriteOptions.VectorDimensionMetadata))
+        Some(f.metadata.getLong(LanceWriteOptions.VectorDimensionMetadata).toInt)
+      else None)
+
+  private def field(name: String, dt: DataType, nullable: Boolean, path: String, vectorDim: Option[Int] = None): Field = {
+    def leaf(t: ArrowType): Field = new Field(name, new FieldType(nullable, t, null), null)
+    dt match {
+      case BooleanType => leaf(ArrowType.Bool.INSTANCE)
+      case ByteType => leaf(new ArrowType.Int(8, true))
+      case ShortType => leaf(new ArrowType.Int(16, true))
+      case IntegerType => leaf(new ArrowType.Int(32, true))
+      case LongType => leaf(new ArrowType.Int(64, true))
+      case FloatType => leaf(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE))
+      case DoubleType => leaf(new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE))
+      case d: DecimalType => leaf(new ArrowType.Decimal(d.precision, d.scale, 128))
+      case _: StringType => leaf(ArrowType.Utf8.INSTANCE)
+      case BinaryType => leaf(ArrowType.Binary.INSTANCE)
+      case DateType => leaf(new ArrowType.Date(DateUnit.DAY))
+      case TimestampType => leaf(new ArrowType.Timestamp(TimeUnit.MICROSECOND, "UTC"))
+      case TimestampNTZType => leaf(new ArrowType.Timestamp(TimeUnit.MICROSECOND, null))
+      case _: TimeType => leaf(new ArrowType.Time(TimeUnit.NANOSECOND, 64))
+      case _: DayTimeIntervalType => leaf(new ArrowType.Duration(TimeUnit.MICROSECOND))
+      case ArrayType(et @ (FloatType | DoubleType), _) if vectorDim.isDefined =>
+        val item = field("item", et, nullable = true, s"$path.item")
+        new Field(name, new FieldType(nullable, new ArrowType.FixedSizeList(vectorDim.get), null), java.util.List.of(item))
+      case ArrayType(et, containsNull) =>
+        if (vectorDim.isDefined)
+          throw new IllegalArgumentException(s"column '$path' is ${dt.simpleString}; only ARRAY<FLOAT> and ARRAY<DOUBLE> can be vectors")
+        new Field(name, new FieldType(nullable, ArrowType.List.INSTANCE, null),
+          java.util.List.of(field("item", et, containsNull, s"$path.element")))
+      case MapType(kt, vt, valueContainsNull) =>
+        val entries = new Field("entries", new FieldType(false, ArrowType.Struct.INSTANCE, null),
+          java.util.List.of(field("key", kt, nullable = false, s"$path.key"),
+            field("value", vt, valueContainsNull, s"$path.value")))
+        new Field(name, new FieldType(nullable, ArrowType.List.INSTANCE, null), java.util.List.of(entries))
+      case st: StructType =>
+        new Field(name, new FieldType(nullable, ArrowType.Struct.INSTANCE, null),
+          st.fields.toSeq.map(f => field(f.name, f.dataType, f.nullable, s"$path.${f.name}")).asJava)
+      case other =>
+        throw new LanceFormatException(s"column '$path' has Spark type ${other.simpleString}, which Lance cannot store")
+    }
+  }
+}
