@@ -222,3 +222,37 @@ def test_concurrent_appends_from_threads_all_land(spark, tmp_path):
     assert ids == {k * 1000 + j for k in range(4) for j in range(100)}
     for v in range(1, 6):                                                 # every version readable
         lance.dataset(path, version=v).to_table()
+
+
+_APPENDER = r"""
+import sys, lance_spark
+from pyspark.sql import SparkSession
+path, start, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+spark = lance_spark.configure(SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")).getOrCreate()
+for r in range(rounds):
+    spark.range(start + r * 100, start + r * 100 + 100).write.format("lance").mode("append").save(path)
+    print("ok", r, flush=True)
+spark.stop()
+"""
+
+
+def test_concurrent_appends_from_separate_sessions_all_land(spark, tmp_path):
+    import subprocess
+    import sys as _sys
+
+    path = str(tmp_path / "multi.lance")
+    spark.range(0).write.format("lance").save(path)
+    script = tmp_path / "appender.py"
+    script.write_text(_APPENDER)
+    procs = [subprocess.Popen([_sys.executable, str(script), path, str(k * 10_000), "3"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in (1, 2)]
+    for k in range(3):                      # this session appends at the same time
+        spark.range(k * 100, k * 100 + 100).write.format("lance").mode("append").save(path)
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+        assert out.count("ok") == 3
+    ds = lance.dataset(path)
+    assert ds.version == 1 + 9 and ds.count_rows() == 900
+    want = set(range(300)) | {s + r * 100 + j for s in (10_000, 20_000) for r in range(3) for j in range(100)}
+    assert set(ds.to_table(columns=["id"])["id"].to_pylist()) == want
