@@ -88,6 +88,10 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
                    f"({_mib(f['value_bytes'])} in {rec['this_s']:.3f} s); page cache: "
                    f"**{f['page_cache_gb_per_s']:.2f} GB/s** ({_mib(f['file_bytes'])} in "
                    f"{f['data_files']} file(s), {rec['other_s']:.4f} s).")
+        if f.get("spark_net_gb_per_s"):
+            out.append(f"Spark's fixed cost per query (same query on a 1-row dataset): "
+                       f"{f['spark_fixed_s']:.3f} s; net of it, Spark decodes "
+                       f"**{f['spark_net_gb_per_s']:.2f} GB/s**.")
     if rec["name"] == "spark_projection":
         ib = rec.get("input_bytes") or {}
         out.append(f"Column `{'l05'}` on disk: Lance {_mib(f.get('lance_column_bytes'))} of "
@@ -106,7 +110,7 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
             + (" (undercounted: vectored Parquet reads, see spark_projection)"
                if "Parquet" in rec["comparator"] else ""))
         out.append(f"Spark input metrics (bytesRead per query): this {_mib(ib.get('this'))}{other}.")
-    shown = {"spark_gb_per_s", "page_cache_gb_per_s", "value_bytes", "file_bytes",
+    shown = {"spark_gb_per_s", "page_cache_gb_per_s", "spark_fixed_s", "spark_net_gb_per_s", "value_bytes", "file_bytes",
              "lance_column_bytes", "parquet_column_bytes", "parquet_bytes_read_unvectored"}
     rest = {k: v for k, v in f.items() if k not in shown
             and not (rec["name"] == "spark_projection" and k in ("lance_bytes", "parquet_bytes"))}
