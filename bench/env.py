@@ -90,6 +90,17 @@ def reset_peak_rss(pid: int | str = "self") -> bool:
         return False
 
 
+def current_rss(pid: int | str = "self") -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss(pid: int | str = "self") -> Optional[int]:
     """Peak resident set size in bytes since the last reset (None off Linux)."""
     try:

@@ -107,6 +107,7 @@ class Context:
 def _measure(fn: Callable[[], Any], ctx: Context, spark: bool) -> Dict[str, Any]:
     gc.collect()
     env.reset_peak_rss()
+    rss0 = env.current_rss()
     if spark:
         ctx.jvm_memory.reset()
         ctx.stage_input.mark()
@@ -114,6 +115,8 @@ def _measure(fn: Callable[[], Any], ctx: Context, spark: bool) -> Dict[str, Any]
     result = fn()
     elapsed = time.perf_counter() - t0
     m: Dict[str, Any] = {"seconds": elapsed, "py_rss_peak": env.peak_rss()}
+    if rss0 is not None and m["py_rss_peak"] is not None:
+        m["py_rss_growth"] = m["py_rss_peak"] - rss0
     if spark:
         m.update(ctx.jvm_memory.read())
         m.update(ctx.stage_input.since_mark())
@@ -157,7 +160,7 @@ def run(w: Workload, ctx: Context) -> Dict[str, Any]:
         rec["ratio"] = med["this"] / med["other"] if med["other"] > 0 else None
         rec["meets_target"] = None if w.target is None or rec["ratio"] is None else rec["ratio"] <= w.target
         for s in runs:
-            for k in ("py_rss_peak", "jvm_heap_peak", "jvm_rss_peak"):
+            for k in ("py_rss_peak", "py_rss_growth", "jvm_heap_peak", "jvm_rss_peak"):
                 v = _peak(runs[s], k)
                 if v is not None:
                     rec.setdefault("memory", {}).setdefault(s, {})[k] = v
