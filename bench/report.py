@@ -93,6 +93,10 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
             out.append(f"Spark's fixed cost per query (same query on a 1-row dataset): "
                        f"{f['spark_fixed_s']:.3f} s; net of it, Spark decodes "
                        f"**{f['spark_net_gb_per_s']:.2f} GB/s**.")
+        if f.get("parquet_s"):
+            out.append(f"For reference, Spark on Parquet (same rows, snappy; timed separately, not "
+                       f"alternated): {f['parquet_s']:.3f} s = **{f['parquet_gb_per_s']:.2f} GB/s** "
+                       "of int64 values.")
     if rec["name"] == "spark_projection":
         ib = rec.get("input_bytes") or {}
         out.append(f"Column `{'l05'}` on disk: Lance {_mib(f.get('lance_column_bytes'))} of "
@@ -111,7 +115,8 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
             + (" (undercounted: vectored Parquet reads, see spark_projection)"
                if "Parquet" in rec["comparator"] else ""))
         out.append(f"Spark input metrics (bytesRead per query): this {_mib(ib.get('this'))}{other}.")
-    shown = {"spark_gb_per_s", "page_cache_gb_per_s", "spark_fixed_s", "spark_net_gb_per_s", "value_bytes", "file_bytes",
+    shown = {"spark_gb_per_s", "page_cache_gb_per_s", "spark_fixed_s", "spark_net_gb_per_s",
+             "parquet_s", "parquet_gb_per_s", "value_bytes", "file_bytes",
              "lance_column_bytes", "parquet_column_bytes", "parquet_bytes_read_unvectored"}
     rest = {k: v for k, v in f.items() if k not in shown
             and not (rec["name"] == "spark_projection" and k in ("lance_bytes", "parquet_bytes"))}

@@ -263,11 +263,20 @@ def decode_throughput(ctx: Context) -> Prepared:
     query_tiny = lambda: spark.read.format("lance").load(tiny).agg(F.max("v")).collect()  # noqa: E731
     query_tiny()
     fixed = statistics.median(_timed(query_tiny) for _ in range(5))
+    # Spark's own ceiling for the same column: Parquet (snappy, written by Spark), timed here
+    # with the same warm-up/repetition counts but not alternated with the two sides.
+    pq_path = str(data.parquet_dataset(spark, "int64", rows, ctx.log))
+    query_pq = lambda: spark.read.parquet(pq_path).agg(F.max("v")).collect()  # noqa: E731
+    for _ in range(ctx.mode.warmup):
+        query_pq()
+    parquet_s = statistics.median(_timed(query_pq) for _ in range(ctx.mode.reps))
 
     def derive(this_s: float, other_s: float) -> Dict[str, Any]:
         net = this_s - fixed
         return {"spark_gb_per_s": 8 * rows / this_s / 1e9,
                 "spark_fixed_s": fixed,
+                "parquet_s": parquet_s,
+                "parquet_gb_per_s": 8 * rows / parquet_s / 1e9,
                 "spark_net_gb_per_s": 8 * rows / net / 1e9 if net > 0 else None,
                 "page_cache_gb_per_s": file_bytes / other_s / 1e9}
 
