@@ -1,6 +1,7 @@
 # lance_spark: two commands for a fresh machine (Java 17 and Python 3.11 only):
 #   make demo   - builds everything and runs the demo job end to end
 #   make test   - builds everything and runs every test (Scala, Python, interop)
+#   make bench  - builds everything and regenerates docs/benchmarks.md (bench-quick: small data)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +10,7 @@ SBT := build/sbt
 JAR := spark-connector/target/scala-2.13/lance-spark-bundle_2.13-0.1.0.jar
 FIXTURES := spark-connector/target/fixtures
 
-.PHONY: all venv jar python fixtures test test-scala test-python test-integration demo bench clean
+.PHONY: all venv jar python fixtures test test-scala test-python test-integration demo bench bench-quick clean
 
 all: python
 
@@ -52,6 +53,13 @@ test: test-scala test-python test-integration
 
 demo: python
 	$(PY) examples/demo.py
+
+# Benchmarks (bench/README.md): regenerate docs/benchmarks.md and docs/benchmarks.png.
+bench: python
+	$(PY) -m bench
+
+bench-quick: python
+	$(PY) -m bench --quick
 
 clean:
 	rm -rf spark-connector/target target project/target python/build python/lance_spark/jars

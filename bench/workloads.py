@@ -1,0 +1,286 @@
+"""The workloads.  Each is one registered prepare(ctx) -> Prepared; see bench/README.md.
+
+To add one (e.g. a Spark write once the connector writes): write the data it needs with
+bench.data, return Prepared(this=..., other=..., rows=...) and decorate it with @workload.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Dict
+
+from . import data
+from .harness import Context, Prepared, workload
+
+MIXED_AGGS = [  # (function, column): every column of the mixed table, one action
+    ("count", "*"), ("sum", "id"), ("max", "id"), ("sum", "qty"), ("max", "qty"),
+    ("sum", "price"), ("max", "price"), ("maxlen", "name"), ("count", "name"),
+    ("maxlen", "category"), ("count", "category"), ("sum", "discount"), ("count", "discount"),
+]
+PROJECTED = "l05"   # the one column of the twenty that spark_projection reads
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _agg_exprs(specs):
+    from pyspark.sql import functions as F
+
+    out = []
+    for fn, col in specs:
+        if fn == "count":
+            out.append(F.count(F.lit(1)) if col == "*" else F.count(col))
+        elif fn == "maxlen":
+            out.append(F.max(F.length(col)))
+        else:
+            out.append(getattr(F, fn)(col))
+    return out
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if a is None or b is None:
+            return a is b
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def _check_rows(a, b) -> str:
+    """Spark rows of the two sides must agree (doubles to 1e-9: summation order differs)."""
+    ta, tb = tuple(a), tuple(b)
+    if len(ta) != len(tb) or not all(_close(x, y) for x, y in zip(ta, tb)):
+        return f"MISMATCH: {ta} vs {tb}"
+    return "results agree"
+
+
+# -- 1. pure-Python reader vs pylance ---------------------------------------------------------
+
+@workload("py_reader_to_table", kind="python",
+          this="lance_spark.reader", comparator="pylance", target=5.0, target_text="<= 5x pylance",
+          description="Whole mixed table to Arrow: `lance_spark.reader.dataset(p).to_table()` vs "
+                      "`lance.dataset(p).to_table()` (dataset opened inside the timing on both sides).")
+def py_reader_to_table(ctx: Context) -> Prepared:
+    import lance
+
+    from lance_spark import reader
+
+    rows = ctx.mode.reader_rows
+    path = str(data.lance_dataset("mixed", rows, ctx.log))
+
+    def check(a, b) -> str:
+        if a.num_rows != b.num_rows:
+            return f"MISMATCH: {a.num_rows} vs {b.num_rows} rows"
+        if a.schema != b.schema:
+            try:
+                a = a.cast(b.schema)
+            except Exception as e:  # pragma: no cover
+                return f"MISMATCH: schemas differ ({e})"
+        return "tables equal" if a.equals(b) else "MISMATCH: values differ"
+
+    return Prepared(this=lambda: reader.dataset(path).to_table(),
+                    other=lambda: lance.dataset(path).to_table(),
+                    rows=rows, check=check,
+                    facts={"dataset_bytes": data.tree_bytes(Path(path)),
+                           "data_files": len(data.data_files(Path(path), ".lance"))})
+
+
+def _arrow_aggs(t) -> tuple:
+    """MIXED_AGGS computed with pyarrow.compute: touches every value of the table."""
+    import pyarrow.compute as pc
+
+    out = []
+    for fn, col in MIXED_AGGS:
+        if fn == "count":
+            out.append(t.num_rows if col == "*" else pc.count(t[col]).as_py())
+        elif fn == "maxlen":
+            out.append(pc.max(pc.utf8_length(t[col])).as_py())
+        else:
+            out.append(getattr(pc, fn)(t[col]).as_py())
+    return tuple(out)
+
+
+@workload("py_reader_scan", kind="python",
+          this="lance_spark.reader", comparator="pylance", target=None,
+          target_text="(informational)",
+          description="`to_table()` followed by the aggregates of `spark_full_scan` computed with "
+                      "pyarrow.compute, so every value is touched: the pure-Python reader returns "
+                      "zero-copy views of memory-mapped files, which `to_table()` alone does not read.")
+def py_reader_scan(ctx: Context) -> Prepared:
+    import lance
+
+    from lance_spark import reader
+
+    rows = ctx.mode.reader_rows
+    path = str(data.lance_dataset("mixed", rows, ctx.log))
+    return Prepared(this=lambda: _arrow_aggs(reader.dataset(path).to_table()),
+                    other=lambda: _arrow_aggs(lance.dataset(path).to_table()),
+                    rows=rows, check=_check_rows)
+
+
+# -- 2. Spark full scan: Lance vs Parquet ------------------------------------------------------
+
+@workload("spark_full_scan", kind="spark",
+          this="Spark on Lance", comparator="Spark on Parquet", target=0.8,
+          target_text="<= 0.8x Parquet",
+          description="Every column of the mixed table aggregated in one action "
+                      "(count, sum/max of numbers, max(length)/count of strings, sum/count of the "
+                      "nullable column): `spark.read.format(\"lance\")` vs `spark.read.parquet` of "
+                      "the same rows written by Spark.")
+def spark_full_scan(ctx: Context) -> Prepared:
+    spark = ctx.spark
+    rows = ctx.mode.spark_rows
+    lance_path = str(data.lance_dataset("mixed", rows, ctx.log))
+    pq_path = str(data.parquet_dataset(spark, "mixed", rows, ctx.log))
+    exprs = _agg_exprs(MIXED_AGGS)
+    return Prepared(
+        this=lambda: spark.read.format("lance").load(lance_path).agg(*exprs).collect()[0],
+        other=lambda: spark.read.parquet(pq_path).agg(*exprs).collect()[0],
+        rows=rows, check=_check_rows,
+        facts={"lance_bytes": data.tree_bytes(Path(lance_path)),
+               "parquet_bytes": data.tree_bytes(Path(pq_path), ".parquet"),
+               "lance_files": len(data.data_files(Path(lance_path), ".lance")),
+               "parquet_files": len(data.data_files(Path(pq_path), ".parquet"))})
+
+
+# -- 3. Spark projection: one column of twenty -------------------------------------------------
+
+def lance_column_bytes(path: str, column: str) -> int:
+    """Bytes of one column's pages, column buffers and column metadata in every data file of a
+    2.0 dataset (read with lance_spark's own reader: its file/column metadata, not the data)."""
+    from lance_spark import reader
+    from lance_spark.reader.file_v2 import FileV2Reader
+
+    ds = reader.dataset(path)
+    fid = ds._select([column])[0].id
+    total = 0
+    for frag in ds.fragments():
+        for df in frag.files:
+            if fid not in df.fields:
+                continue
+            if df.column_indices:
+                idx = dict(zip(df.fields, df.column_indices))[fid]
+            else:
+                idx = [f for f in df.fields if f >= 0].index(fid)
+            r = FileV2Reader(df.full_path)
+            try:
+                cm = r.column(idx)
+                total += int(r._cm_offsets[idx][1]) + sum(cm.buffer_sizes)
+                total += sum(sum(p.buffer_sizes) for p in cm.pages)
+            finally:
+                r.close()
+    return total
+
+
+def parquet_column_bytes(path: str, column: str) -> int:
+    """Compressed bytes of one column's chunks in every Parquet file (from the footers)."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for f in data.data_files(Path(path), ".parquet"):
+        md = pq.ParquetFile(str(f)).metadata
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            for c in range(rg.num_columns):
+                if rg.column(c).path_in_schema == column:
+                    total += rg.column(c).total_compressed_size
+    return total
+
+
+@workload("spark_projection", kind="spark",
+          this="Spark on Lance", comparator="Spark on Parquet", target=None,
+          target_text="(bytes read ~ one column)",
+          description=f"`sum({PROJECTED})`, one long column of the 20-column wide table, Lance vs "
+                      "Parquet; also the bytes Spark's input metrics report and the on-disk bytes of "
+                      "that column in each format.")
+def spark_projection(ctx: Context) -> Prepared:
+    from pyspark.sql import functions as F
+
+    spark = ctx.spark
+    rows = ctx.mode.spark_rows
+    lance_path = str(data.lance_dataset("wide", rows, ctx.log))
+    pq_path = str(data.parquet_dataset(spark, "wide", rows, ctx.log))
+    facts: Dict[str, Any] = {"lance_bytes": data.tree_bytes(Path(lance_path)),
+                             "parquet_bytes": data.tree_bytes(Path(pq_path), ".parquet")}
+    try:
+        facts["lance_column_bytes"] = lance_column_bytes(lance_path, PROJECTED)
+    except Exception as e:  # private reader internals: report, do not fail the workload
+        facts["lance_column_bytes"] = f"unavailable ({type(e).__name__}: {e})"
+    facts["parquet_column_bytes"] = parquet_column_bytes(pq_path, PROJECTED)
+    # Parquet's vectored reads run on other threads, which Spark's thread-local bytesRead does
+    # not see: one untimed probe with them off gives the Parquet reader's real bytes read.
+    key = "parquet.hadoop.vectored.io.enabled"
+    spark.conf.set(key, "false")
+    try:
+        ctx.stage_input.mark()
+        spark.read.parquet(pq_path).agg(F.sum(PROJECTED)).collect()
+        facts["parquet_bytes_read_unvectored"] = ctx.stage_input.since_mark()["input_bytes"]
+    finally:
+        spark.conf.unset(key)
+    return Prepared(
+        this=lambda: spark.read.format("lance").load(lance_path).agg(F.sum(PROJECTED)).collect()[0],
+        other=lambda: spark.read.parquet(pq_path).agg(F.sum(PROJECTED)).collect()[0],
+        rows=rows, check=_check_rows, facts=facts)
+
+
+# -- 4. decode throughput vs the page cache ---------------------------------------------------
+
+@workload("decode_throughput", kind="spark",
+          this="Spark on Lance", comparator="page-cache read", target=None,
+          target_text="(physical limit)",
+          description="Spark scanning one plain int64 column (`max(v)`), GB/s = 8 x rows / time, "
+                      "next to reading the same data files from the page cache in 8 MiB chunks "
+                      "(the physical limit; warm after the warm-up).")
+def decode_throughput(ctx: Context) -> Prepared:
+    from pyspark.sql import functions as F
+
+    spark = ctx.spark
+    rows = ctx.mode.spark_rows
+    path = str(data.lance_dataset("int64", rows, ctx.log))
+    files = data.data_files(Path(path), ".lance")
+    file_bytes = sum(f.stat().st_size for f in files)
+    buf = bytearray(8 << 20)
+
+    def read_files() -> int:
+        n = 0
+        view = memoryview(buf)
+        for f in files:
+            with open(f, "rb", buffering=0) as fh:
+                while True:
+                    k = fh.readinto(view)
+                    if not k:
+                        break
+                    n += k
+        return n
+
+    # Spark's fixed cost per query (planning, one job): the same query on a 1-row dataset,
+    # median of 5 untimed-by-the-harness runs, to give a net throughput next to the gross one.
+    tiny = str(data.lance_dataset("int64", 1, ctx.log))
+    query_tiny = lambda: spark.read.format("lance").load(tiny).agg(F.max("v")).collect()  # noqa: E731
+    query_tiny()
+    fixed = statistics.median(_timed(query_tiny) for _ in range(5))
+    # Spark's own ceiling for the same column: Parquet (snappy, written by Spark), timed here
+    # with the same warm-up/repetition counts but not alternated with the two sides.
+    pq_path = str(data.parquet_dataset(spark, "int64", rows, ctx.log))
+    query_pq = lambda: spark.read.parquet(pq_path).agg(F.max("v")).collect()  # noqa: E731
+    for _ in range(ctx.mode.warmup):
+        query_pq()
+    parquet_s = statistics.median(_timed(query_pq) for _ in range(ctx.mode.reps))
+
+    def derive(this_s: float, other_s: float) -> Dict[str, Any]:
+        net = this_s - fixed
+        return {"spark_gb_per_s": 8 * rows / this_s / 1e9,
+                "spark_fixed_s": fixed,
+                "parquet_s": parquet_s,
+                "parquet_gb_per_s": 8 * rows / parquet_s / 1e9,
+                "spark_net_gb_per_s": 8 * rows / net / 1e9 if net > 0 else None,
+                "page_cache_gb_per_s": file_bytes / other_s / 1e9}
+
+    return Prepared(
+        this=lambda: spark.read.format("lance").load(path).agg(F.max("v")).collect()[0],
+        other=read_files, rows=rows, derive=derive,
+        facts={"value_bytes": 8 * rows, "file_bytes": file_bytes, "data_files": len(files)})
