@@ -284,3 +284,37 @@ def decode_throughput(ctx: Context) -> Prepared:
         this=lambda: spark.read.format("lance").load(path).agg(F.max("v")).collect()[0],
         other=read_files, rows=rows, derive=derive,
         facts={"value_bytes": 8 * rows, "file_bytes": file_bytes, "data_files": len(files)})
+
+
+# -- 5. Spark write: the mixed table, Lance vs Parquet -----------------------------------------
+
+@workload("spark_write", kind="spark",
+          this="Spark writing Lance", comparator="Spark writing Parquet", target=1.0,
+          target_text="<= 1.0x Parquet",
+          description="The mixed table, cached in memory, written with `df.write.format(\"lance\")` "
+                      "(mode overwrite: each run commits a new version) vs `df.write.parquet` "
+                      "(mode overwrite) in the same session.")
+def spark_write(ctx: Context) -> Prepared:
+    import shutil
+    import tempfile
+
+    spark = ctx.spark
+    rows = ctx.mode.spark_rows
+    source = spark.read.parquet(str(data.parquet_dataset(spark, "mixed", rows, ctx.log))).cache()
+    source.count()  # materialize: both sides write from memory
+    out = Path(tempfile.mkdtemp(prefix="lance-bench-write-"))
+    lance_out, pq_out = str(out / "w.lance"), str(out / "w.parquet")
+
+    def this():
+        source.write.format("lance").mode("overwrite").save(lance_out)
+
+    def other():
+        source.write.mode("overwrite").parquet(pq_out)
+
+    def derive(this_s: float, other_s: float) -> Dict[str, Any]:
+        facts = {"parquet_bytes": data.tree_bytes(Path(pq_out), ".parquet")}
+        source.unpersist()
+        shutil.rmtree(out, ignore_errors=True)
+        return facts
+
+    return Prepared(this=this, other=other, rows=rows, derive=derive)
