@@ -256,3 +256,27 @@ def test_concurrent_appends_from_separate_sessions_all_land(spark, tmp_path):
     assert ds.version == 1 + 9 and ds.count_rows() == 900
     want = set(range(300)) | {s + r * 100 + j for s in (10_000, 20_000) for r in range(3) for j in range(100)}
     assert set(ds.to_table(columns=["id"])["id"].to_pylist()) == want
+
+
+def test_inspect_shows_page_statistics_of_spark_written_files(spark, tmp_path):
+    import json
+    import subprocess
+    import sys as _sys
+
+    path = str(tmp_path / "stats.lance")
+    (spark.range(0, 5000, numPartitions=1)
+     .withColumn("x", F.when(F.col("id") % 10 == 0, None).otherwise(F.col("id") * 2.5))
+     .withColumn("s", F.concat(F.lit("k"), F.lpad(F.col("id").cast("string"), 5, "0")))
+     .write.format("lance").option("maxRowsPerPage", 1000).save(path))
+    out = subprocess.run([_sys.executable, "-m", "lance_spark", "inspect", path, "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    stats = {e["column"]: e for e in json.loads(out)["page_statistics"]}
+    assert stats["id"]["pages"] == 5 and stats["id"]["min"] == "0" and stats["id"]["max"] == "4999"
+    assert stats["x"]["null_count"] == 500 and stats["x"]["min"] == "2.5" and stats["x"]["max"] == "12497.5"
+    assert stats["s"]["min"] == "k00000" and stats["s"]["max"] == "k04999"
+    # files written by pylance carry none
+    other = str(tmp_path / "pylance.lance")
+    lance.write_dataset(pa.table({"id": [1, 2]}), other, data_storage_version="2.0")
+    out = subprocess.run([_sys.executable, "-m", "lance_spark", "inspect", other], capture_output=True,
+                         text=True, check=True).stdout
+    assert "page statistics: none" in out

@@ -34,6 +34,43 @@ def _fragment_dict(frag) -> dict:
     }
 
 
+def _page_statistics(ds, frags) -> List[dict]:
+    """Per column: pages with statistics, nulls, and the overall bounds, over every 2.x data file."""
+    from .reader.file_v2 import FileV2Reader
+    names = {f.id: f.name for f in ds.fields}
+    acc: dict = {}
+    for frag in frags:
+        for df in frag.files:
+            if not str(df.file_version).startswith("2"):
+                continue
+            r = FileV2Reader(df.full_path)
+            try:
+                table = r.page_statistics()
+            finally:
+                r.close()
+            if table is None:
+                continue
+            for col in table.column_names:
+                if not col.isdigit():
+                    continue
+                stats = table[col].drop_null()
+                if len(stats) == 0:
+                    continue
+                entry = acc.setdefault(int(col), {"field_id": int(col), "column": names.get(int(col), col),
+                                                  "pages": 0, "null_count": 0, "min": None, "max": None})
+                entry["pages"] += len(stats)
+                entry["null_count"] += int(stats.field("null_count").to_numpy(zero_copy_only=False).sum())
+                for key, pick in (("min", min), ("max", max)):
+                    vals = [v for v in stats.field(f"{key}_value").to_pylist() if v is not None]
+                    if vals:
+                        cur = entry[key]
+                        entry[key] = pick(vals) if cur is None else pick(cur, pick(vals))
+    out = sorted(acc.values(), key=lambda e: e["field_id"])
+    for e in out:
+        e["min"], e["max"] = _cell(e["min"]), _cell(e["max"])
+    return out
+
+
 def cmd_inspect(args) -> int:
     ds = _reader().dataset(args.path, version=args.version)
     versions = ds.versions()
@@ -48,6 +85,7 @@ def cmd_inspect(args) -> int:
         "versions": [{"version": v["version"], "timestamp": _fmt_ts(v["timestamp"]),
                       "operation": v["operation"]} for v in versions],
         "fragments": [_fragment_dict(f) for f in frags],
+        "page_statistics": _page_statistics(ds, frags),
     }
     if args.json:
         print(json.dumps(info, indent=2))
@@ -69,6 +107,13 @@ def cmd_inspect(args) -> int:
         print(f"  #{fd['id']}: {fd['physical_rows']} physical rows{dtxt}")
         for f in fd["files"]:
             print(f"      {f['path']}  (file version {f['file_version']}, fields {_ranges(f['fields'])})")
+    if info["page_statistics"]:
+        print("page statistics (all data files)")
+        for e in info["page_statistics"]:
+            print(f"  {e['column']}: {e['pages']} page(s), {e['null_count']} null(s), "
+                  f"min {e['min']}, max {e['max']}")
+    else:
+        print("page statistics: none (files written without them, e.g. by pylance)")
     return 0
 
 

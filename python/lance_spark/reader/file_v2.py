@@ -23,6 +23,10 @@ _FOOTER = struct.Struct("<QQQIIHH4s")
 BufferFn = Callable[[object], pa.Buffer]
 
 
+PAGE_STATS_KEY = "lance_spark:page_stats_buffer"
+PAGE_STATS_VERSION_KEY = b"lance_spark:page_stats_version"
+
+
 class FileV2Reader(MappedFile):
     """One 2.0 data file, memory-mapped."""
 
@@ -65,6 +69,30 @@ class FileV2Reader(MappedFile):
                 raise LanceFormatError(self.path, f"corrupt file descriptor: {e}") from None
             self._descriptor = d
         return self._descriptor
+
+    def page_statistics(self) -> Optional[pa.Table]:
+        """The per-page statistics lance_spark writes (docs/page-statistics.md), or None.
+
+        One row per (column, page): column_index, field_id, page_index, first_row, num_rows, and
+        one struct column per field id {null_count, min_value, max_value}."""
+        key = self.descriptor.schema.metadata.get(PAGE_STATS_KEY)
+        if key is None:
+            return None
+        try:
+            idx = int(key.decode())
+        except ValueError:
+            raise LanceFormatError(self.path, f"{PAGE_STATS_KEY} is not a buffer index: {key!r}") from None
+        if not 0 < idx < self.num_global_buffers:
+            raise LanceFormatError(self.path, f"page statistics buffer {idx} does not exist")
+        pos, sz = (int(v) for v in self._gb_offsets[idx])
+        try:
+            table = pa.ipc.open_stream(self._read(pos, sz)).read_all()
+        except pa.ArrowInvalid as e:
+            raise LanceFormatError(self.path, f"corrupt page statistics: {e}") from None
+        version = (table.schema.metadata or {}).get(PAGE_STATS_VERSION_KEY)
+        if version != b"1":
+            raise LanceFormatError(self.path, f"unknown page statistics version {version!r}")
+        return table
 
     @property
     def num_rows(self) -> int:
