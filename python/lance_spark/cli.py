@@ -53,7 +53,7 @@ def _page_statistics(ds, frags) -> List[dict]:
             for col in table.column_names:
                 if not col.isdigit():
                     continue
-                stats = table[col].drop_null()
+                stats = table[col].combine_chunks().drop_null()
                 if len(stats) == 0:
                     continue
                 entry = acc.setdefault(int(col), {"field_id": int(col), "column": names.get(int(col), col),
