@@ -12,6 +12,9 @@ CONNECTOR_CLASS = "io.lancespark.spark.LanceDataSource"
 CONNECTOR_SETTINGS: Dict[str, str] = {
     # Lance time32/time64 columns read as Spark's TIME type, which Spark 4.2 gates behind this flag.
     "spark.sql.timeType.enabled": "true",
+    # The Lance catalog: lance.<namespace>.<table> under spark.sql.catalog.lance.warehouse
+    # (default: <spark.sql.warehouse.dir>/lance), and path tables lance.`/abs/path`.
+    "spark.sql.catalog.lance": "io.lancespark.spark.catalog.LanceCatalog",
 }
 
 _BUILD_HINT = (

@@ -112,8 +112,5 @@ object LanceWriteJob {
     }
 
   private def deleteQuietly(storage: DatasetStorage, files: Seq[WrittenFragment]): Unit =
-    files.foreach { f =>
-      try storage.fs.delete(storage.resolve(s"data/${f.path}", "data file"), false)
-      catch { case _: Exception => () }
-    }
+    LanceBatchWrite.delete(storage, files)
 }

@@ -1,0 +1,67 @@
+"""The Lance catalog: DDL, INSERT, CTAS, path tables and time travel in SQL;
+pylance reads what SQL wrote."""
+from __future__ import annotations
+
+import time
+
+import lance
+import pytest
+
+
+@pytest.fixture(scope="module")
+def warehouse(spark, tmp_path_factory):
+    wh = tmp_path_factory.mktemp("warehouse")
+    spark.conf.set("spark.sql.catalog.lance.warehouse", str(wh))
+    return wh
+
+
+def test_create_insert_select_overwrite_drop(spark, warehouse):
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lance.db")
+    spark.sql("CREATE TABLE lance.db.people (id BIGINT, name STRING, score DOUBLE) USING lance")
+    path = warehouse / "db" / "people.lance"
+    assert lance.dataset(str(path)).count_rows() == 0
+    spark.sql("INSERT INTO lance.db.people VALUES (1, 'ann', 1.5), (2, 'bob', NULL)")
+    spark.sql("INSERT INTO lance.db.people SELECT id + 10, concat(name, '!'), score FROM lance.db.people")
+    rows = spark.sql("SELECT * FROM lance.db.people ORDER BY id").collect()
+    assert [tuple(r) for r in rows] == [(1, "ann", 1.5), (2, "bob", None), (11, "ann!", 1.5), (12, "bob!", None)]
+    assert lance.dataset(str(path)).to_table().sort_by("id").to_pylist() == [r.asDict() for r in rows]
+    assert [r.tableName for r in spark.sql("SHOW TABLES IN lance.db").collect()] == ["people"]
+    described = {r.col_name: r.data_type for r in spark.sql("DESCRIBE TABLE lance.db.people").collect()}
+    assert described["id"] == "bigint" and described["name"] == "string"
+    spark.sql("INSERT OVERWRITE lance.db.people VALUES (7, 'zed', 0.0)")
+    assert [tuple(r) for r in spark.sql("SELECT * FROM lance.db.people").collect()] == [(7, "zed", 0.0)]
+    assert lance.dataset(str(path)).count_rows() == 1 and lance.dataset(str(path)).version == 4
+    spark.sql("DROP TABLE lance.db.people")
+    assert not path.exists()
+    assert spark.sql("SHOW TABLES IN lance.db").count() == 0
+
+
+def test_ctas_and_time_travel(spark, warehouse):
+    spark.sql("CREATE TABLE lance.default.nums USING lance AS SELECT id, id * id AS sq FROM range(100)")
+    path = warehouse / "default" / "nums.lance"
+    assert lance.dataset(str(path)).count_rows() == 100
+    time.sleep(1.1)
+    ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())   # after the CTAS commit, whole seconds
+    time.sleep(1.1)
+    spark.sql("INSERT INTO lance.default.nums SELECT id, 0 FROM range(100, 150)")
+    assert spark.sql("SELECT count(*) FROM lance.default.nums").first()[0] == 150
+    v = lance.dataset(str(path)).version
+    assert spark.sql(f"SELECT count(*) FROM lance.default.nums VERSION AS OF {v - 1}").first()[0] == 100
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert spark.sql(f"SELECT count(*) FROM lance.default.nums TIMESTAMP AS OF '{ts}'").first()[0] == 100
+
+
+def test_path_tables_in_sql(spark, tmp_path):
+    path = str(tmp_path / "by_path.lance")
+    spark.range(5).write.format("lance").save(path)
+    assert spark.sql(f"SELECT sum(id) FROM lance.`{path}`").first()[0] == 10
+    spark.sql(f"INSERT INTO lance.`{path}` VALUES (100)")
+    assert lance.dataset(path).count_rows() == 6
+    assert spark.sql(f"SELECT count(*) FROM lance.`{path}` VERSION AS OF 1").first()[0] == 5
+    with pytest.raises(Exception, match="refusing to DROP a path table"):
+        spark.sql(f"DROP TABLE lance.`{path}`")
+
+
+def test_missing_table_is_a_clear_error(spark, warehouse):
+    with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND|cannot be found"):
+        spark.sql("SELECT * FROM lance.default.nope").collect()

@@ -1,0 +1,169 @@
+package io.lancespark.spark.catalog
+
+import java.util
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.analysis.{NamespaceAlreadyExistsException, NoSuchNamespaceException, NoSuchTableException, TableAlreadyExistsException}
+import org.apache.spark.sql.connector.catalog._
+import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+import io.lancespark.format.LanceSchema
+import io.lancespark.spark.{LanceOptions, LanceTable}
+import io.lancespark.spark.write.{LanceWriteOptions, SparkToArrow}
+import io.lancespark.table._
+
+/** A Spark catalog of Lance datasets under a warehouse directory
+  * (`spark.sql.catalog.lance.warehouse`): namespaces are directories, tables
+  * are `<namespace>/<name>.lance` datasets. Any dataset is also reachable by
+  * path, like Delta's: ``lance.`/abs/path/to/dataset` ``. */
+final class LanceCatalog extends TableCatalog with SupportsNamespaces {
+
+  private var catalogName: String = "lance"
+  private var warehouse: Path = _
+
+  override def initialize(name: String, options: CaseInsensitiveStringMap): Unit = {
+    catalogName = name
+    val dir = Option(options.get("warehouse")).getOrElse(
+      new Path(SparkSession.active.conf.get("spark.sql.warehouse.dir"), "lance").toString)
+    warehouse = new Path(DatasetStorage.normalize(dir))
+  }
+
+  override def name(): String = catalogName
+
+  override def defaultNamespace(): Array[String] = Array("default")
+
+  private def conf = SparkSession.active.sessionState.newHadoopConf()
+  private def fs = warehouse.getFileSystem(conf)
+
+  /** A path identifier (``lance.`/abs/path` `` or a URI) or a warehouse table. */
+  private def location(ident: Identifier): String =
+    if (LanceCatalog.isPath(ident)) ident.name()
+    else new Path(namespaceDir(ident.namespace()), s"${ident.name()}.lance").toString
+
+  private def namespaceDir(ns: Array[String]): Path =
+    ns.foldLeft(warehouse)((p, part) => new Path(p, part))
+
+  private def exists(ident: Identifier): Boolean = Dataset.isDataset(location(ident), conf)
+
+  override def loadTable(ident: Identifier): Table = load(ident, None)
+
+  override def loadTable(ident: Identifier, version: String): Table = {
+    val v = version.toLongOption.getOrElse(
+      throw new IllegalArgumentException(s"VERSION AS OF needs a version number, got '$version'"))
+    load(ident, Some(v))
+  }
+
+  /** TIMESTAMP AS OF: the newest version committed at or before `timestamp` (microseconds). */
+  override def loadTable(ident: Identifier, timestamp: Long): Table = {
+    if (!exists(ident)) throw new NoSuchTableException(ident)
+    val storage = DatasetStorage(location(ident), conf)
+    val (_, versions) = Dataset.versions(storage)
+    val at = versions.reverseIterator.map(v => Dataset.open(storage, Some(v))).find { s =>
+      s.timestamp.exists(t => t.getEpochSecond * 1000000L + t.getNano / 1000 <= timestamp)
+    }.getOrElse(throw new IllegalArgumentException(
+      s"${storage.uri}: no version was committed at or before the requested timestamp"))
+    load(ident, Some(at.version))
+  }
+
+  private def load(ident: Identifier, version: Option[Long]): Table = {
+    if (!exists(ident)) throw new NoSuchTableException(ident)
+    new LanceTable(LanceOptions(location(ident), version, LanceOptions.DefaultBatchSize, None), writable = true)
+  }
+
+  override def tableExists(ident: Identifier): Boolean = exists(ident)
+
+  override def createTable(ident: Identifier, schema: StructType, partitions: Array[Transform],
+      properties: util.Map[String, String]): Table = {
+    if (partitions.nonEmpty)
+      throw new UnsupportedOperationException("Lance tables are not partitioned; remove PARTITIONED BY")
+    if (!LanceCatalog.isPath(ident) && !namespaceExists(ident.namespace()))
+      throw new NoSuchNamespaceException(ident.namespace())
+    if (exists(ident)) throw new TableAlreadyExistsException(ident)
+    val props = properties.asScala.toMap
+    val opts = LanceWriteOptions(props ++ Map("path" -> location(ident)))
+    val lance = LanceSchema.fromArrow(SparkToArrow.schema(schema, opts.vectorColumns))
+    val storage = DatasetStorage(location(ident), conf)
+    Committer.commit(storage, None, OverwriteDataset(Nil, lance.toProto, lance.metadata),
+      CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths))
+    loadTable(ident)
+  }
+
+  override def alterTable(ident: Identifier, changes: TableChange*): Table =
+    throw new UnsupportedOperationException(s"ALTER TABLE is not supported yet for Lance table $ident")
+
+  override def dropTable(ident: Identifier): Boolean = {
+    if (LanceCatalog.isPath(ident))
+      throw new UnsupportedOperationException(
+        s"refusing to DROP a path table (${ident.name()}): delete the directory yourself if you mean it")
+    if (!exists(ident)) false
+    else fs.delete(new Path(location(ident)), true)
+  }
+
+  override def renameTable(oldIdent: Identifier, newIdent: Identifier): Unit = {
+    if (LanceCatalog.isPath(oldIdent) || LanceCatalog.isPath(newIdent))
+      throw new UnsupportedOperationException("path tables cannot be renamed")
+    if (!exists(oldIdent)) throw new NoSuchTableException(oldIdent)
+    if (exists(newIdent)) throw new TableAlreadyExistsException(newIdent)
+    if (!fs.rename(new Path(location(oldIdent)), new Path(location(newIdent))))
+      throw new IllegalStateException(s"could not rename $oldIdent to $newIdent")
+  }
+
+  override def listTables(namespace: Array[String]): Array[Identifier] = {
+    val dir = namespaceDir(namespace)
+    if (!fs.exists(dir)) throw new NoSuchNamespaceException(namespace)
+    fs.listStatus(dir).filter(s => s.isDirectory && s.getPath.getName.endsWith(".lance") &&
+        Dataset.isDataset(s.getPath.toString, conf))
+      .map(s => Identifier.of(namespace, s.getPath.getName.stripSuffix(".lance")))
+  }
+
+  override def listNamespaces(): Array[Array[String]] = {
+    if (!fs.exists(warehouse)) fs.mkdirs(new Path(warehouse, "default"))
+    fs.listStatus(warehouse).filter(s => s.isDirectory && !s.getPath.getName.endsWith(".lance"))
+      .map(s => Array(s.getPath.getName))
+  }
+
+  override def listNamespaces(namespace: Array[String]): Array[Array[String]] = {
+    val dir = namespaceDir(namespace)
+    if (!fs.exists(dir)) throw new NoSuchNamespaceException(namespace)
+    fs.listStatus(dir).filter(s => s.isDirectory && !s.getPath.getName.endsWith(".lance"))
+      .map(s => namespace :+ s.getPath.getName)
+  }
+
+  override def namespaceExists(namespace: Array[String]): Boolean =
+    namespace.isEmpty || fs.exists(namespaceDir(namespace)) ||
+      (namespace.sameElements(Array("default")) && fs.mkdirs(namespaceDir(namespace)))
+
+  override def loadNamespaceMetadata(namespace: Array[String]): util.Map[String, String] = {
+    if (!namespaceExists(namespace)) throw new NoSuchNamespaceException(namespace)
+    Map("location" -> namespaceDir(namespace).toString).asJava
+  }
+
+  override def createNamespace(namespace: Array[String], metadata: util.Map[String, String]): Unit = {
+    if (fs.exists(namespaceDir(namespace))) throw new NamespaceAlreadyExistsException(namespace)
+    fs.mkdirs(namespaceDir(namespace))
+  }
+
+  override def alterNamespace(namespace: Array[String], changes: NamespaceChange*): Unit =
+    throw new UnsupportedOperationException("namespaces have no properties in the Lance catalog")
+
+  override def dropNamespace(namespace: Array[String], cascade: Boolean): Boolean = {
+    val dir = namespaceDir(namespace)
+    if (!fs.exists(dir)) false
+    else {
+      if (!cascade && fs.listStatus(dir).nonEmpty)
+        throw new IllegalStateException(s"namespace ${namespace.mkString(".")} is not empty; use CASCADE")
+      fs.delete(dir, true)
+    }
+  }
+}
+
+object LanceCatalog {
+  /** ``lance.`/abs/path` `` and ``lance.`s3://bucket/t` ``: a single-part name that is a path. */
+  def isPath(ident: Identifier): Boolean =
+    ident.namespace().isEmpty && (ident.name().startsWith("/") || ident.name().contains(":/"))
+}

@@ -1,0 +1,76 @@
+package io.lancespark.spark.write
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.write._
+
+import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.table._
+
+/** What one task reports: the data files it wrote (not yet visible). */
+final case class LanceCommitMessage(files: Seq[WrittenFragment]) extends WriterCommitMessage
+
+/** DataSourceV2 writes into an existing table (catalog INSERT INTO / INSERT
+  * OVERWRITE / CTAS): the same task writer as DataFrameWriter saves, and one
+  * commit of an Append or Overwrite transaction read at `snapshot`'s version. */
+final class LanceWriteBuilder(snapshot: Snapshot, info: LogicalWriteInfo, hadoopConf: SerializableHadoopConf)
+    extends WriteBuilder with SupportsTruncate {
+
+  private var overwrite = false
+
+  override def truncate(): WriteBuilder = { overwrite = true; this }
+
+  override def build(): Write = new Write {
+    override def toBatch: BatchWrite = new LanceBatchWrite(snapshot, info, hadoopConf, overwrite)
+    override def description(): String =
+      s"LanceWrite(${snapshot.storage.uri}, ${if (overwrite) "overwrite" else "append"} on version ${snapshot.version})"
+  }
+}
+
+final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopConf: SerializableHadoopConf,
+    overwrite: Boolean) extends BatchWrite {
+
+  private val opts = LanceWriteOptions(Map("path" -> snapshot.storage.uri) ++
+    scala.jdk.CollectionConverters.MapHasAsScala(info.options().asCaseSensitiveMap()).asScala)
+
+  override def createBatchWriterFactory(physical: PhysicalWriteInfo): DataWriterFactory =
+    LanceDataWriterFactory(WriteTask(snapshot.storage.uri, hadoopConf, snapshot.schema, info.schema(),
+      opts.maxRowsPerFile, opts.maxRowsPerPage))
+
+  override def useCommitCoordinator(): Boolean = false
+
+  override def commit(messages: Array[WriterCommitMessage]): Unit = {
+    val files = messages.toSeq.collect { case LanceCommitMessage(f) => f }.flatten
+    val op =
+      if (overwrite) OverwriteDataset(files, snapshot.schema.toProto, snapshot.schema.metadata)
+      else AppendFragments(files)
+    try Committer.commit(snapshot.storage, Some(snapshot.version), op, CommitSettings())
+    catch {
+      case e: Throwable =>
+        LanceBatchWrite.delete(snapshot.storage, files)
+        throw e
+    }
+  }
+
+  override def abort(messages: Array[WriterCommitMessage]): Unit =
+    LanceBatchWrite.delete(snapshot.storage,
+      Option(messages).toSeq.flatten.collect { case LanceCommitMessage(f) => f }.flatten)
+}
+
+object LanceBatchWrite {
+  def delete(storage: DatasetStorage, files: Seq[WrittenFragment]): Unit =
+    files.foreach { f =>
+      try storage.fs.delete(storage.resolve(s"data/${f.path}", "data file"), false)
+      catch { case _: Exception => () }
+    }
+}
+
+final case class LanceDataWriterFactory(task: WriteTask) extends DataWriterFactory {
+  override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
+    new DataWriter[InternalRow] {
+      private val writer = new LanceDataWriter(task)
+      override def write(record: InternalRow): Unit = writer.write(record)
+      override def commit(): WriterCommitMessage = LanceCommitMessage(writer.commit())
+      override def abort(): Unit = writer.abort()
+      override def close(): Unit = writer.close()
+    }
+}
