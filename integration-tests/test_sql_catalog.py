@@ -65,3 +65,23 @@ def test_path_tables_in_sql(spark, tmp_path):
 def test_missing_table_is_a_clear_error(spark, warehouse):
     with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND|cannot be found"):
         spark.sql("SELECT * FROM lance.default.nope").collect()
+
+
+def test_schema_evolution_is_metadata_only(spark, warehouse):
+    spark.sql("CREATE TABLE lance.default.evo USING lance AS SELECT id, CAST(id AS STRING) AS s FROM range(10)")
+    path = str(warehouse / "default" / "evo.lance")
+    files_before = set(f.path for fr in lance.dataset(path).get_fragments() for f in fr.data_files())
+    spark.sql("ALTER TABLE lance.default.evo ADD COLUMNS (extra DOUBLE, tag STRING)")
+    assert set(f.path for fr in lance.dataset(path).get_fragments() for f in fr.data_files()) == files_before
+    assert spark.sql("SELECT count(*) FROM lance.default.evo WHERE extra IS NULL AND tag IS NULL").first()[0] == 10
+    spark.sql("INSERT INTO lance.default.evo VALUES (100, 'x', 2.5, 't')")
+    spark.sql("ALTER TABLE lance.default.evo RENAME COLUMN s TO label")
+    spark.sql("ALTER TABLE lance.default.evo DROP COLUMN tag")
+    got = sorted(tuple(r) for r in spark.sql("SELECT * FROM lance.default.evo").collect())
+    want = sorted(tuple(r.values()) for r in lance.dataset(path).to_table().to_pylist())
+    assert got == want and len(got) == 11
+    assert lance.dataset(path).schema.names == ["id", "label", "extra"]
+    assert (100, "x", 2.5) in got and (3, "3", None) in got
+    from lance_spark import reader
+    ops = [v.get("operation") for v in reader.dataset(path).versions()]
+    assert ops[-4:] == ["Project", "Append", "Project", "Project"], ops

@@ -27,6 +27,12 @@ final case class AppendFragments(fragments: Seq[WrittenFragment]) extends Pendin
 final case class OverwriteDataset(fragments: Seq[WrittenFragment], schema: Seq[PbField],
     schemaMetadata: Map[String, String]) extends PendingOperation
 
+/** Changes only the schema (ALTER TABLE ADD/DROP/RENAME COLUMN): data files
+  * stay; added fields read as nulls, dropped fields are no longer read. */
+final case class ReplaceSchema(schema: Seq[PbField], schemaMetadata: Map[String, String]) extends PendingOperation {
+  override def fragments: Seq[WrittenFragment] = Nil
+}
+
 final case class CommitSettings(
     stableRowIds: Boolean = false,
     v2ManifestNaming: Boolean = true,
@@ -183,6 +189,11 @@ object Committer {
           case None => b.clearMaxFragmentId()
         }
         (b.build(), None)  // indices describe the replaced data
+      case ReplaceSchema(schema, schemaMetadata) =>
+        b.clearFields().addAllFields(schema.asJava)
+          .clearSchemaMetadata()
+          .putAllSchemaMetadata(schemaMetadata.map { case (k, v) => k -> com.google.protobuf.ByteString.copyFromUtf8(v) }.asJava)
+        (b.build(), base.flatMap(_.indexSection))
     }
   }
 
@@ -198,6 +209,8 @@ object Committer {
       case AppendFragments(_) => t.setAppend(Transaction.Append.newBuilder().addAllFragments(frags))
       case OverwriteDataset(_, schema, _) =>
         t.setOverwrite(Transaction.Overwrite.newBuilder().addAllFragments(frags).addAllSchema(schema.asJava))
+      case ReplaceSchema(schema, _) =>
+        t.setProject(Transaction.Project.newBuilder().addAllSchema(schema.asJava))
     }
     t.build()
   }

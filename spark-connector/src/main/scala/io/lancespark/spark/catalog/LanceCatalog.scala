@@ -93,8 +93,16 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces {
     loadTable(ident)
   }
 
-  override def alterTable(ident: Identifier, changes: TableChange*): Table =
-    throw new UnsupportedOperationException(s"ALTER TABLE is not supported yet for Lance table $ident")
+  /** ADD COLUMNS (top level, nullable), DROP COLUMN and RENAME COLUMN: each a
+    * metadata-only version with a Project transaction. */
+  override def alterTable(ident: Identifier, changes: TableChange*): Table = {
+    if (!exists(ident)) throw new NoSuchTableException(ident)
+    val storage = DatasetStorage(location(ident), conf)
+    val snapshot = Dataset.open(storage, None)
+    val fields = SchemaChanges.apply(snapshot.schema, changes, ident.toString)
+    Committer.commit(storage, Some(snapshot.version), ReplaceSchema(fields, snapshot.schema.metadata), CommitSettings())
+    loadTable(ident)
+  }
 
   override def dropTable(ident: Identifier): Boolean = {
     if (LanceCatalog.isPath(ident))
