@@ -22,6 +22,7 @@ lazy val connector = (project in file("spark-connector"))
       "org.apache.spark"  %% "spark-sql"        % sparkVersion   % Provided,
       "org.apache.arrow"   % "arrow-vector"     % arrowVersion   % Provided,
       "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
+      "org.apache.arrow"   % "arrow-compression" % arrowVersion % Provided,  // zstd/lz4 IPC (pylance compresses .arrow deletion files)
       "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
       "com.google.protobuf" % "protobuf-java"   % protobufVersion,
       "com.google.protobuf" % "protobuf-java"   % protobufVersion % "protobuf", // well-known types for protoc

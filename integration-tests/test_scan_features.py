@@ -71,3 +71,21 @@ def test_metadata_columns_match_pylance(spark, stable, tmp_path, which):
 def test_select_star_hides_metadata_columns(spark, stable):
     cols = spark.read.format("lance").load(str(stable)).columns
     assert cols == ["id", "x", "name"]
+
+
+def test_zstd_compressed_arrow_deletion_files(spark, tmp_path):
+    """The reference writes .arrow deletion files as ZSTD-compressed Arrow IPC; read those too."""
+    import pyarrow as pa
+
+    path = tmp_path / "zstd.lance"
+    lance.write_dataset(small_table(1000), str(path), data_storage_version="2.0")
+    lance.dataset(str(path)).delete("id % 9 = 0")
+    expected = lance.dataset(str(path)).count_rows()
+    (f,) = list((path / "_deletions").glob("*.arrow"))
+    table = pa.ipc.open_file(str(f)).read_all()
+    opts = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.OSFile(str(f), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=opts) as w:
+        w.write_table(table)
+    assert lance.dataset(str(path)).count_rows() == expected
+    ids = sorted(r.id for r in spark.read.format("lance").load(str(path)).select("id").collect())
+    assert ids == [i for i in range(1000) if i % 9 != 0]

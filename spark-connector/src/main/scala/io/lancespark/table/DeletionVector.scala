@@ -4,6 +4,7 @@ import java.nio.{ByteBuffer, ByteOrder}
 
 import scala.util.Using
 
+import org.apache.arrow.compression.CommonsCompressionFactory
 import org.apache.arrow.memory.RootAllocator
 import org.apache.arrow.vector.{IntVector, UInt4Vector}
 import org.apache.arrow.vector.ipc.{ArrowFileReader, SeekableReadChannel}
@@ -52,7 +53,8 @@ object DeletionVector {
     try {
       Using.resource(new RootAllocator()) { alloc =>
         Using.resource(new ArrowFileReader(
-            new SeekableReadChannel(new ByteArrayReadableSeekableByteChannel(bytes)), alloc)) { reader =>
+            new SeekableReadChannel(new ByteArrayReadableSeekableByteChannel(bytes)), alloc,
+            CommonsCompressionFactory.INSTANCE)) { reader =>
           while (reader.loadNextBatch()) {
             val root = reader.getVectorSchemaRoot
             if (root.getFieldVectors.size() != 1)
