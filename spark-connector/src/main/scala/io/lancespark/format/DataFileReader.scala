@@ -14,4 +14,10 @@ trait DataFileReader extends AutoCloseable {
   def path: String
   def numRows: Long
   def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector]
+
+  /** Pages decoded so far (0.1 files count one page per column and batch read). */
+  def pagesDecoded: Long = 0L
+
+  /** Bytes read from storage so far. */
+  def bytesRead: Long = 0L
 }

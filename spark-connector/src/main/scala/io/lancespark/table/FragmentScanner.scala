@@ -83,5 +83,11 @@ final class FragmentScanner(
     v
   }
 
+  /** Pages decoded by this fragment's data file readers so far. */
+  def pagesDecoded: Long = readers.values.map(_.pagesDecoded).sum
+
+  /** Bytes read from this fragment's data files so far. */
+  def bytesRead: Long = readers.values.map(_.bytesRead).sum
+
   override def close(): Unit = readers.values.foreach(_.close())
 }

@@ -16,6 +16,11 @@ trait RandomAccessSource extends AutoCloseable {
 
   def size: Long
 
+  private var bytesReadSoFar: Long = 0L
+
+  /** Bytes read through this source so far (for scan metrics). */
+  final def bytesRead: Long = bytesReadSoFar
+
   /** Reads exactly `length` bytes at `position`, little-endian, positioned at 0. */
   final def read(position: Long, length: Long): ByteBuffer = {
     if (position < 0 || length < 0 || position + length > size)
@@ -25,8 +30,10 @@ trait RandomAccessSource extends AutoCloseable {
     if (length > Int.MaxValue - 16)
       throw LanceFormatException(path, s"a single read of $length bytes is too large")
     val buf = ByteBuffer.allocate(length.toInt).order(ByteOrder.LITTLE_ENDIAN)
-    try readFully(position, buf)
-    catch {
+    try {
+      readFully(position, buf)
+      bytesReadSoFar += length
+    } catch {
       case e: EOFException => throw LanceFormatException(path, "unexpected end of file", e)
     }
     buf.flip()

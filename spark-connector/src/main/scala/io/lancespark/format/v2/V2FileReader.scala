@@ -55,6 +55,14 @@ final class V2FileReader private (
 
   private val columns = new ColumnMetadataReader(source, footer)
 
+  private var decodedPages: Long = 0L
+
+  /** Pages decoded so far (every column, list items included). */
+  override def pagesDecoded: Long = decodedPages
+
+  /** Bytes read from the file so far. */
+  override def bytesRead: Long = source.bytesRead
+
   private def columnOf(field: LanceField): ColumnInfo = {
     val idx = fieldColumns.getOrElse(field.id,
       fail(s"field '${field.name}' (id ${field.id}) is not stored in this file"))
@@ -71,6 +79,7 @@ final class V2FileReader private (
         s"but items [$from, $until) are needed")
     val where = s"column ${col.index} (field '${field.name}', id ${field.id})"
     col.pagesOverlapping(from, until).map { p =>
+      decodedPages += 1
       val s = math.max(from, p.firstItem)
       val e = math.min(until, p.endItem)
       val block = new PageDecoder(source, col, p, globalBuffers, where,

@@ -87,6 +87,11 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     current = None
   }
 
+  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = Array(
+    ScanMetrics.value(ScanMetrics.PagesRead, scanner.pagesDecoded),
+    ScanMetrics.value(ScanMetrics.BytesRead, scanner.bytesRead),
+    ScanMetrics.value(ScanMetrics.FragmentsScanned, if (partition.from == 0) 1L else 0L))
+
   override def close(): Unit = {
     closeCurrent()
     scanner.close()

@@ -25,6 +25,8 @@ final class LanceScan(
 
   override def toBatch: Batch = this
 
+  override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ScanMetrics.all
+
   override def description(): String =
     s"LanceScan(${snapshot.storage.uri}, version=${snapshot.version}, " +
       s"columns=[${outputSchema.fieldNames.mkString(", ")}], fragments=${snapshot.fragments.size})"
