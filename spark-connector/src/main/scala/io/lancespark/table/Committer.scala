@@ -6,6 +6,7 @@ import scala.annotation.tailrec
 import scala.jdk.CollectionConverters._
 
 import com.google.protobuf.Timestamp
+import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
@@ -33,6 +34,16 @@ final case class ReplaceSchema(schema: Seq[PbField], schemaMetadata: Map[String,
   override def fragments: Seq[WrittenFragment] = Nil
 }
 
+/** DELETE / UPDATE / MERGE (merge-on-read): row offsets to delete per
+  * existing fragment, and new fragments holding updated and inserted rows.
+  * With no new fragments it commits a Delete transaction, else an Update.
+  * Deleted offsets are merged with the fragment's deletion file of the version
+  * the commit builds on, so a retry after a concurrent delete keeps both. */
+final case class RowLevelChange(
+    deleted: Map[Long, RoaringBitmap],
+    fragments: Seq[WrittenFragment],
+    predicate: String = "") extends PendingOperation
+
 final case class CommitSettings(
     stableRowIds: Boolean = false,
     v2ManifestNaming: Boolean = true,
@@ -52,24 +63,25 @@ object Committer {
   val FileFormatVersion: String = "2.0"
 
   /** Commits `op` read at `readVersion` (None: the dataset is being created).
-    * Returns the committed snapshot. */
+    * Returns the committed snapshot. Each attempt writes its own transaction
+    * file, describing exactly the version it tries to create (a retry may
+    * merge deletion sets or renumber fragments). */
   def commit(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
-      settings: CommitSettings): Snapshot = {
-    val txn = transaction(readVersion.getOrElse(0L), op)
-    val txnName = TransactionFile.write(storage, txn)
-    attempt(storage, readVersion, op, txn, txnName, settings, 1)
-  }
+      settings: CommitSettings): Snapshot =
+    attempt(storage, readVersion, op, settings, 1)
 
   @tailrec
   private def attempt(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
-      txn: Transaction, txnName: String, settings: CommitSettings, n: Int): Snapshot = {
+      settings: CommitSettings, n: Int): Snapshot = {
     val (scheme, versions) = Dataset.versions(storage)
     val latest = versions.lastOption
-    checkConflicts(storage, readVersion, latest, scheme, versions, txn)
+    checkConflicts(storage, readVersion, latest, scheme, versions, probe(readVersion.getOrElse(0L), op))
     val base = latest.map(v => baseOf(storage, scheme, v))
     val naming = if (latest.isEmpty) (if (settings.v2ManifestNaming) ManifestNaming.V2 else ManifestNaming.V1) else scheme
     val version = latest.getOrElse(0L) + 1
-    val (manifest, indexSection) = build(storage, base, op, txnName, version, settings)
+    val (draft, indexSection, txn) = build(storage, base, op, readVersion.getOrElse(0L), version, settings)
+    val txnName = TransactionFile.write(storage, txn)
+    val manifest = draft.toBuilder.setTransactionFile(txnName).build()
     val path = Dataset.manifestPath(storage, naming, version)
     if (put(storage, path, ManifestFile.serialize(manifest, indexSection), txnName)) {
       writeHint(storage, version)
@@ -77,7 +89,7 @@ object Committer {
     } else if (n >= settings.maxAttempts)
       throw new CommitConflictException(
         s"${storage.uri}: gave up committing after $n attempts: other writers kept committing version $version first")
-    else attempt(storage, readVersion, op, txn, txnName, settings, n + 1)
+    else attempt(storage, readVersion, op, settings, n + 1)
   }
 
   /** Create-if-absent of the manifest. If the put fails ambiguously (e.g. the
@@ -127,8 +139,8 @@ object Committer {
     Base(m, ManifestFile.indexSection(bytes, m, path.toString))
   }
 
-  private def build(storage: DatasetStorage, base: Option[Base], op: PendingOperation, txnName: String,
-      version: Long, settings: CommitSettings): (Manifest, Option[Array[Byte]]) = {
+  private def build(storage: DatasetStorage, base: Option[Base], op: PendingOperation, readVersion: Long,
+      version: Long, settings: CommitSettings): (Manifest, Option[Array[Byte]], Transaction) = {
     val prev = base.map(_.manifest)
     val stable = prev.map(m => (m.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0)
       .getOrElse(settings.stableRowIds)
@@ -141,12 +153,7 @@ object Committer {
       val f = DataFragment.newBuilder()
         .setId(firstId + i)
         .setPhysicalRows(w.physicalRows)
-        .addFiles(DataFile.newBuilder()
-          .setPath(w.path)
-          .addAllFields(w.fieldIds.map(Int.box).asJava)
-          .addAllColumnIndices(w.columnIndices.map(Int.box).asJava)
-          .setFileMajorVersion(2).setFileMinorVersion(0)
-          .setFileSizeBytes(w.sizeBytes))
+        .addFiles(dataFile(w))
       if (stable) {
         f.setInlineRowIds(PbRowIds.newBuilder().addSegments(U64Segment.newBuilder().setRange(
           U64Segment.Range.newBuilder().setStart(nextRowId).setEnd(nextRowId + w.physicalRows))).build().toByteString)
@@ -157,7 +164,6 @@ object Committer {
     val now = Instant.now()
     val b = prev.map(_.toBuilder).getOrElse(Manifest.newBuilder())
       .setVersion(version)
-      .setTransactionFile(txnName)
       .setTimestamp(Timestamp.newBuilder().setSeconds(now.getEpochSecond).setNanos(now.getNano))
       .setWriterVersion(Manifest.WriterVersion.newBuilder()
         .setLibrary(settings.writerLibrary).setVersion(settings.writerVersion))
@@ -165,52 +171,90 @@ object Committer {
       .clearTransactionSection()
       .clearTag()
     val lastId = if (added.nonEmpty) Some(added.last.getId) else None
+    def keepMaxId(): Unit =
+      lastId.orElse(prev.filter(_.hasMaxFragmentId).map(_.getMaxFragmentId.toLong)).foreach(id => b.setMaxFragmentId(id.toInt))
+    val txn = TransactionFile.newTransaction(readVersion)
     op match {
       case AppendFragments(_) =>
-        val dataFormat = prev.map(_.getDataFormat.getVersion).getOrElse(FileFormatVersion)
-        if (dataFormat != FileFormatVersion)
-          throw new LanceFormatException(
-            s"${storage.uri}: the dataset stores file version $dataFormat and this connector writes " +
-              s"$FileFormatVersion files; a dataset may not mix file versions, so appending is refused " +
-              "(overwrite it to convert)")
+        requireSameFileFormat(storage, prev)
         b.addAllFragments(added.asJava)
-        lastId.orElse(prev.filter(_.hasMaxFragmentId).map(_.getMaxFragmentId.toLong)).foreach(id => b.setMaxFragmentId(id.toInt))
-        (b.build(), base.flatMap(_.indexSection))
+        keepMaxId()
+        txn.setAppend(Transaction.Append.newBuilder().addAllFragments(added.asJava))
+        (b.build(), base.flatMap(_.indexSection), txn.build())
       case OverwriteDataset(_, schema, schemaMetadata) =>
         val flags = if (stable) FeatureFlags.StableRowIds else 0L
         b.clearFragments().addAllFragments(added.asJava)
           .clearFields().addAllFields(schema.asJava)
           .clearSchemaMetadata()
-          .putAllSchemaMetadata(schemaMetadata.map { case (k, v) => k -> com.google.protobuf.ByteString.copyFromUtf8(v) }.asJava)
+          .putAllSchemaMetadata(utf8(schemaMetadata))
           .setReaderFeatureFlags(flags).setWriterFeatureFlags(flags)
           .setDataFormat(Manifest.DataStorageFormat.newBuilder().setFileFormat("lance").setVersion(FileFormatVersion))
         lastId.orElse(if (firstId > 0) Some(firstId - 1) else None) match {
           case Some(id) => b.setMaxFragmentId(id.toInt)
           case None => b.clearMaxFragmentId()
         }
-        (b.build(), None)  // indices describe the replaced data
+        txn.setOverwrite(Transaction.Overwrite.newBuilder().addAllFragments(added.asJava).addAllSchema(schema.asJava)
+          .putAllSchemaMetadata(utf8(schemaMetadata)))
+        (b.build(), None, txn.build())  // indices describe the replaced data
       case ReplaceSchema(schema, schemaMetadata) =>
         b.clearFields().addAllFields(schema.asJava)
           .clearSchemaMetadata()
-          .putAllSchemaMetadata(schemaMetadata.map { case (k, v) => k -> com.google.protobuf.ByteString.copyFromUtf8(v) }.asJava)
-        (b.build(), base.flatMap(_.indexSection))
+          .putAllSchemaMetadata(utf8(schemaMetadata))
+        txn.setProject(Transaction.Project.newBuilder().addAllSchema(schema.asJava))
+        (b.build(), base.flatMap(_.indexSection), txn.build())
+      case change: RowLevelChange =>
+        if (change.fragments.nonEmpty) requireSameFileFormat(storage, prev)
+        val current = prev.map(_.getFragmentsList.asScala.toVector).getOrElse(Vector.empty)
+        val (updated, removed) = RowDeletions.applyDeletions(storage, current, change.deleted, readVersion)
+        val kept = current.flatMap { f =>
+          if (removed.contains(f.getId)) None else Some(updated.getOrElse(f.getId, f))
+        }
+        b.clearFragments().addAllFragments((kept ++ added).asJava)
+        if (updated.nonEmpty) b.setReaderFeatureFlags(b.getReaderFeatureFlags | FeatureFlags.DeletionFiles)
+          .setWriterFeatureFlags(b.getWriterFeatureFlags | FeatureFlags.DeletionFiles)
+        keepMaxId()
+        if (change.fragments.isEmpty)
+          txn.setDelete(Transaction.Delete.newBuilder().addAllUpdatedFragments(updated.values.asJava)
+            .addAllDeletedFragmentIds(removed.map(Long.box).asJava).setPredicate(change.predicate))
+        else
+          txn.setUpdate(Transaction.Update.newBuilder().addAllUpdatedFragments(updated.values.asJava)
+            .addAllRemovedFragmentIds(removed.map(Long.box).asJava).addAllNewFragments(added.asJava)
+            .setUpdateMode(Transaction.UpdateMode.REWRITE_ROWS))
+        (b.build(), base.flatMap(_.indexSection), txn.build())
     }
   }
 
-  private def transaction(readVersion: Long, op: PendingOperation): Transaction = {
+  private def utf8(m: Map[String, String]): java.util.Map[String, com.google.protobuf.ByteString] =
+    m.map { case (k, v) => k -> com.google.protobuf.ByteString.copyFromUtf8(v) }.asJava
+
+  private def requireSameFileFormat(storage: DatasetStorage, prev: Option[Manifest]): Unit = {
+    val dataFormat = prev.map(_.getDataFormat.getVersion).getOrElse(FileFormatVersion)
+    if (dataFormat != FileFormatVersion)
+      throw new LanceFormatException(
+        s"${storage.uri}: the dataset stores file version $dataFormat and this connector writes " +
+          s"$FileFormatVersion files; a dataset may not mix file versions, so adding files is refused " +
+          "(overwrite it to convert)")
+  }
+
+  private def dataFile(w: WrittenFragment): DataFile.Builder =
+    DataFile.newBuilder()
+      .setPath(w.path)
+      .addAllFields(w.fieldIds.map(Int.box).asJava)
+      .addAllColumnIndices(w.columnIndices.map(Int.box).asJava)
+      .setFileMajorVersion(2).setFileMinorVersion(0)
+      .setFileSizeBytes(w.sizeBytes)
+
+  /** The operation kind and touched fragments of `op`, for conflict checks. */
+  private def probe(readVersion: Long, op: PendingOperation): Transaction = {
     val t = TransactionFile.newTransaction(readVersion)
-    val frags = op.fragments.map { w =>
-      DataFragment.newBuilder().setPhysicalRows(w.physicalRows).addFiles(DataFile.newBuilder()
-        .setPath(w.path).addAllFields(w.fieldIds.map(Int.box).asJava)
-        .addAllColumnIndices(w.columnIndices.map(Int.box).asJava)
-        .setFileMajorVersion(2).setFileMinorVersion(0).setFileSizeBytes(w.sizeBytes)).build()
-    }.asJava
     op match {
-      case AppendFragments(_) => t.setAppend(Transaction.Append.newBuilder().addAllFragments(frags))
-      case OverwriteDataset(_, schema, _) =>
-        t.setOverwrite(Transaction.Overwrite.newBuilder().addAllFragments(frags).addAllSchema(schema.asJava))
-      case ReplaceSchema(schema, _) =>
-        t.setProject(Transaction.Project.newBuilder().addAllSchema(schema.asJava))
+      case AppendFragments(_) => t.setAppend(Transaction.Append.getDefaultInstance)
+      case OverwriteDataset(_, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
+      case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
+      case change: RowLevelChange =>
+        val touched = change.deleted.keys.map(id => DataFragment.newBuilder().setId(id).build()).asJava
+        if (change.fragments.isEmpty) t.setDelete(Transaction.Delete.newBuilder().addAllUpdatedFragments(touched))
+        else t.setUpdate(Transaction.Update.newBuilder().addAllUpdatedFragments(touched))
     }
     t.build()
   }

@@ -39,6 +39,8 @@ object ConflictChecker {
             val touched = touchedFragments(ours)
             val overlap = touchedFragments(theirs).intersect(touched)
             if (overlap.isEmpty) Compatible
+            // two pure deletes commute: the commit merges both deletion sets
+            else if (ours.getOperationCase == DELETE && their == DELETE) Compatible
             else Conflict(s"it also changed fragment(s) ${overlap.toSeq.sorted.mkString(", ")}")
           case other => Conflict(s"it ${name(other)} the dataset, which row-level changes cannot be rebased onto")
         }

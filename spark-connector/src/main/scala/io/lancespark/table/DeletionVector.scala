@@ -39,6 +39,40 @@ object DeletionVector {
     bitmap
   }
 
+  /** Portable roaring serialization (what `.bin` files hold). */
+  def toRoaringBytes(rows: RoaringBitmap): Array[Byte] = {
+    rows.runOptimize()
+    val buf = ByteBuffer.allocate(rows.serializedSizeInBytes()).order(ByteOrder.LITTLE_ENDIAN)
+    rows.serialize(buf)
+    buf.array()
+  }
+
+  /** An Arrow IPC file with one batch of one non-null uint32 column "row_id"
+    * (what `.arrow` files hold). */
+  def toArrowBytes(rows: RoaringBitmap): Array[Byte] = {
+    val out = new java.io.ByteArrayOutputStream()
+    Using.resource(new RootAllocator()) { alloc =>
+      val field = new org.apache.arrow.vector.types.pojo.Field("row_id",
+        new org.apache.arrow.vector.types.pojo.FieldType(false, new org.apache.arrow.vector.types.pojo.ArrowType.Int(32, false), null), null)
+      val schema = new org.apache.arrow.vector.types.pojo.Schema(java.util.List.of(field))
+      Using.resource(org.apache.arrow.vector.VectorSchemaRoot.create(schema, alloc)) { root =>
+        val v = root.getVector(0).asInstanceOf[UInt4Vector]
+        val n = rows.getCardinality
+        v.allocateNew(n)
+        val it = rows.getIntIterator
+        var i = 0
+        while (it.hasNext) { v.set(i, it.next()); i += 1 }
+        v.setValueCount(n)
+        root.setRowCount(n)
+        Using.resource(new org.apache.arrow.vector.ipc.ArrowFileWriter(root, null,
+            java.nio.channels.Channels.newChannel(out))) { w =>
+          w.start(); w.writeBatch(); w.end()
+        }
+      }
+    }
+    out.toByteArray
+  }
+
   private def fromRoaring(bytes: Array[Byte], where: String): RoaringBitmap = {
     val bm = new RoaringBitmap()
     try bm.deserialize(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN))

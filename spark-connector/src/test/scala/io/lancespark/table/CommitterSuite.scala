@@ -119,4 +119,53 @@ class CommitterSuite extends AnyFunSuite {
       pool.awaitTermination(10, TimeUnit.SECONDS)
     }
   }
+
+  private def bits(xs: Int*): org.roaringbitmap.RoaringBitmap = org.roaringbitmap.RoaringBitmap.bitmapOf(xs: _*)
+
+  private def deletedOf(s: DatasetStorage, snap: Snapshot, id: Long): Set[Int] = {
+    val f = snap.fragments.find(_.id == id).get
+    f.deletion.map(d => DeletionVector.read(s, id, d, f.physicalRows).toArray.toSet).getOrElse(Set.empty)
+  }
+
+  test("two deletes on the same fragment both land: deletion sets are merged on retry") {
+    val s = fresh()
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10000)), schema, Map.empty), CommitSettings())
+    val first = Committer.commit(s, Some(1), RowLevelChange(Map(0L -> bits(1, 2, 3)), Nil, "a"), CommitSettings())
+    assert(first.manifest.getTransactionFile.nonEmpty && deletedOf(s, first, 0) == Set(1, 2, 3))
+    // read at version 1, committed after version 2: rebased, nothing lost
+    val second = Committer.commit(s, Some(1), RowLevelChange(Map(0L -> bits(3, 7000)), Nil, "b"), CommitSettings())
+    assert(second.version == 3 && deletedOf(s, second, 0) == Set(1, 2, 3, 7000))
+    assert(second.fragments.head.deletedRows == 4)
+    assert((second.manifest.getReaderFeatureFlags & FeatureFlags.DeletionFiles) != 0)
+    assert(TransactionFile.read(s, second.manifest.getTransactionFile).exists(_.hasDelete))
+  }
+
+  test("an update racing a delete on the same fragment conflicts; on other fragments it rebases") {
+    val s = fresh()
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100), frag("b.lance", 100)), schema, Map.empty),
+      CommitSettings())
+    Committer.commit(s, Some(1), RowLevelChange(Map(0L -> bits(5)), Nil), CommitSettings())
+    val e = intercept[CommitConflictException] {
+      Committer.commit(s, Some(1), RowLevelChange(Map(0L -> bits(6)), Seq(frag("u.lance", 1))), CommitSettings())
+    }
+    assert(e.getMessage.contains("version 2") && e.getMessage.contains("fragment(s) 0"))
+    val ok = Committer.commit(s, Some(1), RowLevelChange(Map(1L -> bits(6)), Seq(frag("u.lance", 1))), CommitSettings())
+    assert(ok.version == 3 && ok.fragments.map(_.id) == Seq(0L, 1L, 2L))
+    assert(TransactionFile.read(s, ok.manifest.getTransactionFile).exists(_.hasUpdate))
+  }
+
+  test("deleting every row of a fragment removes it; large sets are bitmaps, small ones Arrow arrays") {
+    val s = fresh()
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 6000), frag("b.lance", 4)), schema, Map.empty),
+      CommitSettings())
+    val all = new org.roaringbitmap.RoaringBitmap(); all.add(0L, 4L)
+    val big = new org.roaringbitmap.RoaringBitmap(); big.add(0L, 5500L)
+    val v2 = Committer.commit(s, Some(1), RowLevelChange(Map(0L -> big, 1L -> all), Nil), CommitSettings())
+    assert(v2.fragments.map(_.id) == Seq(0L))
+    assert(v2.fragments.head.deletion.get.getFileType == io.lancespark.proto.table.DeletionFile.DeletionFileType.BITMAP)
+    assert(deletedOf(s, v2, 0).size == 5500)
+    val v3 = Committer.commit(s, Some(2), RowLevelChange(Map(0L -> bits(5999)), Nil), CommitSettings())
+    assert(v3.fragments.head.deletion.get.getFileType == io.lancespark.proto.table.DeletionFile.DeletionFileType.BITMAP)
+    assert(deletedOf(s, v3, 0).size == 5501)
+  }
 }

@@ -14,7 +14,6 @@ final class CountingSource(file: Path) extends RandomAccessSource {
   override val size: Long = channel.size()
   val reads = scala.collection.mutable.ArrayBuffer.empty[(Long, Int)]
 
-  def bytesRead: Long = reads.map(_._2.toLong).sum
 
   override protected def readFully(position: Long, dst: ByteBuffer): Unit = {
     reads += ((position, dst.remaining))
