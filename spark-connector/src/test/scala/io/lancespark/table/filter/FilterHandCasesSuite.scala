@@ -218,6 +218,34 @@ class FilterHandCasesSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally { d.close(); st.close(); sv.close() }
   }
 
+  test("FragmentStats: the file that stores a column, absent columns, nested paths") {
+    import scala.jdk.CollectionConverters._
+    import io.lancespark.format.LanceSchema
+    import io.lancespark.format.v2.PageStatistics
+    import io.lancespark.table.{DataFileRef, FragmentInfo}
+    val arrow = new org.apache.arrow.vector.types.pojo.Schema(java.util.List.of(
+      new org.apache.arrow.vector.types.pojo.Field("a", FieldType.nullable(I64), null),
+      new org.apache.arrow.vector.types.pojo.Field("st", FieldType.nullable(ArrowType.Struct.INSTANCE),
+        java.util.List.of(new org.apache.arrow.vector.types.pojo.Field("y", FieldType.nullable(Str), null))),
+      new org.apache.arrow.vector.types.pojo.Field("added", FieldType.nullable(I64), null)))
+    val schema = LanceSchema.fromArrow(arrow) // ids: a 0, st 1, st.y 2, added 3
+    val f1 = DataFileRef("one.lance", Vector(0, 1, 2), Vector(0, 1, 2), 2, 0, 0)
+    val f2 = DataFileRef("two.lance", Vector(0), Vector(0), 2, 0, 0) // rewrites a
+    val frag = FragmentInfo(0, Vector(f1, f2), None, 10,
+      io.lancespark.proto.table.DataFragment.getDefaultInstance)
+    val stats = Map(
+      "one.lance" -> PageStatistics(Vector(PageStat(0, 0, 0, 0, 10, 0, Some(1L), Some(1L)), PageStat(2, 2, 0, 0, 10, 0, Some("q"), Some("r")))),
+      "two.lance" -> PageStatistics(Vector(PageStat(0, 0, 0, 0, 10, 0, Some(5L), Some(6L)))))
+    val cs = FragmentStats.columnStats(Set(col("a"), col("st", "y"), col("added"), col("nope")), schema, frag, r => stats.get(r.path))
+    assert(cs(col("a")) == ColumnStats.Pages(I64, Vector(PageStat(0, 0, 0, 0, 10, 0, Some(5L), Some(6L)))))
+    assert(cs(col("st", "y")).asInstanceOf[ColumnStats.Pages].pages.map(_.max) == Vector(Some("r")))
+    assert(cs(col("added")) == ColumnStats.Absent)
+    assert(!cs.contains(col("nope")))
+    val f = And(Compare(col("a"), GtEq, LongLit(5)), Or(IsNull(col("added")), StartsWith(col("st", "y"), Array[Byte]('q'))))
+    assert(StatsPruner.outcomes(f, cs, 10) == Outcomes.True)
+    assert(schema.fields.asJava.size == 3)
+  }
+
   test("toString for EXPLAIN") {
     val f = And(Compare(col("id"), GtEq, LongLit(100)), StartsWith(col("name"), "ab".getBytes(UTF_8)))
     assert(f.toString == "id >= 100 AND name STARTS_WITH 'ab'")
