@@ -284,6 +284,12 @@ final class LegacyFileReader private (
 
 object LegacyFileReader {
 
+  /** A reader of columns stored like data but described by another schema and
+    * page table (the statistics section); does not own `source`. */
+  private[v01] def forColumns(source: RandomAccessSource, schema: LanceSchema, footer: LegacyFooter,
+                              pageTable: PageTable): LegacyFileReader =
+    new LegacyFileReader(source, schema, schema.allFields.map(_.id).toSet, footer, pageTable)
+
   /** Opens a 0.1 data file. `schema` is the dataset schema; `fileFieldIds` the
     * field ids the manifest lists for this file (`DataFile.fields`). */
   def open(source: RandomAccessSource, schema: LanceSchema, fileFieldIds: Seq[Int]): LegacyFileReader = {

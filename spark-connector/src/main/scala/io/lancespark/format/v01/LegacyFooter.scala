@@ -11,13 +11,15 @@ import io.lancespark.proto.table.Manifest
 
 /** The tail of a 0.1 file: a 16-byte footer (i64 metadata position, u16 major,
   * u16 minor, "LANC") pointing at a length-prefixed `Metadata` message.
-  * `batchOffsets` are the cumulative row counts of the batches, starting at 0. */
+  * `batchOffsets` are the cumulative row counts of the batches, starting at 0.
+  * `statistics`: the page statistics section pylance writes (see [[LegacyStatistics]]). */
 final case class LegacyFooter(
     major: Int,
     minor: Int,
     batchOffsets: Array[Long],
     pageTablePosition: Long,
-    manifestPosition: Long) {
+    manifestPosition: Long,
+    statistics: Option[Metadata.StatisticsMetadata] = None) {
 
   def numBatches: Int = math.max(0, batchOffsets.length - 1)
   def numRows: Long = if (batchOffsets.isEmpty) 0L else batchOffsets.last
@@ -57,7 +59,8 @@ object LegacyFooter {
     val pageTablePos = metadata.getPageTablePosition
     if (pageTablePos < 0 || pageTablePos > metadataPos)
       throw LanceFormatException(path, s"corrupt metadata: page table position $pageTablePos is outside the file body [0, $metadataPos)")
-    LegacyFooter(major, minor, offsets, pageTablePos, metadata.getManifestPosition)
+    LegacyFooter(major, minor, offsets, pageTablePos, metadata.getManifestPosition,
+      if (metadata.hasStatistics && metadata.getStatistics.getSchemaCount > 0) Some(metadata.getStatistics) else None)
   }
 
   /** The Manifest copy a self-describing 0.1 file carries (schema with the

@@ -424,7 +424,7 @@ object PageStatistics {
     } finally reader.close()
   }
 
-  private def decode(v: FieldVector, i: Int): Option[Any] = {
+  private[format] def decode(v: FieldVector, i: Int): Option[Any] = {
     if (v == null || v.isNull(i)) return None
     val t = v.getField.getType
     Some(v match {

@@ -1,0 +1,45 @@
+package io.lancespark.table.filter
+
+import io.lancespark.format.{LanceField, LanceSchema}
+import io.lancespark.format.v01.LegacyStatistics
+import io.lancespark.format.v2.PageStatistics
+import io.lancespark.table.{DataFileRef, DatasetStorage, FragmentInfo}
+import io.lancespark.table.filter.Filter.Column
+
+/** Gathers the [[ColumnStats]] of a fragment's columns for [[StatsPruner]]. */
+object FragmentStats {
+
+  /** The field of a column path (struct children by name), if the schema has it. */
+  def field(schema: LanceSchema, column: Column): Option[LanceField] =
+    column.tail.foldLeft(schema.field(column.head)) { (f, n) => f.filter(_.isStruct).flatMap(_.children.find(_.name == n)) }
+
+  /** For each column: Absent when no data file of the fragment stores it,
+    * Pages when the file storing it (the last one listing its id, as
+    * FragmentScanner reads) has statistics for it; left out (unknown)
+    * otherwise. `statsOf` gives a data file's statistics (see [[read]]). */
+  def columnStats(columns: Set[Column], schema: LanceSchema, fragment: FragmentInfo,
+                  statsOf: DataFileRef => Option[PageStatistics]): Map[Column, ColumnStats] = {
+    val cache = scala.collection.mutable.Map.empty[DataFileRef, Option[PageStatistics]]
+    columns.iterator.flatMap { c =>
+      field(schema, c).flatMap { f =>
+        fragment.files.reverse.find(_.fieldIds.contains(f.id)) match {
+          case None => Some(c -> ColumnStats.Absent)
+          case Some(ref) =>
+            cache.getOrElseUpdate(ref, statsOf(ref)).map(_.forField(f.id)).filter(_.nonEmpty)
+              .map(pages => c -> ColumnStats.Pages(f.arrowType, pages))
+        }
+      }
+    }.toMap
+  }
+
+  /** Reads the page statistics of a data file: lance_spark's for 2.0 files
+    * (see docs/page-statistics.md), pylance's for 0.1 files. */
+  def read(storage: DatasetStorage, ref: DataFileRef): Option[PageStatistics] = {
+    val source = storage.open(storage.resolve(ref.relativePath, "data file"))
+    try {
+      if (ref.isLegacy) LegacyStatistics.read(source)
+      else if (ref.majorVersion == 2 && ref.minorVersion == 0) PageStatistics.read(source)
+      else None
+    } finally source.close()
+  }
+}

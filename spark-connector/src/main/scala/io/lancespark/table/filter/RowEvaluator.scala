@@ -1,0 +1,326 @@
+package io.lancespark.table.filter
+
+import java.math.{BigDecimal => JBigDecimal}
+
+import scala.collection.mutable
+
+import org.apache.arrow.memory.ArrowBuf
+import org.apache.arrow.memory.util.Float16
+import org.apache.arrow.vector._
+import org.apache.arrow.vector.complex.StructVector
+import org.apache.arrow.vector.types.TimeUnit
+import org.apache.arrow.vector.types.pojo.ArrowType
+
+import io.lancespark.table.filter.Filter._
+
+/** Exact evaluation of a [[Filter]] over one batch of decoded Arrow vectors
+  * (typed as `LanceField.toArrow`, as the readers return them), with Spark's
+  * semantics on the values Spark sees. Vectorized: each column is decoded
+  * once per batch into long keys (see [[Domain]]) or read in place (strings,
+  * binaries), each leaf is one loop, logic works on 64-row words. */
+object RowEvaluator {
+
+  /** The rows (0 until rowCount) where the filter is TRUE. `vectors` are the
+    * batch's top-level vectors, found by field name. */
+  def evaluate(filter: Filter, vectors: Seq[ValueVector], rowCount: Int): java.util.BitSet = {
+    val byName = vectors.map(v => v.getField.getName -> v).toMap
+    evaluate(filter, (c: Column) => resolvePath(c, byName), rowCount)
+  }
+
+  /** As above, with each column path resolved by `column`. */
+  def evaluate(filter: Filter, column: Column => ResolvedColumn, rowCount: Int): java.util.BitSet = {
+    val ctx = new Batch(column, rowCount)
+    val (t, _) = eval(filter, ctx)
+    java.util.BitSet.valueOf(t)
+  }
+
+  /** Outcome bit sets (TRUE rows, FALSE rows; the others are NULL). */
+  def evaluate3(filter: Filter, vectors: Seq[ValueVector], rowCount: Int): (java.util.BitSet, java.util.BitSet) = {
+    val byName = vectors.map(v => v.getField.getName -> v).toMap
+    val (t, f) = eval(filter, new Batch((c: Column) => resolvePath(c, byName), rowCount))
+    (java.util.BitSet.valueOf(t), java.util.BitSet.valueOf(f))
+  }
+
+  /** None if the row evaluator can evaluate the filter on columns of these
+    * Arrow types (path -> type), else why not. */
+  def unsupported(filter: Filter, typeOf: Column => Option[ArrowType]): Option[String] = filter match {
+    case AlwaysTrue | AlwaysFalse => None
+    case And(l, r) => unsupported(l, typeOf).orElse(unsupported(r, typeOf))
+    case Or(l, r) => unsupported(l, typeOf).orElse(unsupported(r, typeOf))
+    case Not(c) => unsupported(c, typeOf)
+    case leaf =>
+      val c = leaf.columns.head
+      typeOf(c) match {
+        case None => Some(s"column ${name(c)} not found")
+        case Some(t) => Domain.of(t) match {
+          case None => Some(s"column ${name(c)} of type $t cannot be filtered")
+          case Some(d) => BoundLeaf.bind(leaf, d).left.toOption
+        }
+      }
+  }
+
+  /** A column of the batch: its leaf vector and the vectors of its parent
+    * structs (whose nulls make the leaf NULL). */
+  final case class ResolvedColumn(leaf: ValueVector, parents: Seq[ValueVector])
+
+  private def resolvePath(c: Column, byName: Map[String, ValueVector]): ResolvedColumn = {
+    val top = byName.getOrElse(c.head, throw new IllegalArgumentException(
+      s"column ${name(c)}: no vector named '${c.head}' among ${byName.keys.mkString(", ")}"))
+    var cur: ValueVector = top
+    val parents = mutable.ArrayBuffer.empty[ValueVector]
+    c.tail.foreach { n =>
+      cur match {
+        case s: StructVector =>
+          parents += s
+          cur = Option(s.getChild(n).asInstanceOf[ValueVector]).getOrElse(
+            throw new IllegalArgumentException(s"column ${name(c)}: struct has no field '$n'"))
+        case other => throw new IllegalArgumentException(s"column ${name(c)}: '${other.getField.getName}' is not a struct")
+      }
+    }
+    ResolvedColumn(cur, parents.toSeq)
+  }
+
+  // ------------------------------------------------------------- per batch
+
+  private final class Batch(resolve: Column => ResolvedColumn, val n: Int) {
+    val words: Int = (n + 63) >>> 6
+    private val cols = mutable.Map.empty[Column, ColumnData]
+    def column(c: Column): ColumnData = cols.getOrElseUpdate(c, new ColumnData(resolve(c), this))
+    /** All n bits set. */
+    def ones: Array[Long] = {
+      val a = Array.fill[Long](words)(-1L)
+      if ((n & 63) != 0) a(words - 1) = (1L << (n & 63)) - 1
+      a
+    }
+  }
+
+  /** One column of a batch: validity words (1 = non-null, parents included)
+    * and, decoded on first use, keys / decimals. */
+  private final class ColumnData(rc: ResolvedColumn, b: Batch) {
+    val vector: ValueVector = rc.leaf
+    val n: Int = b.n
+    if (vector.getValueCount < n)
+      throw new IllegalArgumentException(s"vector '${vector.getField.getName}' has ${vector.getValueCount} values, not $n")
+    val arrowType: ArrowType = vector.getField.getType
+    val domain: Domain = Domain.of(arrowType).getOrElse(
+      throw new IllegalArgumentException(s"column '${vector.getField.getName}' of type $arrowType cannot be filtered"))
+
+    val valid: Array[Long] = {
+      val v = validityWords(vector, n, b.words)
+      rc.parents.foreach { p =>
+        val pv = validityWords(p, n, b.words)
+        var i = 0
+        while (i < v.length) { v(i) &= pv(i); i += 1 }
+      }
+      v
+    }
+
+    lazy val keys: Array[Long] = decodeKeys(vector, n)
+    lazy val decimals: Array[JBigDecimal] = {
+      val out = new Array[JBigDecimal](n)
+      vector match {
+        case d: DecimalVector => var i = 0; while (i < n) { if (!d.isNull(i)) out(i) = d.getObject(i); i += 1 }
+        case d: Decimal256Vector => var i = 0; while (i < n) { if (!d.isNull(i)) out(i) = d.getObject(i); i += 1 }
+        case other => throw new IllegalArgumentException(s"not a decimal vector: ${other.getClass.getSimpleName}")
+      }
+      out
+    }
+  }
+
+  private def validityWords(v: ValueVector, n: Int, words: Int): Array[Long] = {
+    val out = new Array[Long](words)
+    v match {
+      case _: NullVector => ()
+      case _ =>
+        val buf = v.getValidityBuffer
+        val bytes = (n + 7) >>> 3
+        if (buf == null || buf.capacity < bytes) {
+          var i = 0
+          while (i < n) { if (!v.isNull(i)) out(i >>> 6) |= 1L << i; i += 1 }
+        } else {
+          var w = 0
+          while (w < words) {
+            val base = w * 8
+            if (base + 8 <= bytes) out(w) = buf.getLong(base.toLong)
+            else {
+              var x = 0L; var k = 0
+              while (base + k < bytes) { x |= (buf.getByte((base + k).toLong) & 0xffL) << (8 * k); k += 1 }
+              out(w) = x
+            }
+            w += 1
+          }
+          if ((n & 63) != 0) out(words - 1) &= (1L << (n & 63)) - 1
+        }
+    }
+    out
+  }
+
+  /** Keys (see [[Domain.Keyed]] / [[Domain.Exact]]) of every row; garbage for nulls. */
+  private def decodeKeys(v: ValueVector, n: Int): Array[Long] = {
+    val out = new Array[Long](n)
+    def data: ArrowBuf = v.getDataBuffer
+    var i = 0
+    v match {
+      case _: TinyIntVector => val d = data; while (i < n) { out(i) = d.getByte(i.toLong).toLong; i += 1 }
+      case _: SmallIntVector => val d = data; while (i < n) { out(i) = d.getShort(2L * i).toLong; i += 1 }
+      case _: IntVector => val d = data; while (i < n) { out(i) = d.getInt(4L * i).toLong; i += 1 }
+      case _: BigIntVector => val d = data; while (i < n) { out(i) = d.getLong(8L * i); i += 1 }
+      case _: UInt1Vector => val d = data; while (i < n) { out(i) = d.getByte(i.toLong) & 0xffL; i += 1 }
+      case _: UInt2Vector => val d = data; while (i < n) { out(i) = d.getShort(2L * i) & 0xffffL; i += 1 }
+      case _: UInt4Vector => val d = data; while (i < n) { out(i) = d.getInt(4L * i) & 0xffffffffL; i += 1 }
+      case _: UInt8Vector => val d = data; while (i < n) { out(i) = d.getLong(8L * i) ^ Long.MinValue; i += 1 }
+      case _: Float2Vector => val d = data; while (i < n) { out(i) = Domain.doubleKey(Float16.toFloat(d.getShort(2L * i)).toDouble); i += 1 }
+      case _: Float4Vector => val d = data; while (i < n) { out(i) = Domain.doubleKey(d.getFloat(4L * i).toDouble); i += 1 }
+      case _: Float8Vector => val d = data; while (i < n) { out(i) = Domain.doubleKey(d.getDouble(8L * i)); i += 1 }
+      case _: BitVector => val d = data; while (i < n) { out(i) = (d.getByte((i >>> 3).toLong) >>> (i & 7)) & 1L; i += 1 }
+      case _: DateDayVector => val d = data; while (i < n) { out(i) = d.getInt(4L * i).toLong; i += 1 }
+      case _: DateMilliVector => val d = data; while (i < n) { out(i) = Math.floorDiv(d.getLong(8L * i), 86400000L); i += 1 }
+      case _: TimeSecVector => val d = data; while (i < n) { out(i) = d.getInt(4L * i).toLong * 1000000000L; i += 1 }
+      case _: TimeMilliVector => val d = data; while (i < n) { out(i) = d.getInt(4L * i).toLong * 1000000L; i += 1 }
+      case _: TimeMicroVector => val d = data; while (i < n) { out(i) = d.getLong(8L * i) * 1000L; i += 1 }
+      case _: TimeNanoVector => val d = data; while (i < n) { out(i) = d.getLong(8L * i); i += 1 }
+      case t: TimeStampVector =>
+        val unit = t.getField.getType.asInstanceOf[ArrowType.Timestamp].getUnit
+        fillMicros(data, unit, n, out)
+      case t: DurationVector => fillMicros(data, t.getUnit, n, out)
+      case d: DecimalVector => val buf = d.getDataBuffer; while (i < n) { out(i) = buf.getLong(16L * i); i += 1 }
+      case d: Decimal256Vector => val buf = d.getDataBuffer; while (i < n) { out(i) = buf.getLong(32L * i); i += 1 }
+      case other => throw new IllegalArgumentException(s"cannot compare values of ${other.getClass.getSimpleName}")
+    }
+    out
+  }
+
+  private def fillMicros(d: ArrowBuf, unit: TimeUnit, n: Int, out: Array[Long]): Unit = {
+    var i = 0
+    unit match {
+      case TimeUnit.SECOND => while (i < n) { out(i) = d.getLong(8L * i) * 1000000L; i += 1 }
+      case TimeUnit.MILLISECOND => while (i < n) { out(i) = d.getLong(8L * i) * 1000L; i += 1 }
+      case TimeUnit.MICROSECOND => while (i < n) { out(i) = d.getLong(8L * i); i += 1 }
+      case TimeUnit.NANOSECOND => while (i < n) { out(i) = Math.floorDiv(d.getLong(8L * i), 1000L); i += 1 }
+    }
+  }
+
+  // ------------------------------------------------------------ evaluation
+
+  /** (TRUE rows, FALSE rows) as words. */
+  private def eval(f: Filter, b: Batch): (Array[Long], Array[Long]) = f match {
+    case AlwaysTrue => (b.ones, new Array[Long](b.words))
+    case AlwaysFalse => (new Array[Long](b.words), b.ones)
+    case And(l, r) =>
+      val (lt, lf) = eval(l, b); val (rt, rf) = eval(r, b)
+      var i = 0
+      while (i < lt.length) { lt(i) &= rt(i); lf(i) |= rf(i); i += 1 }
+      (lt, lf)
+    case Or(l, r) =>
+      val (lt, lf) = eval(l, b); val (rt, rf) = eval(r, b)
+      var i = 0
+      while (i < lt.length) { lt(i) |= rt(i); lf(i) &= rf(i); i += 1 }
+      (lt, lf)
+    case Not(c) => val (t, fl) = eval(c, b); (fl, t)
+    case leaf =>
+      val col = b.column(leaf.columns.head)
+      val bound = BoundLeaf.bind(leaf, col.domain).fold(e => throw new IllegalArgumentException(e), identity)
+      val pass = passWords(bound.test, col, b)
+      val valid = col.valid
+      val all = b.ones
+      def bits(o: Outcomes): Array[Long] = {
+        val out = new Array[Long](b.words)
+        var i = 0
+        while (i < out.length) {
+          var w = 0L
+          if (bound.onNull.contains(o)) w |= ~valid(i)
+          if (bound.onPass.contains(o)) w |= valid(i) & pass(i)
+          if (bound.onFail.contains(o)) w |= valid(i) & ~pass(i)
+          out(i) = w & all(i)
+          i += 1
+        }
+        out
+      }
+      (bits(Outcomes.True), bits(Outcomes.False))
+  }
+
+  /** Words of the rows whose (non-null) value passes the test; bits of null rows are arbitrary. */
+  private def passWords(test: ValueTest, col: ColumnData, b: Batch): Array[Long] = {
+    import ValueTest._
+    val n = b.n
+    val out = new Array[Long](b.words)
+    test match {
+      case Const(r) => if (r) java.util.Arrays.fill(out, -1L)
+      case KeyCmp(op, k) =>
+        val keys = col.keys
+        var i = 0
+        op match {
+          case CompareOp.Eq | CompareOp.EqNullSafe => while (i < n) { if (keys(i) == k) out(i >>> 6) |= 1L << i; i += 1 }
+          case CompareOp.NotEq => while (i < n) { if (keys(i) != k) out(i >>> 6) |= 1L << i; i += 1 }
+          case CompareOp.Lt => while (i < n) { if (keys(i) < k) out(i >>> 6) |= 1L << i; i += 1 }
+          case CompareOp.LtEq => while (i < n) { if (keys(i) <= k) out(i >>> 6) |= 1L << i; i += 1 }
+          case CompareOp.Gt => while (i < n) { if (keys(i) > k) out(i >>> 6) |= 1L << i; i += 1 }
+          case CompareOp.GtEq => while (i < n) { if (keys(i) >= k) out(i >>> 6) |= 1L << i; i += 1 }
+        }
+      case KeyIn(set) =>
+        val keys = col.keys
+        var i = 0
+        while (i < n) { if (java.util.Arrays.binarySearch(set, keys(i)) >= 0) out(i >>> 6) |= 1L << i; i += 1 }
+      case DecCmp(op, v) =>
+        val ds = col.decimals
+        var i = 0
+        while (i < n) { if (ds(i) != null && ValueTest.holds(op, ds(i).compareTo(v))) out(i >>> 6) |= 1L << i; i += 1 }
+      case DecIn(vs) =>
+        val ds = col.decimals
+        var i = 0
+        while (i < n) { if (ds(i) != null && vs.exists(_.compareTo(ds(i)) == 0)) out(i >>> 6) |= 1L << i; i += 1 }
+      case BytesCmp(op, v) =>
+        bytesLoop(col, out) { (s, len) => ValueTest.holds(op, java.util.Arrays.compareUnsigned(s, 0, len, v, 0, v.length)) }
+      case BytesIn(vs) =>
+        val arr = vs.toArray
+        bytesLoop(col, out) { (s, len) =>
+          var lo = 0; var hi = arr.length - 1; var found = false
+          while (!found && lo <= hi) {
+            val mid = (lo + hi) >>> 1
+            val c = java.util.Arrays.compareUnsigned(arr(mid), 0, arr(mid).length, s, 0, len)
+            if (c == 0) found = true else if (c < 0) lo = mid + 1 else hi = mid - 1
+          }
+          found
+        }
+      case BytesPrefix(p) =>
+        bytesLoop(col, out, limit = p.length) { (s, len) => len >= p.length && java.util.Arrays.equals(s, 0, p.length, p, 0, p.length) }
+    }
+    out
+  }
+
+  private trait BytesTest { def apply(s: Array[Byte], len: Int): Boolean }
+
+  /** Calls `test` with each non-null row's bytes (copied into a scratch array,
+    * at most `limit` of them; the length passed is the value's full length). */
+  private def bytesLoop(col: ColumnData, out: Array[Long], limit: Int = Int.MaxValue)(test: (Array[Byte], Int) => Boolean): Unit = {
+    val n = col.n
+    val valid = col.valid
+    var scratch = new Array[Byte](64)
+    def run(start: Int => Long, end: Int => Long, data: ArrowBuf): Unit = {
+      var i = 0
+      while (i < n) {
+        if ((valid(i >>> 6) & (1L << i)) != 0) {
+          val s = start(i)
+          val len = (end(i) - s).toInt
+          val copy = math.min(len, limit)
+          if (copy > scratch.length) scratch = new Array[Byte](math.max(copy, scratch.length * 2))
+          data.getBytes(s, scratch, 0, copy)
+          if (test(scratch, len)) out(i >>> 6) |= 1L << i
+        }
+        i += 1
+      }
+    }
+    col.vector match {
+      case v: BaseVariableWidthVector =>
+        val o = v.getOffsetBuffer
+        run(i => o.getInt(4L * i).toLong, i => o.getInt(4L * (i + 1)).toLong, v.getDataBuffer)
+      case v: BaseLargeVariableWidthVector =>
+        val o = v.getOffsetBuffer
+        run(i => o.getLong(8L * i), i => o.getLong(8L * (i + 1)), v.getDataBuffer)
+      case v: FixedSizeBinaryVector =>
+        val w = v.getByteWidth.toLong
+        run(i => w * i, i => w * (i + 1), v.getDataBuffer)
+      case other => throw new IllegalArgumentException(s"cannot compare bytes of ${other.getClass.getSimpleName}")
+    }
+  }
+}

@@ -1,0 +1,96 @@
+package io.lancespark.table.filter
+
+import scala.collection.mutable.ArrayBuilder
+
+/** A set of rows as sorted, disjoint, non-adjacent half-open ranges
+  * [start, end). Immutable. */
+final class RowRanges private (private val b: Array[Long]) {
+
+  def numRanges: Int = b.length / 2
+  def start(i: Int): Long = b(2 * i)
+  def end(i: Int): Long = b(2 * i + 1)
+  def ranges: Vector[(Long, Long)] = Vector.tabulate(numRanges)(i => (start(i), end(i)))
+  def isEmpty: Boolean = b.isEmpty
+  def nonEmpty: Boolean = b.nonEmpty
+  /** Number of rows. */
+  def count: Long = { var s = 0L; var i = 0; while (i < b.length) { s += b(i + 1) - b(i); i += 2 }; s }
+
+  def contains(row: Long): Boolean = {
+    // last range whose start <= row
+    var lo = 0; var hi = numRanges - 1; var found = -1
+    while (lo <= hi) {
+      val mid = (lo + hi) >>> 1
+      if (start(mid) <= row) { found = mid; lo = mid + 1 } else hi = mid - 1
+    }
+    found >= 0 && row < end(found)
+  }
+
+  /** Whether all of [from, until) is in the set. */
+  def containsAll(from: Long, until: Long): Boolean =
+    from >= until || intersect(RowRanges(from, until)).count == until - from
+
+  def union(o: RowRanges): RowRanges = combine(o, _ || _)
+  def intersect(o: RowRanges): RowRanges = combine(o, _ && _)
+  def minus(o: RowRanges): RowRanges = combine(o, _ && !_)
+  /** The rows of [0, numRows) not in the set. */
+  def complement(numRows: Long): RowRanges = RowRanges(0, numRows).minus(this)
+
+  /** Sweep over all boundaries of both sets. */
+  private def combine(o: RowRanges, f: (Boolean, Boolean) => Boolean): RowRanges = {
+    val bounds = (b ++ o.b).distinct.sorted
+    val out = new RowRanges.Builder
+    var k = 0
+    while (k + 1 < bounds.length) {
+      val s = bounds(k); val e = bounds(k + 1)
+      if (f(contains(s), o.contains(s))) out.add(s, e)
+      k += 1
+    }
+    out.result()
+  }
+
+  override def equals(o: Any): Boolean = o match {
+    case r: RowRanges => java.util.Arrays.equals(b, r.b)
+    case _ => false
+  }
+  override def hashCode: Int = java.util.Arrays.hashCode(b)
+  override def toString: String = ranges.map { case (s, e) => s"[$s, $e)" }.mkString("RowRanges(", ", ", ")")
+}
+
+object RowRanges {
+  val empty: RowRanges = new RowRanges(Array.emptyLongArray)
+
+  def apply(start: Long, end: Long): RowRanges =
+    if (end <= start) empty else new RowRanges(Array(start, end))
+
+  def all(numRows: Long): RowRanges = apply(0, numRows)
+
+  /** Any ranges, in any order, possibly overlapping. */
+  def of(ranges: (Long, Long)*): RowRanges = {
+    val out = new Builder
+    ranges.filter(r => r._2 > r._1).sortBy(_._1).foreach { case (s, e) => out.add(s, e) }
+    out.result()
+  }
+
+  /** Builds a set from ranges added in increasing order of start (overlapping
+    * or adjacent ranges are merged). */
+  final class Builder {
+    private val out = ArrayBuilder.make[Long]
+    private var curStart = -1L
+    private var curEnd = -1L
+    private var open = false
+    def add(start: Long, end: Long): this.type = {
+      if (end > start) {
+        if (open && start <= curEnd) curEnd = math.max(curEnd, end)
+        else {
+          if (open) { require(start >= curEnd, "ranges must be added in increasing order"); out += curStart; out += curEnd }
+          curStart = start; curEnd = end; open = true
+        }
+      }
+      this
+    }
+    def result(): RowRanges = {
+      if (open) { out += curStart; out += curEnd; open = false }
+      new RowRanges(out.result())
+    }
+  }
+}
