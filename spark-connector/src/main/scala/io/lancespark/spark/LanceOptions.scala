@@ -11,7 +11,8 @@ final case class LanceOptions(
     path: String,
     version: Option[Long],
     batchSize: Int,
-    splitRows: Option[Long]) {
+    splitRows: Option[Long],
+    pushdown: Boolean = true) {
   require(batchSize > 0, s"batchSize must be positive, got $batchSize")
 }
 
@@ -23,6 +24,9 @@ object LanceOptions {
   val BatchSize = "batchSize"
   /** Largest number of rows one input partition reads; default: sized so every core gets work. */
   val SplitRows = "splitRows"
+
+  /** "false" turns predicate pushdown off (Spark then filters every row read). */
+  val Pushdown = "pushdown"
 
   val DefaultBatchSize: Int = 8192
 
@@ -36,6 +40,7 @@ object LanceOptions {
     }
     val path = lower.getOrElse(Path, throw new IllegalArgumentException(
       "a Lance dataset path is required: spark.read.format(\"lance\").load(\"/path/to/dataset\")"))
-    LanceOptions(path, num(Version), num(BatchSize).map(_.toInt).getOrElse(DefaultBatchSize), num(SplitRows))
+    val pushdown = lower.get(Pushdown.toLowerCase(Locale.ROOT)).forall(!_.trim.equalsIgnoreCase("false"))
+    LanceOptions(path, num(Version), num(BatchSize).map(_.toInt).getOrElse(DefaultBatchSize), num(SplitRows), pushdown)
   }
 }

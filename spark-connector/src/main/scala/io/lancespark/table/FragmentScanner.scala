@@ -7,6 +7,7 @@ import org.apache.arrow.vector.FieldVector
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException}
+import io.lancespark.table.filter.{Filter, RowEvaluator}
 
 /** Rows of one fragment, read in ranges: the requested (possibly pruned)
   * top-level fields, with fields absent from every data file read as nulls and
@@ -22,13 +23,19 @@ final class FragmentScanner(
     val fragment: FragmentInfo,
     fields: Seq[LanceField],
     allocator: BufferAllocator,
-    openFile: DataFileRef => DataFileReader)
+    openFile: DataFileRef => DataFileReader,
+    filter: Option[Filter] = None,
+    filterFields: Seq[LanceField] = Nil)
     extends AutoCloseable {
 
   private val where = s"${storage.uri} (version $version, fragment ${fragment.id})"
 
-  /** For each requested field: the data file holding it (the last one that lists its id). */
-  private val fileOf: Seq[Option[DataFileRef]] = fields.map { f =>
+  /** Fields the filter needs that the output does not already carry as they are. */
+  private val extraFields: Seq[LanceField] = filter.toSeq.flatMap(_ => filterFields.filterNot(fields.contains))
+  private val readFields: Seq[LanceField] = fields ++ extraFields
+
+  /** For each field read: the data file holding it (the last one that lists its id). */
+  private val fileOf: Seq[Option[DataFileRef]] = readFields.map { f =>
     fragment.files.reverse.find(_.fieldIds.contains(f.id))
   }
 
@@ -47,31 +54,41 @@ final class FragmentScanner(
     r
   })
 
-  /** Reads physical rows [from, until) and drops the deleted ones. */
+  /** Reads physical rows [from, until), drops the deleted ones and, with a
+    * filter, the rows it does not select (evaluated exactly, with Spark's semantics). */
   def read(from: Long, until: Long): FragmentBatch = {
     val n = (until - from).toInt
-    val raw: Seq[FieldVector] = fields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
+    val raw: Seq[FieldVector] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)
         fs.zip(reader(ref).read(fs, from, until, allocator))
       case (None, group) => group.map { case (f, _) => f -> nulls(f, n) }
-    }.sortBy { case (f, _) => fields.indexOf(f) }.map(_._2)
+    }.sortBy { case (f, _) => readFields.indexOf(f) }.map(_._2)
+    val (out, extra) = raw.splitAt(fields.size)
 
-    val keep = keptOffsets(from, until)
-    if (keep.length == n) new FragmentBatch(raw, Array.tabulate(n)(i => (from + i).toInt), n)
+    val matches: Option[java.util.BitSet] = filter.map { f =>
+      try RowEvaluator.evaluate(f, filterFields.map(ff => raw(readFields.indexOf(ff))), n)
+      finally extra.foreach(_.close())
+    }
+    val keep = keptOffsets(from, until, matches)
+    if (keep.length == n) new FragmentBatch(out, Array.tabulate(n)(i => (from + i).toInt), n)
     else {
-      val selected = raw.map(v => VectorSelection.select(v, keep, (from).toInt, allocator))
+      val selected = out.map(v => VectorSelection.select(v, keep, from.toInt, allocator))
       new FragmentBatch(selected, keep, keep.length)
     }
   }
 
-  private def keptOffsets(from: Long, until: Long): Array[Int] = {
-    if (deleted.isEmpty || deleted.rangeCardinality(from, until) == 0)
+  private def keptOffsets(from: Long, until: Long, matches: Option[java.util.BitSet]): Array[Int] = {
+    val noDeletes = deleted.isEmpty || deleted.rangeCardinality(from, until) == 0
+    if (noDeletes && matches.forall(_.cardinality() == (until - from).toInt))
       Array.tabulate((until - from).toInt)(i => (from + i).toInt)
     else {
       val out = new mutable.ArrayBuilder.ofInt
       var i = from.toInt
-      while (i < until) { if (!deleted.contains(i)) out += i; i += 1 }
+      while (i < until) {
+        if ((noDeletes || !deleted.contains(i)) && matches.forall(_.get(i - from.toInt))) out += i
+        i += 1
+      }
       out.result()
     }
   }

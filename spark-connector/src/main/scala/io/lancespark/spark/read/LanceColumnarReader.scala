@@ -17,7 +17,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     ArrowAllocators.root.newChildAllocator(s"lance-fragment-${fragment.id}", 0, Long.MaxValue)
   private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value)
   private val scanner = new FragmentScanner(storage, factory.version, fragment, factory.fields, allocator,
-    ref => DataFiles.open(storage, factory.schema, ref))
+    ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields)
 
   private lazy val rowIds: Option[RowIdSequence] =
     if (factory.stableRowIds && fragment.proto.hasInlineRowIds)
@@ -33,18 +33,23 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
       } finally src.close()
     } else None
 
-  private var position: Long = partition.from
+  private val ranges = partition.ranges.iterator
+  private var range: (Long, Long) = (0L, 0L)
+  private var position: Long = 0L
+  private var returned: Long = 0L
   private var current: Option[(FragmentBatch, ColumnarBatch)] = None
 
   override def next(): Boolean = {
     closeCurrent()
     var found = false
-    while (!found && position < partition.until) {
-      val end = math.min(partition.until, position + factory.batchSize)
+    while (!found && factory.limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
+      if (position >= range._2) { range = ranges.next(); position = range._1 }
+      val end = math.min(range._2, position + factory.batchSize)
       val batch = scanner.read(position, end)
       position = end
       if (batch.rowCount > 0) {
         current = Some(batch -> toColumnar(batch))
+        returned += batch.rowCount
         found = true
       } else batch.close()
     }
@@ -90,7 +95,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
   override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = Array(
     ScanMetrics.value(ScanMetrics.PagesRead, scanner.pagesDecoded),
     ScanMetrics.value(ScanMetrics.BytesRead, scanner.bytesRead),
-    ScanMetrics.value(ScanMetrics.FragmentsScanned, if (partition.from == 0) 1L else 0L))
+    ScanMetrics.value(ScanMetrics.FragmentsScanned, if (partition.first) 1L else 0L))
 
   override def close(): Unit = {
     closeCurrent()

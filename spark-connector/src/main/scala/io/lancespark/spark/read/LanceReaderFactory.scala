@@ -19,7 +19,10 @@ final case class LanceReaderFactory(
     outputSchema: StructType,
     stableRowIds: Boolean,
     batchSize: Int,
-    hadoopConf: SerializableHadoopConf)
+    hadoopConf: SerializableHadoopConf,
+    filter: Option[io.lancespark.table.filter.Filter] = None,
+    filterFields: Seq[LanceField] = Nil,
+    limit: Option[Int] = None)
     extends PartitionReaderFactory {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = true

@@ -7,6 +7,8 @@ import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionRead
 import org.apache.spark.sql.types.StructType
 
 import io.lancespark.format.LanceField
+import io.lancespark.table.ScanPlanner
+import io.lancespark.table.filter.Filter
 import io.lancespark.spark.{LanceOptions, SerializableHadoopConf}
 import io.lancespark.table.Snapshot
 
@@ -18,8 +20,13 @@ final class LanceScan(
     fields: Seq[LanceField],
     metadataColumns: Seq[String],
     outputSchema: StructType,
-    options: LanceOptions)
+    options: LanceOptions,
+    filter: Option[Filter] = None,
+    filterFields: Seq[LanceField] = Nil,
+    limit: Option[Int] = None)
     extends Scan with Batch with SupportsReportStatistics {
+
+  private lazy val planner = ScanPlanner(snapshot, filter)
 
   override def readSchema(): StructType = outputSchema
 
@@ -29,21 +36,37 @@ final class LanceScan(
 
   override def description(): String =
     s"LanceScan(${snapshot.storage.uri}, version=${snapshot.version}, " +
-      s"columns=[${outputSchema.fieldNames.mkString(", ")}], fragments=${snapshot.fragments.size})"
+      s"columns=[${outputSchema.fieldNames.mkString(", ")}], fragments=${snapshot.fragments.size}" +
+      filter.fold("")(f => s", pushedFilters=[$f]") + limit.fold("")(n => s", limit=$n") + ")"
 
   override def planInputPartitions(): Array[InputPartition] = {
     val split = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot))
-    val parts = for {
-      frag <- snapshot.fragments if frag.numRows > 0
-      start <- 0L until frag.physicalRows by split
-    } yield LanceInputPartition(frag, start, math.min(frag.physicalRows, start + split))
-    parts.toArray
+    val parts = planner.plans.flatMap { plan =>
+      LanceScan.chunks(plan.mayMatch.ranges, split).zipWithIndex.map { case (ranges, i) =>
+        LanceInputPartition(plan.fragment, ranges, first = i == 0)
+      }
+    }
+    val limited = (limit, filter) match {
+      case (Some(n), None) =>
+        // without a filter every planned row (minus deletions) is returned: stop once n are covered
+        val covered = parts.scanLeft(0L)((acc, p) => acc + p.rows - p.fragment.deletedRows.min(p.rows))
+        parts.take(math.max(1, covered.indexWhere(_ >= n) match { case -1 => parts.size; case i => i }))
+      case _ => parts
+    }
+    limited.toArray
   }
+
+  override def reportDriverMetrics(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
+    if (filter.isEmpty) Array.empty
+    else Array(
+      ScanMetrics.value(ScanMetrics.FragmentsPruned, planner.fragmentsPruned.toLong),
+      ScanMetrics.value(ScanMetrics.PagesPruned, planner.pagesPruned),
+      ScanMetrics.value(ScanMetrics.RowsSkippedByStats, planner.rowsSkipped))
 
   override def createReaderFactory(): PartitionReaderFactory = {
     val conf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
-      metadataColumns, outputSchema, snapshot.hasStableRowIds, options.batchSize, conf)
+      metadataColumns, outputSchema, snapshot.hasStableRowIds, options.batchSize, conf, filter, filterFields, limit)
   }
 
   override def estimateStatistics(): Statistics = new Statistics {
@@ -55,6 +78,25 @@ final class LanceScan(
 }
 
 object LanceScan {
+  /** Groups row ranges into partitions of at most `split` rows (long ranges are cut). */
+  def chunks(ranges: Vector[(Long, Long)], split: Long): Vector[Vector[(Long, Long)]] = {
+    val out = Vector.newBuilder[Vector[(Long, Long)]]
+    var cur = Vector.empty[(Long, Long)]
+    var rows = 0L
+    ranges.foreach { case (s0, e) =>
+      var s = s0
+      while (s < e) {
+        val take = math.min(e - s, split - rows)
+        cur :+= (s -> (s + take))
+        rows += take
+        s += take
+        if (rows >= split) { out += cur; cur = Vector.empty; rows = 0 }
+      }
+    }
+    if (cur.nonEmpty) out += cur
+    out.result()
+  }
+
   /** Rows per partition: about two partitions per core, at least 64K rows. */
   def defaultSplit(snapshot: Snapshot): Long = {
     val cores = math.max(1, SparkSession.active.sparkContext.defaultParallelism)

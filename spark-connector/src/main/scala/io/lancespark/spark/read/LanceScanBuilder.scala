@@ -1,42 +1,78 @@
 package io.lancespark.spark.read
 
 import org.apache.spark.sql.connector.expressions.aggregate.{Aggregation, CountStar}
-import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownAggregates, SupportsPushDownRequiredColumns}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownAggregates, SupportsPushDownLimit, SupportsPushDownRequiredColumns, SupportsPushDownV2Filters}
 import org.apache.spark.sql.types.{ArrayType, DataType, StructType}
 
 import io.lancespark.format.{LanceField, LanceFormatException}
 import io.lancespark.spark.{LanceOptions, MetadataColumns}
-import io.lancespark.table.Snapshot
+import io.lancespark.table.{ScanPlanner, Snapshot}
+import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
 
-/** Column pruning (nested too) and COUNT(*) answered from the manifest. */
+/** Column pruning (nested too); predicates the connector can evaluate exactly
+  * (it prunes fragments and pages with statistics, then filters the rows it
+  * reads, so Spark need not re-evaluate them); LIMIT; COUNT(*) answered from
+  * the manifest, or from statistics when they decide every row. */
 final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, options: LanceOptions)
-    extends ScanBuilder with SupportsPushDownRequiredColumns with SupportsPushDownAggregates {
+    extends ScanBuilder with SupportsPushDownRequiredColumns with SupportsPushDownAggregates
+    with SupportsPushDownV2Filters with SupportsPushDownLimit {
 
   private var required: StructType = tableSchema
   private var countOnly: Option[Int] = None
+  private var accepted: Seq[(Predicate, Filter)] = Nil
+  private var limit: Option[Int] = None
 
   override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
+
+  override def pushPredicates(predicates: Array[Predicate]): Array[Predicate] = {
+    if (!options.pushdown) return predicates
+    val typeOf = (c: Filter.Column) => FragmentStats.field(snapshot.schema, c).map(_.arrowType)
+    val (ok, rest) = predicates.toSeq.map(p => p -> PredicateTranslation(p)).partition {
+      case (_, Some(f)) => RowEvaluator.unsupported(f, typeOf).isEmpty
+      case _ => false
+    }
+    accepted = ok.map { case (p, f) => p -> f.get }
+    rest.map(_._1).toArray
+  }
+
+  override def pushedPredicates(): Array[Predicate] = accepted.map(_._1).toArray
+
+  private def filter: Option[Filter] = if (accepted.isEmpty) None else Some(Filter.and(accepted.map(_._2)))
+
+  override def pushLimit(n: Int): Boolean = { limit = Some(n); true }
+
+  override def isPartiallyPushed: Boolean = true
 
   override def pushAggregation(aggregation: Aggregation): Boolean = {
     val onlyCounts = aggregation.groupByExpressions().isEmpty &&
       aggregation.aggregateExpressions().forall(_.isInstanceOf[CountStar])
-    if (onlyCounts) countOnly = Some(aggregation.aggregateExpressions().length)
-    onlyCounts
+    if (!onlyCounts) return false
+    val rows = filter match {
+      case None => Some(snapshot.countRows)
+      case Some(f) => ScanPlanner(snapshot, Some(f)).countIfDecided
+    }
+    if (rows.isDefined) countOnly = Some(aggregation.aggregateExpressions().length)
+    countRows = rows
+    rows.isDefined
   }
+
+  private var countRows: Option[Long] = None
 
   override def supportCompletePushDown(aggregation: Aggregation): Boolean = true
 
-  override def build(): Scan = countOnly match {
-    case Some(n) => new LanceCountScan(snapshot.countRows, n)
-    case None =>
+  override def build(): Scan = (countOnly, countRows) match {
+    case (Some(n), Some(rows)) => new LanceCountScan(rows, n, filter)
+    case _ =>
       val (meta, data) = required.fields.partition(f => MetadataColumns.names.contains(f.name))
-      val fields = data.toSeq.map { f =>
-        val lf = snapshot.schema.field(f.name).getOrElse(
-          throw new LanceFormatException(s"${snapshot.storage.uri}: no column '${f.name}'"))
-        LanceScanBuilder.prune(lf, f.dataType)
-      }
-      new LanceScan(snapshot, StructType(data), fields, meta.map(_.name).toSeq, required, options)
+      val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))
+      val filterFields = filter.toSeq.flatMap(_.columns.map(_.head)).distinct.map(field)
+      new LanceScan(snapshot, StructType(data), fields, meta.map(_.name).toSeq, required, options,
+        filter, filterFields, limit)
   }
+
+  private def field(name: String): LanceField = snapshot.schema.field(name).getOrElse(
+    throw new LanceFormatException(s"${snapshot.storage.uri}: no column '$name'"))
 }
 
 object LanceScanBuilder {

@@ -1,0 +1,55 @@
+package io.lancespark.table
+
+import io.lancespark.table.filter.{ColumnStats, Filter, FragmentStats, RowRanges, StatsPruner}
+
+/** A fragment to scan: the physical row ranges that may hold matching rows
+  * (all rows without a filter) and those where statistics prove every row matches. */
+final case class FragmentPlan(fragment: FragmentInfo, mayMatch: RowRanges, allMatch: RowRanges)
+
+/** Planning-time pruning: for each fragment, the statistics of the filter's
+  * columns (read from the tail of each data file, never the data) give the row
+  * ranges worth reading. Fragments with none are pruned. */
+final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter]) {
+
+  private final case class Planned(plan: FragmentPlan, statsPages: Long, prunedPages: Long)
+
+  private lazy val planned: Vector[Planned] = snapshot.fragments.filter(_.numRows > 0).map { frag =>
+    val rows = frag.physicalRows
+    filter match {
+      case None => Planned(FragmentPlan(frag, RowRanges.all(rows), RowRanges.all(rows)), 0, 0)
+      case Some(f) =>
+        val stats = FragmentStats.columnStats(f.columns, snapshot.schema, frag,
+          ref => FragmentStats.read(snapshot.storage, ref))
+        val (may, all) = StatsPruner.candidateRanges(f, stats, rows)
+        val pages = stats.values.toSeq.collect { case ColumnStats.Pages(_, ps) => ps }.flatten
+        val pruned = pages.count(p => may.intersect(RowRanges(p.firstRow, p.firstRow + p.numRows)).isEmpty)
+        Planned(FragmentPlan(frag, may, all), pages.size.toLong, pruned.toLong)
+    }
+  }
+
+  /** Fragments that may hold matching rows. */
+  def plans: Vector[FragmentPlan] = planned.map(_.plan).filter(_.mayMatch.nonEmpty)
+
+  def fragmentsPruned: Int = planned.count(_.plan.mayMatch.isEmpty)
+
+  /** Pages of the filter's columns that no candidate range touches. */
+  def pagesPruned: Long = planned.map(_.prunedPages).sum
+
+  def rowsSkipped: Long = planned.map(p => p.plan.fragment.physicalRows - p.plan.mayMatch.count).sum
+
+  /** COUNT(*) of the filter when statistics decide every row (each row is in a
+    * no-match or an all-match range): all-match rows minus deleted ones. */
+  def countIfDecided: Option[Long] =
+    if (!planned.forall(p => p.plan.mayMatch == p.plan.allMatch)) None
+    else Some(planned.map { p =>
+      val frag = p.plan.fragment
+      val deleted = frag.deletion.map(d => DeletionVector.read(snapshot.storage, frag.id, d, frag.physicalRows))
+      p.plan.allMatch.ranges.map { case (s, e) =>
+        (e - s) - deleted.map(_.rangeCardinality(s, e)).getOrElse(0L)
+      }.sum
+    }.sum)
+}
+
+object ScanPlanner {
+  def apply(snapshot: Snapshot, filter: Option[Filter]): ScanPlanner = new ScanPlanner(snapshot, filter)
+}
