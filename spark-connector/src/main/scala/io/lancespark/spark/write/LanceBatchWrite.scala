@@ -33,8 +33,7 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
     scala.jdk.CollectionConverters.MapHasAsScala(info.options().asCaseSensitiveMap()).asScala)
 
   override def createBatchWriterFactory(physical: PhysicalWriteInfo): DataWriterFactory =
-    LanceDataWriterFactory(WriteTask(snapshot.storage.uri, hadoopConf, snapshot.schema, info.schema(),
-      opts.maxRowsPerFile, opts.maxRowsPerPage))
+    LanceDataWriterFactory(task)
 
   override def useCommitCoordinator(): Boolean = false
 
@@ -51,9 +50,14 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
     }
   }
 
-  override def abort(messages: Array[WriterCommitMessage]): Unit =
+  private val task = WriteTask(snapshot.storage.uri, hadoopConf, snapshot.schema, info.schema(),
+    opts.maxRowsPerFile, opts.maxRowsPerPage)
+
+  override def abort(messages: Array[WriterCommitMessage]): Unit = {
     LanceBatchWrite.delete(snapshot.storage,
       Option(messages).toSeq.flatten.collect { case LanceCommitMessage(f) => f }.flatten)
+    LanceBatchWrite.sweep(snapshot.storage, task.filePrefix)
+  }
 }
 
 object LanceBatchWrite {
@@ -61,6 +65,13 @@ object LanceBatchWrite {
     files.foreach { f =>
       try storage.fs.delete(storage.resolve(s"data/${f.path}", "data file"), false)
       catch { case _: Exception => () }
+    }
+
+  /** Deletes every data file a failed job's tasks wrote (their names start with
+    * the job's prefix), including those of tasks whose results never arrived. */
+  def sweep(storage: DatasetStorage, prefix: String): Unit =
+    storage.list("data").filter(_.getPath.getName.startsWith(prefix + "-")).foreach { st =>
+      try storage.fs.delete(st.getPath, false) catch { case _: Exception => () }
     }
 }
 

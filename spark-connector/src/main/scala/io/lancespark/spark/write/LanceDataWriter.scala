@@ -26,7 +26,8 @@ final case class WriteTask(
     schema: LanceSchema,
     sparkSchema: StructType,
     maxRowsPerFile: Long,
-    maxRowsPerPage: Int)
+    maxRowsPerPage: Int,
+    filePrefix: String = UUID.randomUUID().toString.take(8))
 
 /** Writes one task's rows into one or more 2.0 data files (one fragment each).
   * `commit` returns them; `abort` deletes them. Nothing is visible until the
@@ -96,7 +97,7 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
   }
 
   private def openFile(): OpenFile = {
-    val name = s"${UUID.randomUUID()}.lance"
+    val name = s"${task.filePrefix}-${UUID.randomUUID()}.lance"
     val out = storage.fs.create(dataPath(name), false)
     val f = new OpenFile(name, new V2FileWriter(out, dataPath(name).toString, task.schema, task.maxRowsPerPage), 0L)
     current = Some(f)

@@ -84,6 +84,9 @@ object LanceWriteJob {
     } catch {
       case e: Throwable =>
         deleteQuietly(storage, results.values.flatten.toSeq)
+        LanceBatchWrite.sweep(storage, task.filePrefix)
+        Thread.sleep(1000)  // tasks being killed may still be closing files: sweep once more
+        LanceBatchWrite.sweep(storage, task.filePrefix)
         throw e
     }
     (0 until rdd.getNumPartitions).flatMap(p => results.getOrElse(p, Nil))
