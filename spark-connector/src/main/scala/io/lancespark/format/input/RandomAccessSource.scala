@@ -45,7 +45,7 @@ trait RandomAccessSource extends AutoCloseable {
 }
 
 /** A local file read through a FileChannel (tests, the pure local case). */
-final class LocalFileSource(file: Path) extends RandomAccessSource {
+class LocalFileSource(file: Path) extends RandomAccessSource {
   private val channel: FileChannel = FileChannel.open(file, StandardOpenOption.READ)
   override val path: String = file.toString
   override val size: Long = channel.size()
