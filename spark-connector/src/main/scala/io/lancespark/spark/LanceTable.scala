@@ -5,14 +5,15 @@ import java.util
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsMetadataColumns, SupportsRead, SupportsWrite, TableCapability}
+import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsDeleteV2, SupportsMetadataColumns, SupportsRead, SupportsRowLevelOperations, SupportsWrite, TableCapability}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.read.ScanBuilder
-import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperationBuilder, RowLevelOperationInfo, WriteBuilder}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import io.lancespark.spark.read.LanceScanBuilder
-import io.lancespark.spark.write.LanceWriteBuilder
+import io.lancespark.spark.write.{LanceDeltaOperation, LanceWriteBuilder, MetadataDelete}
 import io.lancespark.table.Snapshot
 
 /** One version of a Lance dataset as a Spark table, opened on first use (a
@@ -23,7 +24,8 @@ import io.lancespark.table.Snapshot
   * capabilities only, which sends DataFrameWriter saves to the
   * CreatableRelationProvider route that handles every save mode. */
 final class LanceTable(val options: LanceOptions, writable: Boolean = false)
-    extends SupportsRead with SupportsWrite with SupportsMetadataColumns {
+    extends SupportsRead with SupportsWrite with SupportsMetadataColumns
+    with SupportsRowLevelOperations with SupportsDeleteV2 {
 
   lazy val snapshot: Snapshot = LanceDataSource.snapshot(options)
 
@@ -46,10 +48,38 @@ final class LanceTable(val options: LanceOptions, writable: Boolean = false)
   override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder =
     new LanceScanBuilder(snapshot, schema, options)
 
+  private def hadoopConf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
+
+  private def requireWritable(): Unit = {
+    if (!writable)
+      throw new UnsupportedOperationException(
+        s"${options.path}: row-level changes go through the Lance catalog: use lance.`${options.path}`")
+    if (options.version.isDefined)
+      throw new IllegalArgumentException(s"${options.path}: cannot change an old version (version ${options.version.get})")
+  }
+
+  override def newRowLevelOperationBuilder(info: RowLevelOperationInfo): RowLevelOperationBuilder = {
+    requireWritable()
+    () => new LanceDeltaOperation(this, info.command(), hadoopConf)
+  }
+
+  private var metadataDelete: Option[Seq[io.lancespark.table.FragmentInfo]] = None
+
+  override def canDeleteWhere(predicates: Array[Predicate]): Boolean = {
+    metadataDelete = if (writable && options.version.isEmpty) MetadataDelete.plan(snapshot, predicates) else None
+    metadataDelete.isDefined
+  }
+
+  override def deleteWhere(predicates: Array[Predicate]): Unit = {
+    requireWritable()
+    val drop = metadataDelete.orElse(MetadataDelete.plan(snapshot, predicates)).getOrElse(
+      throw new IllegalStateException(s"${options.path}: the DELETE condition does not cover whole fragments"))
+    MetadataDelete.commit(snapshot, drop)
+  }
+
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
     if (options.version.isDefined)
       throw new IllegalArgumentException(s"${options.path}: cannot write to an old version (version ${options.version.get})")
-    new LanceWriteBuilder(snapshot, info,
-      new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf()))
+    new LanceWriteBuilder(snapshot, info, hadoopConf)
   }
 }

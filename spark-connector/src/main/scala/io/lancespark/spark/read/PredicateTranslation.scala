@@ -13,7 +13,16 @@ import io.lancespark.table.filter.{CompareOp, Filter, Lit}
   * internal values: days for dates, microseconds for timestamps, UTF8String. */
 object PredicateTranslation {
 
-  def apply(p: Predicate): Option[Filter] = {
+  def apply(p: Predicate): Option[Filter] = translate(p, Set.empty)
+
+  /** As `apply`, also accepting the metadata columns in `metadata` (e.g. `_fragid`). */
+  def translate(p: Predicate, metadata: Set[String]): Option[Filter] = {
+    def apply(q: Predicate): Option[Filter] = translate(q, metadata)
+    def column(e: Expression): Option[Filter.Column] = columnOf(e, metadata)
+    def both(kids: Seq[Expression]): Option[(Filter, Filter)] = kids match {
+      case Seq(l: Predicate, r: Predicate) => for (a <- apply(l); b <- apply(r)) yield (a, b)
+      case _ => None
+    }
     val kids = p.children().toSeq
     p.name() match {
       case "ALWAYS_TRUE" => Some(Filter.AlwaysTrue)
@@ -43,16 +52,13 @@ object PredicateTranslation {
     }
   }
 
-  private def both(kids: Seq[Expression]): Option[(Filter, Filter)] = kids match {
-    case Seq(l: Predicate, r: Predicate) => for (a <- apply(l); b <- apply(r)) yield (a, b)
-    case _ => None
-  }
-
   private def sequence[A](xs: Seq[Option[A]]): Option[Seq[A]] =
     if (xs.forall(_.isDefined)) Some(xs.map(_.get)) else None
 
-  private def column(e: Expression): Option[Filter.Column] = e match {
-    case r: NamedReference if !MetadataColumns.names.contains(r.fieldNames().head) => Some(r.fieldNames().toVector)
+  private def columnOf(e: Expression, metadata: Set[String]): Option[Filter.Column] = e match {
+    case r: NamedReference
+        if !MetadataColumns.names.contains(r.fieldNames().head) || metadata.contains(r.fieldNames().head) =>
+      Some(r.fieldNames().toVector)
     case _ => None
   }
 
