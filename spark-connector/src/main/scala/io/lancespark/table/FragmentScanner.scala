@@ -71,7 +71,7 @@ final class FragmentScanner(
       finally extra.foreach(_.close())
     }
     val keep = keptOffsets(from, until, matches)
-    if (keep.length == n) new FragmentBatch(out, Array.tabulate(n)(i => (from + i).toInt), n)
+    if (keep.length == n) new FragmentBatch(out, keep, n)
     else {
       val selected = out.map(v => VectorSelection.select(v, keep, from.toInt, allocator))
       new FragmentBatch(selected, keep, keep.length)
@@ -80,8 +80,12 @@ final class FragmentScanner(
 
   private def keptOffsets(from: Long, until: Long, matches: Option[java.util.BitSet]): Array[Int] = {
     val noDeletes = deleted.isEmpty || deleted.rangeCardinality(from, until) == 0
-    if (noDeletes && matches.forall(_.cardinality() == (until - from).toInt))
-      Array.tabulate((until - from).toInt)(i => (from + i).toInt)
+    if (noDeletes && matches.forall(_.cardinality() == (until - from).toInt)) {
+      val all = new Array[Int]((until - from).toInt)
+      var i = 0
+      while (i < all.length) { all(i) = from.toInt + i; i += 1 }
+      all
+    }
     else {
       val out = new mutable.ArrayBuilder.ofInt
       var i = from.toInt

@@ -6,6 +6,7 @@ import org.apache.arrow.vector._
 import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector, StructVector}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}
+import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
 /** A Spark column over an Arrow vector decoded by the codec, converting on
@@ -23,10 +24,37 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     case _ => Array.empty
   }
 
+  // Hot-path state resolved once per batch: Spark calls the getters once per
+  // row, so they read the Arrow buffers directly (the vectors are immutable
+  // while the batch is alive) instead of going through Arrow's checked accessors.
+  private val nullCount: Int = vector.getNullCount
+  private val validityAddress: Long =
+    if (nullCount == 0) 0L
+    else vector match {
+      case _: NullVector => 0L
+      case v: FieldVector if v.getValidityBufferAddress != 0L => v.getValidityBufferAddress
+      case _ => 0L
+    }
+  private val kind: Int = vector match {
+    case _: BigIntVector  => LanceColumnVector.Int64
+    case _: IntVector     => LanceColumnVector.Int32
+    case _: DateDayVector => LanceColumnVector.Int32
+    case _: Float8Vector  => LanceColumnVector.Float64
+    case _: Float4Vector  => LanceColumnVector.Float32
+    case _ => LanceColumnVector.Other
+  }
+  private val dataAddress: Long =
+    if (kind == LanceColumnVector.Other) 0L else vector.asInstanceOf[BaseFixedWidthVector].getDataBufferAddress
+
   override def close(): Unit = vector.close()
-  override def hasNull: Boolean = vector.getNullCount > 0
-  override def numNulls: Int = vector.getNullCount
-  override def isNullAt(rowId: Int): Boolean = vector.isNull(rowId)
+  override def hasNull: Boolean = nullCount > 0
+  override def numNulls: Int = nullCount
+
+  override def isNullAt(rowId: Int): Boolean =
+    if (nullCount == 0) false
+    else if (validityAddress != 0L)
+      ((Platform.getByte(null, validityAddress + (rowId >> 3)) >> (rowId & 7)) & 1) == 0
+    else vector.isNull(rowId)
 
   override def getBoolean(rowId: Int): Boolean = vector.asInstanceOf[BitVector].get(rowId) == 1
   override def getByte(rowId: Int): Byte = vector.asInstanceOf[TinyIntVector].get(rowId)
@@ -37,7 +65,10 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     case v                 => unsupported(v, "short")
   }
 
-  override def getInt(rowId: Int): Int = vector match {
+  override def getInt(rowId: Int): Int =
+    if (kind == LanceColumnVector.Int32) Platform.getInt(null, dataAddress + 4L * rowId) else slowInt(rowId)
+
+  private def slowInt(rowId: Int): Int = vector match {
     case v: IntVector       => v.get(rowId)
     case v: UInt2Vector     => v.get(rowId).toInt
     case v: DateDayVector   => v.get(rowId)
@@ -45,7 +76,10 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     case v                  => unsupported(v, "int")
   }
 
-  override def getLong(rowId: Int): Long = vector match {
+  override def getLong(rowId: Int): Long =
+    if (kind == LanceColumnVector.Int64) Platform.getLong(null, dataAddress + 8L * rowId) else slowLong(rowId)
+
+  private def slowLong(rowId: Int): Long = vector match {
     case v: BigIntVector           => v.get(rowId)
     case v: UInt4Vector            => v.get(rowId).toLong & 0xffffffffL
     case v: TimeStampSecVector     => v.get(rowId) * 1000000L
@@ -65,13 +99,18 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     case v                         => unsupported(v, "long")
   }
 
-  override def getFloat(rowId: Int): Float = vector match {
+  override def getFloat(rowId: Int): Float =
+    if (kind == LanceColumnVector.Float32) Platform.getFloat(null, dataAddress + 4L * rowId) else slowFloat(rowId)
+
+  private def slowFloat(rowId: Int): Float = vector match {
     case v: Float4Vector => v.get(rowId)
     case v: Float2Vector => v.getValueAsFloat(rowId)
     case v               => unsupported(v, "float")
   }
 
-  override def getDouble(rowId: Int): Double = vector.asInstanceOf[Float8Vector].get(rowId)
+  override def getDouble(rowId: Int): Double =
+    if (kind == LanceColumnVector.Float64) Platform.getDouble(null, dataAddress + 8L * rowId)
+    else vector.asInstanceOf[Float8Vector].get(rowId)
 
   override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = {
     if (isNullAt(rowId)) return null
@@ -93,9 +132,10 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     if (isNullAt(rowId)) return null
     vector match {
       case v: VarCharVector =>
-        val start = v.getStartOffset(rowId)
-        val end = v.getEndOffset(rowId)
-        UTF8String.fromAddress(null, v.getDataBuffer.memoryAddress() + start, end - start)
+        val offsets = v.getOffsetBufferAddress + 4L * rowId
+        val start = Platform.getInt(null, offsets)
+        val end = Platform.getInt(null, offsets + 4)
+        UTF8String.fromAddress(null, v.getDataBufferAddress + start, end - start)
       case v: LargeVarCharVector =>
         val start = v.getOffsetBuffer.getLong(rowId.toLong * 8)
         val end = v.getOffsetBuffer.getLong((rowId + 1).toLong * 8)
@@ -149,4 +189,12 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
   private def unsupported(v: ValueVector, as: String): Nothing =
     throw new UnsupportedOperationException(
       s"cannot read ${v.getClass.getSimpleName} '${v.getField.getName}' as $as (Spark type $sparkType)")
+}
+
+private object LanceColumnVector {
+  val Other = 0
+  val Int64 = 1
+  val Int32 = 2
+  val Float64 = 3
+  val Float32 = 4
 }
