@@ -44,7 +44,9 @@ final case class TypeMapping(timeTypeEnabled: Boolean) {
           case FloatingPointPrecision.HALF | FloatingPointPrecision.SINGLE => FloatType
           case FloatingPointPrecision.DOUBLE => DoubleType
         }
-      case _: ArrowType.Utf8 | _: ArrowType.LargeUtf8 => StringType
+      case _: ArrowType.Utf8 | _: ArrowType.LargeUtf8 =>
+        // CHAR(n) / VARCHAR(n) written by Spark keep their declared type (Spark pads and checks lengths)
+        f.metadata.get(TypeMapping.CharVarcharKey).map(DataType.fromDDL).getOrElse(StringType)
       case _: ArrowType.Binary | _: ArrowType.LargeBinary | _: ArrowType.FixedSizeBinary => BinaryType
       case d: ArrowType.Date if d.getUnit == DateUnit.DAY || d.getUnit == DateUnit.MILLISECOND => DateType
       case t: ArrowType.Time =>
@@ -80,6 +82,8 @@ final case class TypeMapping(timeTypeEnabled: Boolean) {
 
 object TypeMapping {
   val TimeTypeConf: String = "spark.sql.timeType.enabled"
+  /** Spark's metadata key for CHAR(n)/VARCHAR(n) columns kept as STRING. */
+  val CharVarcharKey: String = "__CHAR_VARCHAR_TYPE_STRING"
 
   /** The mapping the active session allows. */
   def forActiveSession(): TypeMapping = {

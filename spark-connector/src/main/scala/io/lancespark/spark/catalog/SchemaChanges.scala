@@ -24,9 +24,13 @@ object SchemaChanges {
         throw new IllegalArgumentException(s"$table: column '$name' already exists")
       if (!add.isNullable)
         throw new IllegalArgumentException(s"$table: an added column must be nullable (existing rows read it as NULL)")
+      if (add.defaultValue() != null)
+        throw new UnsupportedOperationException(
+          s"$table: column DEFAULT values are not supported by Lance tables (column '$name'); add it without DEFAULT")
       val nextId = if (fields.isEmpty) 0 else fields.map(_.getId).max + 1
       val added = LanceSchema.fromArrow(
         SparkToArrow.schema(StructType(Seq(StructField(name, add.dataType(), nullable = true))), Map.empty), nextId)
+      // (CHAR/VARCHAR arrive as STRING with Spark's type-string metadata; see SparkToArrow)
       fields ++ added.toProto
     case drop: TableChange.DeleteColumn =>
       find(fields, drop.fieldNames().toSeq) match {

@@ -12,21 +12,25 @@ object ScanMetrics {
   val BytesRead = "lanceBytesRead"
   val RowsSkippedByStats = "rowsSkippedByStats"
 
-  private final class Sum(metricName: String, desc: String) extends CustomSumMetric {
-    override def name(): String = metricName
-    override def description(): String = desc
-  }
-
   def all: Array[CustomMetric] = Array(
-    new Sum(FragmentsPruned, "fragments pruned by statistics"),
-    new Sum(FragmentsScanned, "fragments scanned"),
-    new Sum(PagesPruned, "pages pruned by statistics"),
-    new Sum(PagesRead, "pages read"),
-    new Sum(BytesRead, "bytes read from Lance files"),
-    new Sum(RowsSkippedByStats, "rows skipped by statistics"))
+    new FragmentsPrunedMetric, new FragmentsScannedMetric, new PagesPrunedMetric,
+    new PagesReadMetric, new BytesReadMetric, new RowsSkippedMetric)
 
   def value(metricName: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metricName
     override def value(): Long = v
   }
 }
+
+/** Spark re-creates metric classes by name to aggregate task values (Spark UI,
+  * REST API): each needs a public zero-argument constructor. */
+abstract class LanceSumMetric(metricName: String, desc: String) extends CustomSumMetric {
+  override def name(): String = metricName
+  override def description(): String = desc
+}
+final class FragmentsPrunedMetric extends LanceSumMetric(ScanMetrics.FragmentsPruned, "fragments pruned by statistics")
+final class FragmentsScannedMetric extends LanceSumMetric(ScanMetrics.FragmentsScanned, "fragments scanned")
+final class PagesPrunedMetric extends LanceSumMetric(ScanMetrics.PagesPruned, "pages pruned by statistics")
+final class PagesReadMetric extends LanceSumMetric(ScanMetrics.PagesRead, "pages read")
+final class BytesReadMetric extends LanceSumMetric(ScanMetrics.BytesRead, "bytes read from Lance files")
+final class RowsSkippedMetric extends LanceSumMetric(ScanMetrics.RowsSkippedByStats, "rows skipped by statistics")

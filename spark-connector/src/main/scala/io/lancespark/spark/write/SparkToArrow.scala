@@ -17,7 +17,31 @@ object SparkToArrow {
       if (!st.fieldNames.contains(name))
         throw new IllegalArgumentException(s"vectorColumns names '$name', which is not a column of the DataFrame")
     }
-    new Schema(st.fields.toSeq.map(f => field(f.name, f.dataType, f.nullable, f.name, dimension(f, vectors))).asJava)
+    new Schema(st.fields.toSeq.map(f => withCharMetadata(
+      field(f.name, f.dataType, f.nullable, f.name, dimension(f, vectors)), f)).asJava)
+  }
+
+  /** Spark keeps CHAR(n)/VARCHAR(n) as STRING plus this metadata key; Lance
+    * keeps it in the field's metadata so reads give Spark its padding and
+    * length checks back. */
+  val CharVarcharKey: String = "__CHAR_VARCHAR_TYPE_STRING"
+
+  private def withCharMetadata(f: Field, sf: StructField): Field = sf.dataType match {
+    case st: StructType =>
+      val kids = f.getChildren.asScala.zip(st.fields).map { case (c, s) => withCharMetadata(c, s) }
+      new Field(f.getName, f.getFieldType, kids.asJava)
+    case dt =>
+      val typeString = dt match {
+        case c: CharType => Some(c.simpleString)
+        case v: VarcharType => Some(v.simpleString)
+        case _ if sf.metadata.contains(CharVarcharKey) => Some(sf.metadata.getString(CharVarcharKey))
+        case _ => None
+      }
+      typeString.fold(f) { t =>
+        val ft = f.getFieldType
+        new Field(f.getName, new FieldType(ft.isNullable, ft.getType, ft.getDictionary,
+          java.util.Map.of(CharVarcharKey, t)), f.getChildren)
+      }
   }
 
   private def dimension(f: StructField, vectors: Map[String, Int]): Option[Int] =
@@ -59,7 +83,7 @@ object SparkToArrow {
         new Field(name, new FieldType(nullable, ArrowType.List.INSTANCE, null), java.util.List.of(entries))
       case st: StructType =>
         new Field(name, new FieldType(nullable, ArrowType.Struct.INSTANCE, null),
-          st.fields.toSeq.map(f => field(f.name, f.dataType, f.nullable, s"$path.${f.name}")).asJava)
+          st.fields.toSeq.map(f => withCharMetadata(field(f.name, f.dataType, f.nullable, s"$path.${f.name}"), f)).asJava)
       case other =>
         throw new LanceFormatException(s"column '$path' has Spark type ${other.simpleString}, which Lance cannot store")
     }
