@@ -41,6 +41,9 @@ class Prepared:
     facts: Dict[str, Any] = field(default_factory=dict)
     #: called after timing with the medians; returns more facts (throughputs ...)
     derive: Optional[Callable[[float, float], Dict[str, Any]]] = None
+    #: optional: called untimed before every run of a side ("this" or "other"), e.g. to put a
+    #: table back in its initial state before a DML statement
+    reset: Optional[Callable[[str], None]] = None
 
 
 @dataclass
@@ -142,8 +145,13 @@ def run(w: Workload, ctx: Context) -> Dict[str, Any]:
         rec["rows"] = p.rows
         rec["facts"] = dict(p.facts)
         sides = {"this": p.this, "other": p.other}
+        def measure(s: str) -> Dict[str, Any]:
+            if p.reset is not None:
+                p.reset(s)
+            return _measure(sides[s], ctx, spark)
+
         for i in range(ctx.mode.warmup):
-            res = {s: _measure(fn, ctx, spark)["_result"] for s, fn in sides.items()}
+            res = {s: measure(s)["_result"] for s in sides}
             if i == 0 and p.check is not None:
                 rec["check"] = p.check(res["this"], res["other"])
             del res
@@ -151,7 +159,7 @@ def run(w: Workload, ctx: Context) -> Dict[str, Any]:
         for i in range(ctx.mode.reps):
             order = ("this", "other") if i % 2 == 0 else ("other", "this")
             for s in order:
-                m = _measure(sides[s], ctx, spark)
+                m = measure(s)
                 m.pop("_result")
                 runs[s].append(m)
         rec["runs"] = runs

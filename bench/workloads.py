@@ -427,3 +427,98 @@ def spark_plan_1000_fragments(ctx: Context) -> Prepared:
         .executedPlan().toString(),
         other=lambda: spark.read.parquet(pq_path).where(cond)._jdf.queryExecution().executedPlan().toString(),
         rows=rows)
+
+
+# -- 7. SQL DML: Lance vs Delta Lake (deletion vectors) ----------------------------------------
+
+DELTA_DV = "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+
+
+def _dml_workload(name: str, statement: str, description: str, merge_source: bool) -> None:
+    """A DML statement on the mixed table, `{T}` standing for `lance.`<path>`` (this) and
+    `delta.`<path>`` (comparator, deletion vectors on).  Both tables are written once from the
+    cached Parquet copy; before every run (untimed) each is put back at its first version
+    (pylance `restore`, Delta `RESTORE TABLE`), so every repetition starts from the same state."""
+
+    @workload(name, kind="spark", this="Spark SQL on Lance", comparator="Spark SQL on Delta Lake (DV)",
+              target=0.5, target_text="<= 0.5x Delta", description=description)
+    def prepare(ctx: Context) -> Prepared:
+        import shutil
+        import tempfile
+
+        import lance
+
+        spark, rows = ctx.spark, ctx.mode.spark_rows
+        source = spark.read.parquet(str(data.parquet_dataset(spark, "mixed", rows, ctx.log)))
+        out = Path(tempfile.mkdtemp(prefix=f"lance-bench-{name}-"))
+        lance_path, delta_path = str(out / "t.lance"), str(out / "t.delta")
+        lance_t, delta_t = f"lance.`{lance_path}`", f"delta.`{delta_path}`"
+        ctx.log(f"  writing the {rows:,}-row tables (Lance, Delta) ...")
+        source.write.format("lance").save(lance_path)
+        source.createOrReplaceTempView(f"{name}_base")
+        spark.sql(f"CREATE TABLE {delta_t} USING delta {DELTA_DV} AS SELECT * FROM {name}_base")
+        base = lance.dataset(lance_path).version
+        src = None
+        if merge_source:   # 1% of the ids updated (spread over every file) + 1% new ids
+            src = spark.sql(f"""
+                SELECT id, qty + 1 AS qty, price * 1.1 AS price, name, category, discount
+                  FROM {name}_base WHERE id % 100 = 7
+                UNION ALL
+                SELECT id + {rows} AS id, qty, price, name, category, discount
+                  FROM {name}_base WHERE id % 100 = 11""").cache()
+            src.count()
+            src.createOrReplaceTempView(f"{name}_src")
+
+        def reset(side: str) -> None:
+            if side == "this":
+                if lance.dataset(lance_path).version != base:
+                    lance.dataset(lance_path, version=base).restore()
+            elif spark.sql(f"DESCRIBE HISTORY {delta_t} LIMIT 1").first()["version"] != 0:
+                spark.sql(f"RESTORE TABLE {delta_t} TO VERSION AS OF 0")
+
+        def state(table: str):
+            return spark.sql(f"SELECT count(*), sum(id), sum(qty), sum(price), count(discount) "
+                             f"FROM {table}").first()
+
+        def check(_a, _b) -> str:   # after the warm-ups each table holds its statement's result
+            return _check_rows(state(lance_t), state(delta_t))
+
+        def derive(this_s: float, other_s: float) -> Dict[str, Any]:
+            facts: Dict[str, Any] = {}
+            try:
+                m = spark.sql(f"DESCRIBE HISTORY {delta_t} LIMIT 1").first()["operationMetrics"]
+                facts["delta_metrics"] = {k: int(v) for k, v in m.items()
+                                          if "DeletionVector" in k or k in (
+                                              "numDeletedRows", "numTargetRowsUpdated", "numTargetRowsInserted",
+                                              "numTargetFilesAdded", "numAddedFiles", "numRemovedFiles",
+                                              "numTargetFilesRemoved")}
+                facts["lance_fragments_after"] = len(lance.dataset(lance_path).get_fragments())
+            except Exception as e:  # noqa: BLE001 - facts are informational
+                facts["metrics_error"] = str(e)[:200]
+            if src is not None:
+                src.unpersist()
+            shutil.rmtree(out, ignore_errors=True)
+            return facts
+
+        return Prepared(this=lambda: spark.sql(statement.replace("{T}", lance_t)).collect(),
+                        other=lambda: spark.sql(statement.replace("{T}", delta_t)).collect(),
+                        rows=rows, check=check, reset=reset, derive=derive,
+                        facts={"lance_fragments": len(lance.dataset(lance_path).get_fragments()),
+                               "delta_files": len(data.data_files(Path(delta_path), ".parquet"))})
+
+
+_dml_workload(
+    "dml_merge",
+    "MERGE INTO {T} t USING dml_merge_src s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    "`MERGE INTO` the mixed table from a cached source of 1% of its ids (every 100th, so every "
+    "file is touched; `UPDATE SET *`) and 1% new ids (`INSERT *`): Lance (merge-on-read: "
+    "deletion files + new fragments) vs Delta Lake with deletion vectors.  Each run starts "
+    "from the same table version (restored untimed).", merge_source=True)
+
+_dml_workload(
+    "dml_delete",
+    "DELETE FROM {T} WHERE id % 100 = 3",
+    "`DELETE` of 1% of the rows (every 100th id, so every file is touched) of the mixed table: "
+    "Lance (deletion files) vs Delta Lake with deletion vectors.  Each run starts from the same "
+    "table version (restored untimed).", merge_source=False)
