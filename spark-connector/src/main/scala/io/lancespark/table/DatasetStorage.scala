@@ -27,8 +27,6 @@ final class DatasetStorage(val root: Path, val fs: FileSystem) {
     new Path(root, parts.mkString("/"))
   }
 
-  def exists(relative: String): Boolean = fs.exists(new Path(root, relative))
-
   /** Files directly under `dir` (relative); empty if the directory is absent. */
   def list(dir: String): Seq[FileStatus] =
     try fs.listStatus(new Path(root, dir)).toSeq.filter(_.isFile)
