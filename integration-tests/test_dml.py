@@ -124,3 +124,104 @@ def test_concurrent_deletes_on_one_fragment_and_delete_racing_append(spark, wh):
     [th.join(120) for th in threads]
     assert not errors, errors
     assert set(_agree(spark, t, path)) == {(i, i % 10, f"v{i}") for i in range(2000) if i % 4 > 1} | {(5000, 0, "x")}
+
+
+def _gated(spark, tmp, name: str):
+    """A SQL function `name(x)` that returns true, but whose first call signals
+    `<name>.started` and waits for `<name>.go`: it holds a statement between its
+    scan and its commit, so another statement can commit in between."""
+    from pyspark.sql.types import BooleanType
+    started, go = str(tmp / f"{name}.started"), str(tmp / f"{name}.go")
+
+    def gate(_x) -> bool:
+        import os
+        import time
+        open(started, "a").close()
+        deadline = time.time() + 120
+        while not os.path.exists(go) and time.time() < deadline:
+            time.sleep(0.05)
+        return True
+
+    spark.udf.register(name, gate, BooleanType())
+    return started, go
+
+
+def _race(spark, tmp, name: str, held_sql: str, other_sql: str):
+    """Runs `held_sql` (which calls `name`) until its scan is done, commits
+    `other_sql` from a second Spark session, then lets `held_sql` commit.
+    Returns the error `held_sql` raised, if any."""
+    import os
+    import time
+    started, go = _gated(spark, tmp, name)
+    outcome = []
+
+    def run():
+        try:
+            spark.sql(held_sql)
+            outcome.append(None)
+        except Exception as e:  # noqa: BLE001
+            outcome.append(e)
+
+    th = threading.Thread(target=run)
+    th.start()
+    deadline = time.time() + 120
+    while not os.path.exists(started) and time.time() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(started), "the held statement never reached its scan"
+    other = spark.newSession()
+    other.conf.set("spark.sql.catalog.lance.warehouse", spark.conf.get("spark.sql.catalog.lance.warehouse"))
+    other.sql(other_sql)
+    open(go, "w").close()
+    th.join(180)
+    assert outcome, "the held statement did not finish"
+    return outcome[0]
+
+
+def _version(path: str) -> int:
+    return lance.dataset(path).version
+
+
+def test_forced_race_update_and_delete_on_disjoint_rows_of_one_fragment(spark, wh, tmp_path):
+    path = _table(spark, wh, "race_disjoint", 2000, 2000)
+    t = "lance.default.race_disjoint"
+    err = _race(spark, tmp_path, "gate_disjoint",
+                f"UPDATE {t} SET s = 'u' WHERE id % 4 = 0 AND gate_disjoint(id)",
+                f"DELETE FROM {t} WHERE id % 4 = 1")
+    assert err is None
+    assert _version(path) == 3
+    expected = {(i, i % 10, "u" if i % 4 == 0 else f"v{i}") for i in range(2000) if i % 4 != 1}
+    assert set(_agree(spark, t, path)) == expected
+
+
+def test_forced_race_update_and_delete_on_the_same_rows_conflicts(spark, wh, tmp_path):
+    path = _table(spark, wh, "race_same", 2000, 2000)
+    t = "lance.default.race_same"
+    err = _race(spark, tmp_path, "gate_same",
+                f"UPDATE {t} SET s = 'u' WHERE id % 4 = 0 AND gate_same(id)",
+                f"DELETE FROM {t} WHERE id % 8 = 0")
+    assert err is not None and "version 2" in str(err) and "fragment 0" in str(err), err
+    assert _version(path) == 2   # the update committed nothing
+    assert set(_agree(spark, t, path)) == {(i, i % 10, f"v{i}") for i in range(2000) if i % 8 != 0}
+    assert len(list((wh / "default" / "race_same.lance" / "_deletions").iterdir())) == 1  # no stray files
+
+
+def test_forced_race_overlapping_deletes_merge(spark, wh, tmp_path):
+    path = _table(spark, wh, "race_deletes", 2000, 2000)
+    t = "lance.default.race_deletes"
+    err = _race(spark, tmp_path, "gate_deletes",
+                f"DELETE FROM {t} WHERE id % 4 = 2 AND gate_deletes(id)",
+                f"DELETE FROM {t} WHERE id % 4 >= 2 AND id < 1000")
+    assert err is None
+    assert set(_agree(spark, t, path)) == {
+        (i, i % 10, f"v{i}") for i in range(2000) if i % 4 < 2 or (i % 4 == 3 and i >= 1000)}
+
+
+def test_forced_race_delete_and_append(spark, wh, tmp_path):
+    path = _table(spark, wh, "race_append", 2000, 2000)
+    t = "lance.default.race_append"
+    err = _race(spark, tmp_path, "gate_append",
+                f"DELETE FROM {t} WHERE id % 2 = 0 AND gate_append(id)",
+                f"INSERT INTO {t} VALUES (5000, 0, 'x'), (5002, 2, 'y')")
+    assert err is None
+    assert set(_agree(spark, t, path)) == {
+        (i, i % 10, f"v{i}") for i in range(2000) if i % 2} | {(5000, 0, "x"), (5002, 2, "y")}

@@ -6,7 +6,6 @@ import scala.annotation.tailrec
 import scala.jdk.CollectionConverters._
 
 import com.google.protobuf.Timestamp
-import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
@@ -34,15 +33,18 @@ final case class ReplaceSchema(schema: Seq[PbField], schemaMetadata: Map[String,
   override def fragments: Seq[WrittenFragment] = Nil
 }
 
-/** DELETE / UPDATE / MERGE (merge-on-read): row offsets to delete per
-  * existing fragment, and new fragments holding updated and inserted rows.
-  * With no new fragments it commits a Delete transaction, else an Update.
-  * Deleted offsets are merged with the fragment's deletion file of the version
-  * the commit builds on, so a retry after a concurrent delete keeps both. */
+/** DELETE / UPDATE / MERGE (merge-on-read): the deletion files prepared for
+  * existing fragments (one per fragment), and new fragments holding updated
+  * and inserted rows. With no new fragments it commits a Delete transaction,
+  * else an Update. When another writer changed one of those fragments since the
+  * read version, the commit merges both deletion sets into a new file (for an
+  * update, only if the two changed disjoint rows; else it is a conflict). */
 final case class RowLevelChange(
-    deleted: Map[Long, RoaringBitmap],
+    deletions: Seq[FragmentDeletion],
     fragments: Seq[WrittenFragment],
-    predicate: String = "") extends PendingOperation
+    predicate: String = "") extends PendingOperation {
+  require(deletions.map(_.fragmentId).distinct.size == deletions.size, "one deletion per fragment")
+}
 
 final case class CommitSettings(
     stableRowIds: Boolean = false,
@@ -75,21 +77,33 @@ object Committer {
       settings: CommitSettings, n: Int): Snapshot = {
     val (scheme, versions) = Dataset.versions(storage)
     val latest = versions.lastOption
-    checkConflicts(storage, readVersion, latest, scheme, versions, probe(readVersion.getOrElse(0L), op))
+    val disjoint = checkConflicts(storage, readVersion, latest, scheme, versions, probe(readVersion.getOrElse(0L), op))
     val base = latest.map(v => baseOf(storage, scheme, v))
     val naming = if (latest.isEmpty) (if (settings.v2ManifestNaming) ManifestNaming.V2 else ManifestNaming.V1) else scheme
     val version = latest.getOrElse(0L) + 1
-    val (draft, indexSection, txn) = build(storage, base, op, readVersion.getOrElse(0L), version, settings)
-    val txnName = TransactionFile.write(storage, txn)
-    val manifest = draft.toBuilder.setTransactionFile(txnName).build()
-    val path = Dataset.manifestPath(storage, naming, version)
-    if (put(storage, path, ManifestFile.serialize(manifest, indexSection), txnName)) {
-      writeHint(storage, version)
-      new Snapshot(storage, manifest, naming)
-    } else if (n >= settings.maxAttempts)
-      throw new CommitConflictException(
-        s"${storage.uri}: gave up committing after $n attempts: other writers kept committing version $version first")
-    else attempt(storage, readVersion, op, settings, n + 1)
+    val built = build(storage, base, op, readVersion.getOrElse(0L), version, settings, disjoint)
+    val committed = try {
+      val txnName = TransactionFile.write(storage, built.txn)
+      val manifest = built.manifest.toBuilder.setTransactionFile(txnName).build()
+      val path = Dataset.manifestPath(storage, naming, version)
+      if (put(storage, path, ManifestFile.serialize(manifest, built.indexSection), txnName)) Some(manifest) else None
+    } catch {
+      case e: Throwable =>
+        built.remerged.foreach(RowDeletions.discard(storage, _))
+        throw e
+    }
+    committed match {
+      case Some(manifest) =>
+        built.superseded.foreach(RowDeletions.discard(storage, _))
+        writeHint(storage, version)
+        new Snapshot(storage, manifest, naming)
+      case None =>
+        built.remerged.foreach(RowDeletions.discard(storage, _))
+        if (n >= settings.maxAttempts)
+          throw new CommitConflictException(
+            s"${storage.uri}: gave up committing after $n attempts: other writers kept committing version $version first")
+        attempt(storage, readVersion, op, settings, n + 1)
+    }
   }
 
   /** Create-if-absent of the manifest. If the put fails ambiguously (e.g. the
@@ -104,19 +118,25 @@ object Committer {
         if (ours) true else throw e
     }
 
+  /** Throws on a conflict; returns the fragments that concurrent row-level
+    * changes also touched where ours may only land if the rows differ, each
+    * with the first such version. */
   private def checkConflicts(storage: DatasetStorage, readVersion: Option[Long], latest: Option[Long],
-      scheme: ManifestNaming, versions: Seq[Long], txn: Transaction): Unit = readVersion match {
+      scheme: ManifestNaming, versions: Seq[Long], txn: Transaction): Map[Long, Long] = readVersion match {
     case None =>
       latest.foreach { v =>
         throw new CommitConflictException(
           s"${storage.uri}: another writer created this dataset concurrently (version $v exists now)")
       }
+      Map.empty
     case Some(read) =>
-      for (v <- versions if v > read) {
+      versions.filter(_ > read).foldLeft(Map.empty[Long, Long]) { (disjoint, v) =>
         val m = ManifestFile.read(storage, Dataset.manifestPath(storage, scheme, v))
         val theirs = TransactionFile.read(storage, m.getTransactionFile)
         ConflictChecker.check(txn, theirs) match {
-          case ConflictChecker.Compatible => ()
+          case ConflictChecker.Compatible => disjoint
+          case ConflictChecker.CompatibleIfRowsDisjoint(frags) =>
+            frags.foldLeft(disjoint)((acc, f) => if (acc.contains(f)) acc else acc.updated(f, v))
           case ConflictChecker.Conflict(reason) =>
             throw new CommitConflictException(
               s"${storage.uri}: cannot commit a ${ConflictChecker.name(txn.getOperationCase)} read at version $read: " +
@@ -139,8 +159,14 @@ object Committer {
     Base(m, ManifestFile.indexSection(bytes, m, path.toString))
   }
 
+  /** A manifest ready to commit. `remerged`: deletion files this attempt wrote
+    * (deleted if it does not land); `superseded`: prepared ones they replace
+    * (deleted once it lands). */
+  private final case class Built(manifest: Manifest, indexSection: Option[Array[Byte]], txn: Transaction,
+      remerged: Seq[FragmentDeletion] = Nil, superseded: Seq[FragmentDeletion] = Nil)
+
   private def build(storage: DatasetStorage, base: Option[Base], op: PendingOperation, readVersion: Long,
-      version: Long, settings: CommitSettings): (Manifest, Option[Array[Byte]], Transaction) = {
+      version: Long, settings: CommitSettings, disjoint: Map[Long, Long]): Built = {
     val prev = base.map(_.manifest)
     val stable = prev.map(m => (m.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0)
       .getOrElse(settings.stableRowIds)
@@ -180,7 +206,7 @@ object Committer {
         b.addAllFragments(added.asJava)
         keepMaxId()
         txn.setAppend(Transaction.Append.newBuilder().addAllFragments(added.asJava))
-        (b.build(), base.flatMap(_.indexSection), txn.build())
+        Built(b.build(), base.flatMap(_.indexSection), txn.build())
       case OverwriteDataset(_, schema, schemaMetadata) =>
         val flags = if (stable) FeatureFlags.StableRowIds else 0L
         b.clearFragments().addAllFragments(added.asJava)
@@ -195,17 +221,22 @@ object Committer {
         }
         txn.setOverwrite(Transaction.Overwrite.newBuilder().addAllFragments(added.asJava).addAllSchema(schema.asJava)
           .putAllSchemaMetadata(utf8(schemaMetadata)))
-        (b.build(), None, txn.build())  // indices describe the replaced data
+        Built(b.build(), None, txn.build())  // indices describe the replaced data
       case ReplaceSchema(schema, schemaMetadata) =>
         b.clearFields().addAllFields(schema.asJava)
           .clearSchemaMetadata()
           .putAllSchemaMetadata(utf8(schemaMetadata))
         txn.setProject(Transaction.Project.newBuilder().addAllSchema(schema.asJava))
-        (b.build(), base.flatMap(_.indexSection), txn.build())
+        Built(b.build(), base.flatMap(_.indexSection), txn.build())
       case change: RowLevelChange =>
         if (change.fragments.nonEmpty) requireSameFileFormat(storage, prev)
         val current = prev.map(_.getFragmentsList.asScala.toVector).getOrElse(Vector.empty)
-        val (updated, removed) = RowDeletions.applyDeletions(storage, current, change.deleted, readVersion)
+        val deletions = DeletionRebase.plan(storage, change, current, disjoint, readVersion)
+          .flatMap(_.write(storage, readVersion))
+        val byId = current.map(f => f.getId -> f).toMap
+        val updated = deletions.flatMap(d => d.result.map(file => d.fragmentId ->
+          byId(d.fragmentId).toBuilder.setDeletionFile(file).build())).toMap
+        val removed = deletions.filter(_.removesFragment).map(_.fragmentId).toSet
         val kept = current.flatMap { f =>
           if (removed.contains(f.getId)) None else Some(updated.getOrElse(f.getId, f))
         }
@@ -220,7 +251,10 @@ object Committer {
           txn.setUpdate(Transaction.Update.newBuilder().addAllUpdatedFragments(updated.values.asJava)
             .addAllRemovedFragmentIds(removed.map(Long.box).asJava).addAllNewFragments(added.asJava)
             .setUpdateMode(Transaction.UpdateMode.REWRITE_ROWS))
-        (b.build(), base.flatMap(_.indexSection), txn.build())
+        val prepared = change.deletions.map(d => d.fragmentId -> d).toMap
+        val remerged = deletions.filterNot(d => prepared.get(d.fragmentId).contains(d))
+        Built(b.build(), base.flatMap(_.indexSection), txn.build(), remerged,
+          change.deletions.filterNot(deletions.contains))
     }
   }
 
@@ -252,7 +286,7 @@ object Committer {
       case OverwriteDataset(_, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
       case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
       case change: RowLevelChange =>
-        val touched = change.deleted.keys.map(id => DataFragment.newBuilder().setId(id).build()).asJava
+        val touched = change.deletions.map(d => DataFragment.newBuilder().setId(d.fragmentId).build()).asJava
         if (change.fragments.isEmpty) t.setDelete(Transaction.Delete.newBuilder().addAllUpdatedFragments(touched))
         else t.setUpdate(Transaction.Update.newBuilder().addAllUpdatedFragments(touched))
     }

@@ -12,6 +12,10 @@ object ConflictChecker {
 
   sealed trait Verdict
   case object Compatible extends Verdict
+  /** Both changed rows of these fragments and one was an update: compatible
+    * only if they deleted (or rewrote) disjoint rows there, which the commit
+    * checks against the deletion files. */
+  final case class CompatibleIfRowsDisjoint(fragments: Set[Long]) extends Verdict
   final case class Conflict(reason: String) extends Verdict
 
   def check(ours: Transaction, theirs: Option[Transaction]): Verdict = theirs match {
@@ -41,7 +45,7 @@ object ConflictChecker {
             if (overlap.isEmpty) Compatible
             // two pure deletes commute: the commit merges both deletion sets
             else if (ours.getOperationCase == DELETE && their == DELETE) Compatible
-            else Conflict(s"it also changed fragment(s) ${overlap.toSeq.sorted.mkString(", ")}")
+            else CompatibleIfRowsDisjoint(overlap)
           case other => Conflict(s"it ${name(other)} the dataset, which row-level changes cannot be rebased onto")
         }
       case _ =>

@@ -4,7 +4,20 @@ import scala.util.Random
 
 import org.roaringbitmap.RoaringBitmap
 
-import io.lancespark.proto.table.{DataFragment, DeletionFile}
+import io.lancespark.proto.table.DeletionFile
+
+/** One fragment's deletions as a writer prepared them against the version it
+  * read: `base` is the deletion file the fragment had then (merged in), and
+  * `result` the new deletion file, or None when every row is now deleted and
+  * the fragment leaves the manifest. Executors prepare these; the commit uses
+  * them as they are unless another writer changed the fragment meanwhile. */
+final case class FragmentDeletion(
+    fragmentId: Long,
+    physicalRows: Long,
+    base: Option[DeletionFile],
+    result: Option[DeletionFile]) {
+  def removesFragment: Boolean = result.isEmpty
+}
 
 /** Deletion files for row-level changes. */
 object RowDeletions {
@@ -13,29 +26,74 @@ object RowDeletions {
     * bitmap (.bin), else an Arrow array (.arrow): the reference's threshold. */
   val BitmapThreshold: Int = 5000
 
-  /** New deletion files for the fragments in `deleted` (merged with their
-    * current ones): (updated fragments by id, ids of fragments now fully deleted).
-    * Fragments no longer in `current` (removed concurrently by a delete) are skipped. */
-  def applyDeletions(storage: DatasetStorage, current: Vector[DataFragment], deleted: Map[Long, RoaringBitmap],
-      readVersion: Long): (Map[Long, DataFragment], Set[Long]) = {
-    val byId = current.map(f => f.getId -> f).toMap
-    val results = deleted.toSeq.flatMap { case (id, offsets) =>
-      byId.get(id).map { frag =>
-        val merged = offsets.clone()
-        if (frag.hasDeletionFile)
-          merged.or(DeletionVector.read(storage, id, frag.getDeletionFile, frag.getPhysicalRows))
-        val last = if (merged.isEmpty) -1L else merged.last().toLong & 0xffffffffL
-        if (last >= frag.getPhysicalRows)
-          throw new IllegalStateException(s"${storage.uri}: row offset $last is outside fragment $id")
-        if (merged.getLongCardinality == frag.getPhysicalRows) Left(id)
-        else Right(id -> frag.toBuilder.setDeletionFile(write(storage, id, readVersion, merged)).build())
-      }
+  /** Merges `offsets` with the fragment's deletion file `base` and writes the
+    * result (nothing is written when every row ends up deleted). */
+  def prepare(storage: DatasetStorage, fragmentId: Long, physicalRows: Long, base: Option[DeletionFile],
+      offsets: RoaringBitmap, readVersion: Long): FragmentDeletion = {
+    val merged = offsets.clone()
+    base.foreach(b => merged.or(DeletionVector.read(storage, fragmentId, b, physicalRows)))
+    FragmentDeletion(fragmentId, physicalRows, base, store(storage, fragmentId, physicalRows, merged, readVersion))
+  }
+
+  /** Every row `d` deletes (its base included). */
+  def rows(storage: DatasetStorage, d: FragmentDeletion): RoaringBitmap = d.result match {
+    case Some(f) => DeletionVector.read(storage, d.fragmentId, f, d.physicalRows)
+    case None => all(d.physicalRows)
+  }
+
+  /** The rows of `d` that were not deleted at its base. */
+  def added(storage: DatasetStorage, d: FragmentDeletion): RoaringBitmap =
+    RoaringBitmap.andNot(rows(storage, d), baseRows(storage, d.fragmentId, d.physicalRows, d.base))
+
+  /** One deletion holding the rows of both (prepared from the same base, e.g.
+    * by two tasks); the files of `a` and `b` are deleted, being superseded and
+    * never committed. */
+  def combine(storage: DatasetStorage, a: FragmentDeletion, b: FragmentDeletion, readVersion: Long): FragmentDeletion = {
+    require(a.fragmentId == b.fragmentId, s"combining deletions of fragments ${a.fragmentId} and ${b.fragmentId}")
+    val merged = rows(storage, a)
+    merged.or(rows(storage, b))
+    val out = FragmentDeletion(a.fragmentId, a.physicalRows, a.base,
+      store(storage, a.fragmentId, a.physicalRows, merged, readVersion))
+    discard(storage, a)
+    discard(storage, b)
+    out
+  }
+
+  /** Deletes the file `d` wrote; for files no manifest references. Best effort. */
+  def discard(storage: DatasetStorage, d: FragmentDeletion): Unit =
+    d.result.foreach { f =>
+      try storage.fs.delete(storage.resolve(DeletionVector.relativePath(d.fragmentId, f), "deletion file"), false)
+      catch { case _: Exception => () }
     }
-    (results.collect { case Right(kv) => kv }.toMap, results.collect { case Left(id) => id }.toSet)
+
+  /** Whether two manifest entries name the same deletion file. */
+  def sameFile(a: Option[DeletionFile], b: Option[DeletionFile]): Boolean = (a, b) match {
+    case (None, None) => true
+    case (Some(x), Some(y)) => x.getId == y.getId && x.getReadVersion == y.getReadVersion && x.getFileType == y.getFileType
+    case _ => false
+  }
+
+  def baseRows(storage: DatasetStorage, fragmentId: Long, physicalRows: Long, base: Option[DeletionFile]): RoaringBitmap =
+    base.map(DeletionVector.read(storage, fragmentId, _, physicalRows)).getOrElse(new RoaringBitmap())
+
+  def all(physicalRows: Long): RoaringBitmap = {
+    val b = new RoaringBitmap()
+    b.add(0L, physicalRows)
+    b
+  }
+
+  /** The deletion file for `rows`, or None when they are all of the fragment's rows. */
+  def store(storage: DatasetStorage, fragmentId: Long, physicalRows: Long, rows: RoaringBitmap,
+      readVersion: Long): Option[DeletionFile] = {
+    val last = if (rows.isEmpty) -1L else rows.last().toLong & 0xffffffffL
+    if (last >= physicalRows)
+      throw new IllegalStateException(
+        s"${storage.uri}: row offset $last is outside fragment $fragmentId ($physicalRows rows)")
+    if (rows.getLongCardinality == physicalRows) None else Some(write(storage, fragmentId, readVersion, rows))
   }
 
   /** Writes `_deletions/{fragment}-{readVersion}-{random}.{arrow|bin}`. */
-  def write(storage: DatasetStorage, fragmentId: Long, readVersion: Long, rows: RoaringBitmap): DeletionFile = {
+  private def write(storage: DatasetStorage, fragmentId: Long, readVersion: Long, rows: RoaringBitmap): DeletionFile = {
     val bitmap = rows.getLongCardinality > BitmapThreshold
     val d = DeletionFile.newBuilder()
       .setFileType(if (bitmap) DeletionFile.DeletionFileType.BITMAP else DeletionFile.DeletionFileType.ARROW_ARRAY)

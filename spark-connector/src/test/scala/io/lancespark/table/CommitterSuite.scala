@@ -5,7 +5,6 @@ import java.util.concurrent.{Executors, TimeUnit}
 
 import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
-import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
@@ -127,45 +126,115 @@ class CommitterSuite extends AnyFunSuite {
     f.deletion.map(d => DeletionVector.read(s, id, d, f.physicalRows).toArray.toSet).getOrElse(Set.empty)
   }
 
+  /** What an executor would prepare: `rows` of fragment `id` deleted, read at `read`. */
+  private def del(s: DatasetStorage, read: Snapshot, id: Long, rows: org.roaringbitmap.RoaringBitmap): FragmentDeletion = {
+    val f = read.fragments.find(_.id == id).get
+    RowDeletions.prepare(s, id, f.physicalRows, f.deletion, rows, read.version)
+  }
+
+  private def change(s: DatasetStorage, read: Snapshot, rows: Map[Long, org.roaringbitmap.RoaringBitmap],
+      newFiles: Seq[WrittenFragment] = Nil): RowLevelChange =
+    RowLevelChange(rows.toSeq.map { case (id, r) => del(s, read, id, r) }, newFiles)
+
+  private def deletionFiles(s: DatasetStorage): Set[String] =
+    s.list("_deletions").map(_.getPath.getName).toSet
+
   test("two deletes on the same fragment both land: deletion sets are merged on retry") {
     val s = fresh()
-    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10000)), schema, Map.empty), CommitSettings())
-    val first = Committer.commit(s, Some(1), RowLevelChange(Map(0L -> bits(1, 2, 3)), Nil, "a"), CommitSettings())
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10000)), schema, Map.empty), CommitSettings())
+    val first = Committer.commit(s, Some(1), RowLevelChange(Seq(del(s, v1, 0, bits(1, 2, 3))), Nil, "a"), CommitSettings())
     assert(first.manifest.getTransactionFile.nonEmpty && deletedOf(s, first, 0) == Set(1, 2, 3))
     // read at version 1, committed after version 2: rebased, nothing lost
-    val second = Committer.commit(s, Some(1), RowLevelChange(Map(0L -> bits(3, 7000)), Nil, "b"), CommitSettings())
+    val late = del(s, v1, 0, bits(3, 7000))
+    val second = Committer.commit(s, Some(1), RowLevelChange(Seq(late), Nil, "b"), CommitSettings())
     assert(second.version == 3 && deletedOf(s, second, 0) == Set(1, 2, 3, 7000))
     assert(second.fragments.head.deletedRows == 4)
     assert((second.manifest.getReaderFeatureFlags & FeatureFlags.DeletionFiles) != 0)
     assert(TransactionFile.read(s, second.manifest.getTransactionFile).exists(_.hasDelete))
+    // the prepared file the merge superseded is gone; the two committed ones stay
+    val committed = Seq(first, second).map(v => DeletionVector.relativePath(0, v.fragments.head.deletion.get).stripPrefix("_deletions/"))
+    assert(deletionFiles(s) == committed.toSet)
   }
 
-  test("an update racing a delete on the same fragment conflicts; on other fragments it rebases") {
+  test("a deletion prepared on an unchanged fragment is committed as the task wrote it") {
     val s = fresh()
-    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100), frag("b.lance", 100)), schema, Map.empty),
-      CommitSettings())
-    Committer.commit(s, Some(1), RowLevelChange(Map(0L -> bits(5)), Nil), CommitSettings())
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100), frag("b.lance", 100)), schema,
+      Map.empty), CommitSettings())
+    val d = del(s, v1, 1, bits(4, 5))
+    Committer.commit(s, Some(1), RowLevelChange(Seq(del(s, v1, 0, bits(9))), Nil), CommitSettings())
+    val v3 = Committer.commit(s, Some(1), RowLevelChange(Seq(d), Nil), CommitSettings())
+    assert(v3.fragments.find(_.id == 1).get.deletion == d.result)
+    assert(deletedOf(s, v3, 0) == Set(9) && deletedOf(s, v3, 1) == Set(4, 5))
+  }
+
+  test("an update racing a delete on the same fragment: disjoint rows merge, the same rows conflict") {
+    val s = fresh()
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100), frag("b.lance", 100)), schema,
+      Map.empty), CommitSettings())
+    Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(5))), CommitSettings())
+    // the same row: the update would resurrect a deleted row
     val e = intercept[CommitConflictException] {
-      Committer.commit(s, Some(1), RowLevelChange(Map(0L -> bits(6)), Seq(frag("u.lance", 1))), CommitSettings())
+      Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(5, 6)), Seq(frag("u.lance", 2))), CommitSettings())
     }
-    assert(e.getMessage.contains("version 2") && e.getMessage.contains("fragment(s) 0"))
-    val ok = Committer.commit(s, Some(1), RowLevelChange(Map(1L -> bits(6)), Seq(frag("u.lance", 1))), CommitSettings())
-    assert(ok.version == 3 && ok.fragments.map(_.id) == Seq(0L, 1L, 2L))
-    assert(TransactionFile.read(s, ok.manifest.getTransactionFile).exists(_.hasUpdate))
+    assert(e.getMessage.contains("version 2") && e.getMessage.contains("fragment 0"), e.getMessage)
+    // other rows of the same fragment: both changes land, nothing lost
+    val ok = Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(6))), CommitSettings())
+    assert(deletedOf(s, ok, 0) == Set(5, 6))
+    val upd = Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(7), 1L -> bits(1)), Seq(frag("u.lance", 2))),
+      CommitSettings())
+    assert(upd.version == 4 && upd.fragments.map(_.id) == Seq(0L, 1L, 2L))
+    assert(deletedOf(s, upd, 0) == Set(5, 6, 7) && deletedOf(s, upd, 1) == Set(1))
+    assert(TransactionFile.read(s, upd.manifest.getTransactionFile).exists(_.hasUpdate))
+  }
+
+  test("a delete racing an update on the same rows conflicts; a delete racing a delete of them does not") {
+    val s = fresh()
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100)), schema, Map.empty), CommitSettings())
+    Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(3)), Seq(frag("u.lance", 1))), CommitSettings())
+    val e = intercept[CommitConflictException] {
+      Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(3))), CommitSettings())
+    }
+    assert(e.getMessage.contains("version 2"), e.getMessage)
+    val s2 = fresh()
+    val w1 = Committer.commit(s2, None, OverwriteDataset(Seq(frag("a.lance", 100)), schema, Map.empty), CommitSettings())
+    Committer.commit(s2, Some(1), change(s2, w1, Map(0L -> bits(3, 4))), CommitSettings())
+    val both = Committer.commit(s2, Some(1), change(s2, w1, Map(0L -> bits(3))), CommitSettings())
+    assert(deletedOf(s2, both, 0) == Set(3, 4))
+  }
+
+  test("an update of a fragment a concurrent delete removed conflicts; a delete of it is a no-op") {
+    val s = fresh()
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 4), frag("b.lance", 4)), schema, Map.empty),
+      CommitSettings())
+    val all = new org.roaringbitmap.RoaringBitmap(); all.add(0L, 4L)
+    val v2 = Committer.commit(s, Some(1), change(s, v1, Map(0L -> all)), CommitSettings())
+    assert(v2.fragments.map(_.id) == Seq(1L))
+    intercept[CommitConflictException] {
+      Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(1)), Seq(frag("u.lance", 1))), CommitSettings())
+    }
+    val v3 = Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(1), 1L -> bits(2))), CommitSettings())
+    assert(v3.fragments.map(_.id) == Seq(1L) && deletedOf(s, v3, 1) == Set(2))
   }
 
   test("deleting every row of a fragment removes it; large sets are bitmaps, small ones Arrow arrays") {
     val s = fresh()
-    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 6000), frag("b.lance", 4)), schema, Map.empty),
-      CommitSettings())
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 6000), frag("b.lance", 4)), schema,
+      Map.empty), CommitSettings())
     val all = new org.roaringbitmap.RoaringBitmap(); all.add(0L, 4L)
     val big = new org.roaringbitmap.RoaringBitmap(); big.add(0L, 5500L)
-    val v2 = Committer.commit(s, Some(1), RowLevelChange(Map(0L -> big, 1L -> all), Nil), CommitSettings())
+    val v2 = Committer.commit(s, Some(1), change(s, v1, Map(0L -> big, 1L -> all)), CommitSettings())
     assert(v2.fragments.map(_.id) == Seq(0L))
     assert(v2.fragments.head.deletion.get.getFileType == io.lancespark.proto.table.DeletionFile.DeletionFileType.BITMAP)
     assert(deletedOf(s, v2, 0).size == 5500)
-    val v3 = Committer.commit(s, Some(2), RowLevelChange(Map(0L -> bits(5999)), Nil), CommitSettings())
+    val v3 = Committer.commit(s, Some(2), change(s, v2, Map(0L -> bits(5999))), CommitSettings())
     assert(v3.fragments.head.deletion.get.getFileType == io.lancespark.proto.table.DeletionFile.DeletionFileType.BITMAP)
     assert(deletedOf(s, v3, 0).size == 5501)
+    val small = Committer.commit(s, Some(3), change(s, v3, Map(0L -> bits())), CommitSettings())
+    assert(small.version == 4)
+    val s2 = fresh()
+    val w1 = Committer.commit(s2, None, OverwriteDataset(Seq(frag("a.lance", 6000)), schema, Map.empty), CommitSettings())
+    val w2 = Committer.commit(s2, Some(1), change(s2, w1, Map(0L -> bits(1, 2))), CommitSettings())
+    assert(w2.fragments.head.deletion.get.getFileType ==
+      io.lancespark.proto.table.DeletionFile.DeletionFileType.ARROW_ARRAY)
   }
 }

@@ -1,26 +1,26 @@
 package io.lancespark.spark.write
 
-import java.io.{ByteArrayOutputStream, DataOutputStream}
-import java.nio.ByteBuffer
-
 import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
+import org.apache.spark.sql.connector.distributions.{Distribution, Distributions}
+import org.apache.spark.sql.connector.expressions.{Expression, Expressions, NamedReference, SortOrder}
 import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.spark.{LanceTable, MetadataColumns, SerializableHadoopConf}
+import io.lancespark.proto.table.DeletionFile
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.table._
 
 /** DELETE / UPDATE / MERGE as merge-on-read (SupportsDelta): the row id is
-  * `_rowaddr`; tasks collect deleted offsets per fragment and write updated
-  * and inserted rows to new fragments; the driver merges every task's
-  * deletions with the fragments' deletion files and commits one Delete or
-  * Update transaction read at the version the scan read. */
+  * `_rowaddr`. The write asks Spark to cluster rows by `_fragid`, so each
+  * fragment's deleted offsets reach one task, which merges them with the
+  * fragment's deletion file and writes the new one; updated and inserted rows
+  * go to new fragments. The driver commits one Delete or Update transaction
+  * read at the version the scan read. */
 final class LanceDeltaOperation(table: LanceTable, cmd: RowLevelOperation.Command, conf: SerializableHadoopConf)
     extends SupportsDelta {
 
@@ -35,23 +35,31 @@ final class LanceDeltaOperation(table: LanceTable, cmd: RowLevelOperation.Comman
 
   override def rowId(): Array[NamedReference] = Array(Expressions.column(MetadataColumns.RowAddr))
 
-  /** `_fragid` is offered so conditions may name it (whole-fragment deletes). */
+  /** `_fragid` routes deletions to the task owning the fragment, and lets
+    * conditions name it (whole-fragment deletes). */
   override def requiredMetadataAttributes(): Array[NamedReference] =
     Array(Expressions.column(MetadataColumns.FragId))
 
-  override def representUpdateAsDeleteAndInsert(): Boolean = true
+  /** Updates keep `_fragid`, so an updated row travels with its fragment's deletions. */
+  override def representUpdateAsDeleteAndInsert(): Boolean = false
 
   override def newWriteBuilder(info: LogicalWriteInfo): DeltaWriteBuilder = new DeltaWriteBuilder {
-    override def build(): DeltaWrite = new DeltaWrite {
+    override def build(): DeltaWrite = new DeltaWrite with RequiresDistributionAndOrdering {
       override def toBatch: DeltaBatchWrite = new LanceDeltaBatchWrite(snapshot, info, conf, cmd)
       override def description(): String = LanceDeltaOperation.this.description()
+      override def requiredDistribution(): Distribution =
+        Distributions.clustered(Array[Expression](Expressions.column(MetadataColumns.FragId)))
+      override def requiredOrdering(): Array[SortOrder] = Array.empty
     }
   }
 }
 
-/** One task's changes: serialized deleted offsets per fragment, new files. */
-final case class LanceDeltaMessage(deleted: Map[Long, Array[Byte]], files: Seq[WrittenFragment])
+/** One task's changes: the deletion files it prepared, and new data files. */
+final case class LanceDeltaMessage(deletions: Seq[FragmentDeletion], files: Seq[WrittenFragment])
     extends WriterCommitMessage
+
+/** A fragment as the scan read it: what a task needs to merge deletions into. */
+final case class FragmentState(physicalRows: Long, deletion: Option[DeletionFile])
 
 final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, conf: SerializableHadoopConf,
     cmd: RowLevelOperation.Command) extends DeltaBatchWrite {
@@ -59,55 +67,49 @@ final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, con
   private val opts = LanceWriteOptions(Map("path" -> snapshot.storage.uri))
   private val task = WriteTask(snapshot.storage.uri, conf, snapshot.schema, info.schema(),
     opts.maxRowsPerFile, opts.maxRowsPerPage)
+  private val fragments: Map[Long, FragmentState] =
+    snapshot.fragments.map(f => f.id -> FragmentState(f.physicalRows, f.deletion)).toMap
 
   override def createBatchWriterFactory(physical: PhysicalWriteInfo): DeltaWriterFactory =
-    LanceDeltaWriterFactory(task)
+    LanceDeltaWriterFactory(task, snapshot.version, fragments)
 
   override def useCommitCoordinator(): Boolean = false
 
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     val ms = messages.toSeq.collect { case m: LanceDeltaMessage => m }
-    val deleted = mutable.Map.empty[Long, RoaringBitmap]
-    ms.foreach(_.deleted.foreach { case (frag, bytes) =>
-      deleted.getOrElseUpdate(frag, new RoaringBitmap()).or(LanceDeltaBatchWrite.bitmap(bytes))
-    })
     val files = ms.flatMap(_.files)
-    if (deleted.isEmpty && files.isEmpty) return  // nothing matched: no new version
-    try Committer.commit(snapshot.storage, Some(snapshot.version),
-      RowLevelChange(deleted.toMap, files, cmd.toString), CommitSettings())
-    catch {
+    val prepared = ms.flatMap(_.deletions)
+    try {
+      // Spark clusters by _fragid, so a fragment normally comes from one task;
+      // should it come from several, their files are combined here.
+      val deletions = prepared.groupBy(_.fragmentId).values.map(_.reduce((a, b) =>
+        RowDeletions.combine(snapshot.storage, a, b, snapshot.version))).toSeq.sortBy(_.fragmentId)
+      if (deletions.nonEmpty || files.nonEmpty)  // else nothing matched: no new version
+        Committer.commit(snapshot.storage, Some(snapshot.version),
+          RowLevelChange(deletions, files, cmd.toString), CommitSettings())
+    } catch {
       case e: Throwable =>
         LanceBatchWrite.delete(snapshot.storage, files)
+        prepared.foreach(RowDeletions.discard(snapshot.storage, _))
         throw e
     }
   }
 
   override def abort(messages: Array[WriterCommitMessage]): Unit = {
-    LanceBatchWrite.delete(snapshot.storage,
-      Option(messages).toSeq.flatten.collect { case m: LanceDeltaMessage => m.files }.flatten)
+    val ms = Option(messages).toSeq.flatten.collect { case m: LanceDeltaMessage => m }
+    LanceBatchWrite.delete(snapshot.storage, ms.flatMap(_.files))
+    ms.flatMap(_.deletions).foreach(RowDeletions.discard(snapshot.storage, _))
     LanceBatchWrite.sweep(snapshot.storage, task.filePrefix)
   }
 }
 
-object LanceDeltaBatchWrite {
-  def bitmap(bytes: Array[Byte]): RoaringBitmap = {
-    val b = new RoaringBitmap()
-    b.deserialize(ByteBuffer.wrap(bytes))
-    b
-  }
-
-  def bytes(b: RoaringBitmap): Array[Byte] = {
-    b.runOptimize()
-    val out = new ByteArrayOutputStream()
-    b.serialize(new DataOutputStream(out))
-    out.toByteArray
-  }
-}
-
-final case class LanceDeltaWriterFactory(task: WriteTask) extends DeltaWriterFactory {
+final case class LanceDeltaWriterFactory(task: WriteTask, readVersion: Long, fragments: Map[Long, FragmentState])
+    extends DeltaWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DeltaWriter[InternalRow] = new DeltaWriter[InternalRow] {
     private var data: Option[LanceDataWriter] = None
     private val deleted = mutable.Map.empty[Long, RoaringBitmap]
+    private val written = mutable.ArrayBuffer.empty[FragmentDeletion]
+    private lazy val storage: DatasetStorage = DatasetStorage(task.uri, task.hadoopConf.value)
 
     private def writer: LanceDataWriter = data.getOrElse {
       val w = new LanceDataWriter(task)
@@ -129,11 +131,20 @@ final case class LanceDeltaWriterFactory(task: WriteTask) extends DeltaWriterFac
 
     override def insert(row: InternalRow): Unit = writer.write(row)
 
-    override def commit(): WriterCommitMessage =
-      LanceDeltaMessage(deleted.map { case (k, v) => k -> LanceDeltaBatchWrite.bytes(v) }.toMap,
-        data.map(_.commit()).getOrElse(Nil))
+    /** Writes each touched fragment's merged deletion file, then closes the data files. */
+    override def commit(): WriterCommitMessage = {
+      deleted.toSeq.sortBy(_._1).foreach { case (frag, offsets) =>
+        val state = fragments.getOrElse(frag, throw new IllegalStateException(
+          s"${task.uri}: row address names fragment $frag, which version $readVersion does not have"))
+        written += RowDeletions.prepare(storage, frag, state.physicalRows, state.deletion, offsets, readVersion)
+      }
+      LanceDeltaMessage(written.toSeq, data.map(_.commit()).getOrElse(Nil))
+    }
 
-    override def abort(): Unit = data.foreach(_.abort())
+    override def abort(): Unit = {
+      written.foreach(RowDeletions.discard(storage, _))
+      data.foreach(_.abort())
+    }
 
     override def close(): Unit = data.foreach(_.close())
   }

@@ -2,7 +2,6 @@ package io.lancespark.spark.write
 
 import org.apache.arrow.vector.types.pojo.ArrowType
 import org.apache.spark.sql.connector.expressions.filter.Predicate
-import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.v2.PageStat
 import io.lancespark.spark.MetadataColumns
@@ -32,13 +31,9 @@ object MetadataDelete {
   }
 
   def commit(snapshot: Snapshot, drop: Seq[FragmentInfo]): Unit = if (drop.nonEmpty) {
-    val deleted = drop.map { f =>
-      val all = new RoaringBitmap()
-      all.add(0L, f.physicalRows)
-      f.id -> all
-    }.toMap
-    Committer.commit(snapshot.storage, Some(snapshot.version), RowLevelChange(deleted, Nil, "DELETE (whole fragments)"),
-      CommitSettings())
+    val deletions = drop.map(f => FragmentDeletion(f.id, f.physicalRows, f.deletion, None))
+    Committer.commit(snapshot.storage, Some(snapshot.version),
+      RowLevelChange(deletions, Nil, "DELETE (whole fragments)"), CommitSettings())
   }
 
   private def fragIdStats(frag: FragmentInfo): Map[Filter.Column, ColumnStats] = Map(
