@@ -181,18 +181,6 @@ def _version(path: str) -> int:
     return lance.dataset(path).version
 
 
-def test_forced_race_update_and_delete_on_disjoint_rows_of_one_fragment(spark, wh, tmp_path):
-    path = _table(spark, wh, "race_disjoint", 2000, 2000)
-    t = "lance.default.race_disjoint"
-    err = _race(spark, tmp_path, "gate_disjoint",
-                f"UPDATE {t} SET s = 'u' WHERE id % 4 = 0 AND gate_disjoint(id)",
-                f"DELETE FROM {t} WHERE id % 4 = 1")
-    assert err is None
-    assert _version(path) == 3
-    expected = {(i, i % 10, "u" if i % 4 == 0 else f"v{i}") for i in range(2000) if i % 4 != 1}
-    assert set(_agree(spark, t, path)) == expected
-
-
 def test_forced_race_update_and_delete_on_the_same_rows_conflicts(spark, wh, tmp_path):
     path = _table(spark, wh, "race_same", 2000, 2000)
     t = "lance.default.race_same"
@@ -205,23 +193,31 @@ def test_forced_race_update_and_delete_on_the_same_rows_conflicts(spark, wh, tmp
     assert len(list((wh / "default" / "race_same.lance" / "_deletions").iterdir())) == 1  # no stray files
 
 
-def test_forced_race_overlapping_deletes_merge(spark, wh, tmp_path):
-    path = _table(spark, wh, "race_deletes", 2000, 2000)
-    t = "lance.default.race_deletes"
-    err = _race(spark, tmp_path, "gate_deletes",
-                f"DELETE FROM {t} WHERE id % 4 = 2 AND gate_deletes(id)",
-                f"DELETE FROM {t} WHERE id % 4 >= 2 AND id < 1000")
-    assert err is None
-    assert set(_agree(spark, t, path)) == {
-        (i, i % 10, f"v{i}") for i in range(2000) if i % 4 < 2 or (i % 4 == 3 and i >= 1000)}
+# (held statement, statement committed while it is held, rows left): both land
+_COMPATIBLE_RACES = {
+    "update_vs_delete_on_disjoint_rows_of_one_fragment": (
+        "UPDATE {t} SET s = 'u' WHERE id % 4 = 0 AND {gate}(id)",
+        "DELETE FROM {t} WHERE id % 4 = 1",
+        {(i, i % 10, "u" if i % 4 == 0 else f"v{i}") for i in range(2000) if i % 4 != 1}),
+    "overlapping_deletes_merge": (
+        "DELETE FROM {t} WHERE id % 4 = 2 AND {gate}(id)",
+        "DELETE FROM {t} WHERE id % 4 >= 2 AND id < 1000",
+        {(i, i % 10, f"v{i}") for i in range(2000) if i % 4 < 2 or (i % 4 == 3 and i >= 1000)}),
+    "delete_vs_append": (
+        "DELETE FROM {t} WHERE id % 2 = 0 AND {gate}(id)",
+        "INSERT INTO {t} VALUES (5000, 0, 'x'), (5002, 2, 'y')",
+        {(i, i % 10, f"v{i}") for i in range(2000) if i % 2} | {(5000, 0, "x"), (5002, 2, "y")}),
+}
 
 
-def test_forced_race_delete_and_append(spark, wh, tmp_path):
-    path = _table(spark, wh, "race_append", 2000, 2000)
-    t = "lance.default.race_append"
-    err = _race(spark, tmp_path, "gate_append",
-                f"DELETE FROM {t} WHERE id % 2 = 0 AND gate_append(id)",
-                f"INSERT INTO {t} VALUES (5000, 0, 'x'), (5002, 2, 'y')")
+@pytest.mark.parametrize("case", sorted(_COMPATIBLE_RACES))
+def test_forced_race_both_land(spark, wh, tmp_path, case):
+    """Two sessions change one fragment; the held statement commits last,
+    rebased onto the other: nothing is lost."""
+    held, other, expected = _COMPATIBLE_RACES[case]
+    path = _table(spark, wh, f"race_{case}", 2000, 2000)
+    t, gate = f"lance.default.race_{case}", f"gate_{case}"
+    err = _race(spark, tmp_path, gate, held.format(t=t, gate=gate), other.format(t=t, gate=gate))
     assert err is None
-    assert set(_agree(spark, t, path)) == {
-        (i, i % 10, f"v{i}") for i in range(2000) if i % 2} | {(5000, 0, "x"), (5002, 2, "y")}
+    assert _version(path) == 3
+    assert set(_agree(spark, t, path)) == expected
