@@ -150,6 +150,11 @@ def test_pylance_appends_and_deletes_on_spark_written_data(spark, tmp_path):
     # and Spark appends after pylance
     spark.range(2000, 2010).withColumn("name", F.lit("s")).write.format("lance").mode("append").save(path)
     assert lance.dataset(path).count_rows() == expected.num_rows + 10
+    # pylance reads the transaction of every version, ours written after its own
+    # (whose manifests point at an inline transaction that ours must not inherit)
+    ds = lance.dataset(path)
+    ops = [type(ds.read_transaction(v).operation).__name__ for v in range(1, ds.version + 1)]
+    assert ops == ["Overwrite", "Append", "Delete", "Append"]
 
 
 def test_failed_task_leaves_previous_version(spark, tmp_path):

@@ -196,6 +196,10 @@ object Committer {
       .setNextRowId(nextRowId)
       .clearTransactionSection()
       .clearTag()
+      // Fields this connector does not know may point into the base manifest's
+      // file (pylance 14 keeps the position of an inline transaction in one):
+      // copied into a new file they would point at the wrong bytes.
+      .setUnknownFields(com.google.protobuf.UnknownFieldSet.getDefaultInstance)
     val lastId = if (added.nonEmpty) Some(added.last.getId) else None
     def keepMaxId(): Unit =
       lastId.orElse(prev.filter(_.hasMaxFragmentId).map(_.getMaxFragmentId.toLong)).foreach(id => b.setMaxFragmentId(id.toInt))
