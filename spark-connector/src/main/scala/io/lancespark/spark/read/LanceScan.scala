@@ -23,10 +23,9 @@ final class LanceScan(
     options: LanceOptions,
     filter: Option[Filter] = None,
     filterFields: Seq[LanceField] = Nil,
-    limit: Option[Int] = None)
+    limit: Option[Int],
+    planner: ScanPlanner)
     extends Scan with Batch with SupportsReportStatistics {
-
-  private lazy val planner = ScanPlanner(snapshot, filter)
 
   override def readSchema(): StructType = outputSchema
 

@@ -50,7 +50,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
     if (!onlyCounts) return false
     val rows = filter match {
       case None => Some(snapshot.countRows)
-      case Some(f) => ScanPlanner(snapshot, Some(f)).countIfDecided
+      case Some(_) => planner.countIfDecided
     }
     if (rows.isDefined) countOnly = Some(aggregation.aggregateExpressions().length)
     countRows = rows
@@ -58,6 +58,9 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   }
 
   private var countRows: Option[Long] = None
+
+  /** Statistics are read once: by COUNT(*) pushdown if it asks, then by the scan. */
+  private lazy val planner: ScanPlanner = ScanPlanner(snapshot, filter)
 
   override def supportCompletePushDown(aggregation: Aggregation): Boolean = true
 
@@ -68,7 +71,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))
       val filterFields = filter.toSeq.flatMap(_.columns.map(_.head)).distinct.map(field)
       new LanceScan(snapshot, StructType(data), fields, meta.map(_.name).toSeq, required, options,
-        filter, filterFields, limit)
+        filter, filterFields, limit, planner)
   }
 
   private def field(name: String): LanceField = snapshot.schema.field(name).getOrElse(
