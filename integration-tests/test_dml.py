@@ -81,6 +81,28 @@ def test_merge_not_matched_by_source_and_cardinality(spark, wh):
     assert set(_agree(spark, t, path)) == {(i, i % 10, "keep") for i in range(50)}
 
 
+def test_failed_update_commits_nothing_and_leaves_no_files(spark, wh):
+    """The write stage fails in one task (a null struct cannot be stored) while
+    another task may already have written its fragment's deletion file: no
+    version is committed and every file the job wrote is removed."""
+    path = str(wh / "default" / "failing.lance")
+    (spark.range(0, 2000, numPartitions=2).selectExpr("id", "IF(id < 0, NULL, named_struct('a', id)) AS st")
+     .write.format("lance").option("maxRowsPerFile", 1000).save(path))
+    t = "lance.default.failing"
+    before = {d: sorted(p.name for p in (wh / "default" / "failing.lance" / d).glob("*"))
+              for d in ("data", "_deletions")}
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+    try:
+        with pytest.raises(Exception, match="null struct"):
+            spark.sql(f"UPDATE {t} SET st = CASE WHEN id = 1999 THEN NULL ELSE st END WHERE id % 2 = 0 OR id = 1999")
+    finally:
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    after = {d: sorted(p.name for p in (wh / "default" / "failing.lance" / d).glob("*"))
+             for d in ("data", "_deletions")}
+    assert after == before
+    assert lance.dataset(path).version == 1 and lance.dataset(path).count_rows() == 2000
+
+
 def test_metadata_only_delete_drops_whole_fragments(spark, wh):
     path = _table(spark, wh, "frags", 4000, 1000)
     t = "lance.default.frags"
