@@ -58,6 +58,18 @@ final class FragmentScanner(
     * filter, the rows it does not select (evaluated exactly, with Spark's semantics). */
   def read(from: Long, until: Long): FragmentBatch = {
     val n = (until - from).toInt
+    val bytesBefore = bytesRead
+    try readRange(from, until, n)
+    finally largestRead = math.max(largestRead, bytesRead - bytesBefore)
+  }
+
+  private var largestRead: Long = 0L
+
+  /** The most bytes read from storage for one `read` call: the heap buffers
+    * the data file readers hold while building one batch. */
+  def largestReadPerBatch: Long = largestRead
+
+  private def readRange(from: Long, until: Long, n: Int): FragmentBatch = {
     val raw: Seq[FieldVector] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)
