@@ -57,6 +57,8 @@ final class V2FileReader private (
 
   private var decodedPages: Long = 0L
 
+  private val dictionaries = new DictionaryCache
+
   /** Pages decoded so far (every column, list items included). */
   override def pagesDecoded: Long = decodedPages
 
@@ -83,7 +85,7 @@ final class V2FileReader private (
       val s = math.max(from, p.firstItem)
       val e = math.min(until, p.endItem)
       val block = new PageDecoder(source, col, p, globalBuffers, where,
-        directDictionary = LogicalType.isDictionary(field.logicalType)).decode(s - p.firstItem, e - p.firstItem)
+        directDictionary = LogicalType.isDictionary(field.logicalType), dictionaries).decode(s - p.firstItem, e - p.firstItem)
       if (block.length != e - s) fail(s"$where page ${p.index}: decoded ${block.length} items, expected ${e - s}")
       Slice(block, 0, e - s)
     }
