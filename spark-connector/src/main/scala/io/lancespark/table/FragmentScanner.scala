@@ -65,9 +65,9 @@ final class FragmentScanner(
 
   private var largestRead: Long = 0L
 
-  /** The most bytes read from storage for one `read` call: the heap buffers
-    * the data file readers hold while building one batch. */
-  def largestReadPerBatch: Long = largestRead
+  /** Heap memory for the reads of one batch: the most bytes read from storage
+    * for one `read` call, or the readers' reusable read buffers if larger. */
+  def batchReadMemory: Long = math.max(largestRead, readers.values.map(_.scratchBytes).sum)
 
   private def readRange(from: Long, until: Long, n: Int): FragmentBatch = {
     val raw: Seq[FieldVector] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {

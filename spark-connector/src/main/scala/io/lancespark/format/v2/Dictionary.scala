@@ -76,9 +76,12 @@ private[v2] object DictionaryItems {
     validity.fold[Block](fb)(NullableBlock(_, fb))
   }
 
+  /** Zero bytes after the items' bytes, so that they can be read in 8-byte words. */
+  val Padding: Int = 8
+
   private def bytesOf(b: ByteBuffer, n: Long): Array[Byte] = {
-    val out = new Array[Byte](n.toInt)
-    b.duplicate().get(out)
+    val out = new Array[Byte](n.toInt + Padding)
+    b.duplicate().get(out, 0, n.toInt)
     out
   }
 }
@@ -86,14 +89,16 @@ private[v2] object DictionaryItems {
 /** The dictionary of the page last read of each column: every batch of a page
   * uses the same dictionary, which is then read and decoded once. */
 final class DictionaryCache {
-  private val byColumn = mutable.Map.empty[Int, (Int, DictionaryItems)]
+  private final class Entry(val page: Int, val items: DictionaryItems)
+  private val byColumn = mutable.LongMap.empty[Entry]
 
-  private[v2] def apply(column: Int, page: Int)(load: => DictionaryItems): DictionaryItems =
-    byColumn.get(column) match {
-      case Some((`page`, items)) => items
-      case _ =>
-        val items = load
-        byColumn(column) = page -> items
-        items
+  private[v2] def apply(column: Int, page: Int)(load: => DictionaryItems): DictionaryItems = {
+    val cached = byColumn.getOrNull(column.toLong)
+    if (cached != null && cached.page == page) cached.items
+    else {
+      val items = load
+      byColumn.update(column.toLong, new Entry(page, items))
+      items
     }
+  }
 }

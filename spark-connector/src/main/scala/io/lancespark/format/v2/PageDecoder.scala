@@ -3,7 +3,7 @@ package io.lancespark.format.v2
 import java.nio.{ByteBuffer, ByteOrder}
 
 import io.lancespark.format.LanceFormatException
-import io.lancespark.format.input.RandomAccessSource
+import io.lancespark.format.input.{RandomAccessSource, ReadArena}
 import io.lancespark.proto.encodings.{ArrayEncoding, Buffer => PbBuffer, Nullable}
 import io.lancespark.format.v2.Block._
 
@@ -17,7 +17,8 @@ import io.lancespark.format.v2.Block._
   * unless `directDictionary`, for columns of Arrow dictionary type),
   * fixed_size_list, fixed_size_binary, list (offsets), struct. Everything else
   * is refused with a [[LanceFormatException]] naming file, column, page and
-  * encoding. */
+  * encoding. With an `arena`, page bytes are read into its memory: the
+  * block is then valid until the arena's next reset. */
 final class PageDecoder(
     source: RandomAccessSource,
     column: ColumnInfo,
@@ -25,7 +26,8 @@ final class PageDecoder(
     globalBuffers: => Vector[Region],
     where: String,
     directDictionary: Boolean,
-    dictionaries: DictionaryCache = new DictionaryCache) {
+    dictionaries: DictionaryCache = new DictionaryCache,
+    arena: Option[ReadArena] = None) {
 
   private val path = source.path
 
@@ -57,7 +59,7 @@ final class PageDecoder(
     if (offset < 0 || len < 0 || offset + len > r.size)
       fail(s"$what needs bytes [$offset, ${offset + len}) of a ${r.size}-byte buffer")
     if (len == 0) ByteBuffer.allocate(0).order(ByteOrder.LITTLE_ENDIAN)
-    else source.read(r.position + offset, len)
+    else arena.fold(source.read(r.position + offset, len))(a => source.read(r.position + offset, len, a))
   }
 
   private def checkCount(n: Long): Int = {

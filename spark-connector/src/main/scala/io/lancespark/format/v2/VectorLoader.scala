@@ -195,7 +195,7 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
     val (validity, nulls) = validityOf(o, slices, n)
     val offsets = o.allocRaw((n + 1) * ow)
     putOffset(offsets, 0, 0, ow)
-    val data = o.allocRaw(total)
+    val data = o.allocRaw(total + DataSlack)
     var dst = 0L
     var pos = 0L
     slices.foreach { s =>
@@ -221,6 +221,10 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
   private def putOffset(buf: ArrowBuf, i: Long, value: Long, ow: Int): Unit =
     if (ow == 4) buf.setInt(i * 4, value.toInt) else buf.setLong(i * 8, value)
 
+  /** Spare bytes at the end of variable-width data buffers: dictionary values
+    * are copied in 8-byte words. */
+  private val DataSlack = 8L
+
   /** Bytes of rows [from, from + count) of a dictionary block. */
   private def dictBytes(d: DictBlock, from: Int, count: Int): Long = {
     val offs = d.items.offsets
@@ -242,8 +246,9 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
     if (count <= 0) return pos0
     if (from < 0 || from + count > d.which.length) fail(s"rows [$from, ${from + count}) of ${d.which.length}")
     val total = dictBytes(d, from, count)
-    offsets.checkBytes(at * ow, (at + count) * ow)
-    data.checkBytes(pos0, pos0 + total)
+    if (d.items.bytes.length < d.items.offsets.last + DictionaryItems.Padding) fail("dictionary bytes are not padded")
+    if (offsets.capacity < (at + count) * ow || data.capacity < pos0 + total + DataSlack)
+      fail(s"vector buffers too small for the dictionary values")
     val offs = d.items.offsets
     val bytes = d.items.bytes
     var offAddr = offsets.memoryAddress() + at * ow
@@ -253,9 +258,13 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
     while (i < from + count) {
       val k = d.which(i)
       if (k >= 0) {
-        val start = offs(k)
-        val len = offs(k + 1) - start
-        MemoryUtil.copyToMemory(bytes, start, dataAddr + pos, len)
+        val start = offs(k).toInt
+        val len = (offs(k + 1) - start).toInt
+        // 8-byte words: may write up to 7 bytes past the value (overwritten by
+        // the next one, or into the data buffer's slack) and read up to 7 past
+        // the item (into the dictionary's padding)
+        var j = 0
+        while (j < len) { MemoryUtil.putLong(dataAddr + pos + j, MemoryUtil.getLong(bytes, start + j)); j += 8 }
         pos += len
       }
       if (ow == 4) MemoryUtil.putInt(offAddr, pos.toInt) else MemoryUtil.putLong(offAddr, pos)

@@ -99,8 +99,8 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     ScanMetrics.value(ScanMetrics.PeakTaskMemory, peakMemory))
 
   /** Peak bytes of this reader's Arrow allocator (the batch being built and
-    * the one Spark holds) plus the largest heap reads of one batch. */
-  def peakMemory: Long = allocator.getPeakMemoryAllocation + scanner.largestReadPerBatch
+    * the one Spark holds) plus the heap buffers of one batch's reads. */
+  def peakMemory: Long = allocator.getPeakMemoryAllocation + scanner.batchReadMemory
 
   override def close(): Unit = {
     closeCurrent()
