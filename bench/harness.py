@@ -44,6 +44,18 @@ class Prepared:
     #: optional: called untimed before every run of a side ("this" or "other"), e.g. to put a
     #: table back in its initial state before a DML statement
     reset: Optional[Callable[[str], None]] = None
+    #: the sides time themselves (e.g. a query in a child process, without its start-up):
+    #: they return a Timed instead of their result
+    self_timed: bool = False
+
+
+@dataclass
+class Timed:
+    """What a self-timed side returns: its own time, its result and memory facts of the process
+    that ran it (``jvm_heap_peak``, ``jvm_rss_peak``)."""
+    seconds: float
+    result: Any
+    memory: Dict[str, Optional[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,7 +132,10 @@ def _measure(fn: Callable[[], Any], ctx: Context, spark: bool) -> Dict[str, Any]
     m: Dict[str, Any] = {"seconds": elapsed, "py_rss_peak": env.peak_rss()}
     if rss0 is not None and m["py_rss_peak"] is not None:
         m["py_rss_growth"] = m["py_rss_peak"] - rss0
-    if spark:
+    if isinstance(result, Timed):
+        m = {"seconds": result.seconds, **result.memory}
+        result = result.result
+    elif spark:
         m.update(ctx.jvm_memory.read())
         m.update(ctx.stage_input.since_mark())
     m["_result"] = result
@@ -172,10 +187,12 @@ def run(w: Workload, ctx: Context) -> Dict[str, Any]:
                 v = _peak(runs[s], k)
                 if v is not None:
                     rec.setdefault("memory", {}).setdefault(s, {})[k] = v
-            if spark:
+            if spark and not p.self_timed:
                 rec.setdefault("input_bytes", {})[s] = statistics.median(r["input_bytes"] for r in runs[s])
         if p.derive is not None:
             rec["facts"].update(p.derive(med["this"], med["other"]))
+        if p.self_timed:
+            rec["self_timed"] = True
         ctx.log(f"  {w.name}: this {med['this']:.3f}s, {w.comparator} {med['other']:.3f}s, "
                 f"ratio {rec['ratio']:.2f}" + (f" (target <= {w.target})" if w.target else ""))
     except Exception as e:  # a broken workload is reported, the others still run

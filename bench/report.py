@@ -26,7 +26,7 @@ def _mem_cell(rec: Dict[str, Any]) -> str:
     def pair(k: str) -> str:
         return f"{_gib(t.get(k))} / {_gib(o.get(k))}"
 
-    if rec["kind"] == "spark":
+    if rec["kind"] == "spark" or "jvm_heap_peak" in t:
         return f"JVM heap {pair('jvm_heap_peak')}; JVM RSS {pair('jvm_rss_peak')}"
     grow = f"{_mib(t.get('py_rss_growth'))} / {_mib(o.get('py_rss_growth'))}"
     return f"RSS {pair('py_rss_peak')} (growth in the run {grow})"
@@ -97,6 +97,21 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
             out.append(f"For reference, Spark on Parquet (same rows, snappy; timed separately, not "
                        f"alternated): {f['parquet_s']:.3f} s = **{f['parquet_gb_per_s']:.2f} GB/s** "
                        "of int64 values.")
+    if rec["name"] == "spark_scan_larger_than_memory" and "peak_task_bytes" in f:
+        out.append(f"Dataset: Lance {_gib(f['dataset_bytes'])} ({rec['rows']:,} rows), Parquet "
+                   f"{_gib(f['parquet_bytes'])}; child JVM heap limit {_mib(f['heap_max_bytes'])} "
+                   f"(`spark.driver.memory={f['heap_setting']}`, `local[{f['cores']}]`): the Lance "
+                   f"data is **{f['dataset_to_heap']}x the heap**. Runs that succeeded: "
+                   f"{f['runs_succeeded']}.")
+        out.append(f"Peak reader memory per task (Lance scan node metric, max over tasks and runs): "
+                   f"**{_mib(f['peak_task_bytes'])}** for batches of {f['batch_rows']:,} rows x "
+                   f"~{f['batch_bytes'] / f['batch_rows']:.0f} bytes per row in Arrow = "
+                   f"{_mib(f['batch_bytes'])} per batch (**{f['peak_to_batch']}x** the batch).")
+        hp, rp = f["child_heap_peak_bytes"], f["child_rss_peak_bytes"]
+        out.append(f"Child JVM peaks: heap used {_mib(hp['lance'])} (Lance) / {_mib(hp['parquet'])} "
+                   f"(Parquet), each the sum of the heap pools' peaks, which peak at different "
+                   f"times (so it can exceed the limit); RSS {_gib(rp['lance'])} / "
+                   f"{_gib(rp['parquet'])}.")
     if rec["name"] == "spark_projection":
         ib = rec.get("input_bytes") or {}
         out.append(f"Column `{'l05'}` on disk: Lance {_mib(f.get('lance_column_bytes'))} of "
@@ -118,6 +133,8 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
     shown = {"spark_gb_per_s", "page_cache_gb_per_s", "spark_fixed_s", "spark_net_gb_per_s",
              "parquet_s", "parquet_gb_per_s", "value_bytes", "file_bytes",
              "lance_column_bytes", "parquet_column_bytes", "parquet_bytes_read_unvectored"}
+    if rec["name"] == "spark_scan_larger_than_memory":
+        shown = set(f)   # all in the lines above
     rest = {k: v for k, v in f.items() if k not in shown
             and not (rec["name"] == "spark_projection" and k in ("lance_bytes", "parquet_bytes"))}
     if rest:

@@ -20,4 +20,7 @@ trait DataFileReader extends AutoCloseable {
 
   /** Bytes read from storage so far. */
   def bytesRead: Long = 0L
+
+  /** Heap memory the reader keeps between reads (reusable read buffers). */
+  def scratchBytes: Long = 0L
 }

@@ -58,6 +58,18 @@ final class FragmentScanner(
     * filter, the rows it does not select (evaluated exactly, with Spark's semantics). */
   def read(from: Long, until: Long): FragmentBatch = {
     val n = (until - from).toInt
+    val bytesBefore = bytesRead
+    try readRange(from, until, n)
+    finally largestRead = math.max(largestRead, bytesRead - bytesBefore)
+  }
+
+  private var largestRead: Long = 0L
+
+  /** Heap memory for the reads of one batch: the most bytes read from storage
+    * for one `read` call, or the readers' reusable read buffers if larger. */
+  def batchReadMemory: Long = math.max(largestRead, readers.values.map(_.scratchBytes).sum)
+
+  private def readRange(from: Long, until: Long, n: Int): FragmentBatch = {
     val raw: Seq[FieldVector] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)

@@ -23,13 +23,26 @@ trait RandomAccessSource extends AutoCloseable {
 
   /** Reads exactly `length` bytes at `position`, little-endian, positioned at 0. */
   final def read(position: Long, length: Long): ByteBuffer = {
+    check(position, length)
+    fill(position, length, ByteBuffer.allocate(length.toInt).order(ByteOrder.LITTLE_ENDIAN))
+  }
+
+  /** Like `read`, into memory of `arena` (valid until the arena's next reset). */
+  final def read(position: Long, length: Long, arena: ReadArena): ByteBuffer = {
+    check(position, length)
+    fill(position, length, arena.take(length.toInt))
+  }
+
+  private def check(position: Long, length: Long): Unit = {
     if (position < 0 || length < 0 || position + length > size)
       throw LanceFormatException(
         path,
         s"truncated or corrupt: needs bytes [$position, ${position + length}) but the file has $size bytes")
     if (length > Int.MaxValue - 16)
       throw LanceFormatException(path, s"a single read of $length bytes is too large")
-    val buf = ByteBuffer.allocate(length.toInt).order(ByteOrder.LITTLE_ENDIAN)
+  }
+
+  private def fill(position: Long, length: Long, buf: ByteBuffer): ByteBuffer = {
     try {
       readFully(position, buf)
       bytesReadSoFar += length

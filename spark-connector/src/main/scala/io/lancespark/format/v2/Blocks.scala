@@ -11,6 +11,9 @@ final class Bits(val buf: ByteBuffer, val bitOffset: Long) {
 }
 
 object Bits {
+  /** No bits (a placeholder where a bitmap is not consulted). */
+  val Empty: Bits = new Bits(ByteBuffer.allocate(0), 0)
+
   /** A bitmap of `n` bits from a predicate over the index. */
   def tabulate(n: Int)(valid: Int => Boolean): Bits = {
     val arr = new Array[Byte]((n + 7) >>> 3)
@@ -35,6 +38,10 @@ object Block {
   /** Variable-width values: value i is bytes [offsets(i), offsets(i+1)) of data. */
   final case class VarBlock(length: Long, offsets: Array[Long], data: ByteBuffer, validity: Option[Bits]) extends Block
   /** Values with a validity bitmap (bit set = valid). */
+  /** Dictionary-encoded variable-width values: row i is item `which(i)` of
+    * `items`, or null when it is -1 (then `validity` is defined). */
+  private[v2] final case class DictBlock(length: Long, which: Array[Int], items: VarValues, validity: Option[Bits])
+      extends Block
   final case class NullableBlock(validity: Bits, values: Block) extends Block {
     def length: Long = values.length
   }

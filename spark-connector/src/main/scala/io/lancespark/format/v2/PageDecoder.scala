@@ -3,7 +3,7 @@ package io.lancespark.format.v2
 import java.nio.{ByteBuffer, ByteOrder}
 
 import io.lancespark.format.LanceFormatException
-import io.lancespark.format.input.RandomAccessSource
+import io.lancespark.format.input.{RandomAccessSource, ReadArena}
 import io.lancespark.proto.encodings.{ArrayEncoding, Buffer => PbBuffer, Nullable}
 import io.lancespark.format.v2.Block._
 
@@ -17,14 +17,17 @@ import io.lancespark.format.v2.Block._
   * unless `directDictionary`, for columns of Arrow dictionary type),
   * fixed_size_list, fixed_size_binary, list (offsets), struct. Everything else
   * is refused with a [[LanceFormatException]] naming file, column, page and
-  * encoding. */
+  * encoding. With an `arena`, page bytes are read into its memory: the
+  * block is then valid until the arena's next reset. */
 final class PageDecoder(
     source: RandomAccessSource,
     column: ColumnInfo,
     page: PageInfo,
     globalBuffers: => Vector[Region],
     where: String,
-    directDictionary: Boolean) {
+    directDictionary: Boolean,
+    dictionaries: DictionaryCache = new DictionaryCache,
+    arena: Option[ReadArena] = None) {
 
   private val path = source.path
 
@@ -34,7 +37,7 @@ final class PageDecoder(
   def decode(from: Long, until: Long): Block = {
     if (from < 0 || until < from || until > page.length)
       fail(s"items [$from, $until) requested from a page of ${page.length}")
-    decode(page.encoding, page.length, from, until)
+    decode(page.encoding, page.length, from, until, top = true)
   }
 
   private def region(b: PbBuffer): Region = {
@@ -56,7 +59,7 @@ final class PageDecoder(
     if (offset < 0 || len < 0 || offset + len > r.size)
       fail(s"$what needs bytes [$offset, ${offset + len}) of a ${r.size}-byte buffer")
     if (len == 0) ByteBuffer.allocate(0).order(ByteOrder.LITTLE_ENDIAN)
-    else source.read(r.position + offset, len)
+    else arena.fold(source.read(r.position + offset, len))(a => source.read(r.position + offset, len, a))
   }
 
   private def checkCount(n: Long): Int = {
@@ -64,8 +67,10 @@ final class PageDecoder(
     n.toInt
   }
 
-  /** Items [from, until) of an array of `n` items encoded as `enc`. */
-  private def decode(enc: ArrayEncoding, n: Long, from: Long, until: Long): Block = {
+  /** Items [from, until) of an array of `n` items encoded as `enc`; at the
+    * `top` of a page's encoding, dictionary-encoded strings stay a [[DictBlock]]
+    * (the vector loader expands them), elsewhere they are expanded here. */
+  private def decode(enc: ArrayEncoding, n: Long, from: Long, until: Long, top: Boolean = false): Block = {
     import ArrayEncoding.ArrayEncodingCase._
     val count = until - from
     enc.getArrayEncodingCase match {
@@ -86,7 +91,7 @@ final class PageDecoder(
       case NULLABLE =>
         val nb = enc.getNullable
         nb.getNullabilityCase match {
-          case Nullable.NullabilityCase.NO_NULLS  => decode(nb.getNoNulls.getValues, n, from, until)
+          case Nullable.NullabilityCase.NO_NULLS  => decode(nb.getNoNulls.getValues, n, from, until, top)
           case Nullable.NullabilityCase.ALL_NULLS => AllNullBlock(count)
           case Nullable.NullabilityCase.SOME_NULLS =>
             val validity = decode(nb.getSomeNulls.getValidity, n, from, until) match {
@@ -136,63 +141,41 @@ final class PageDecoder(
           case other                   => (None, other)
         }
         val idx = integers(idxBlock, "dictionary indices")
-        val numItems = dict.getNumDictionaryItems.toLong
-        val (itemValidity, items) = decode(dict.getItems, numItems, 0, numItems) match {
-          case NullableBlock(v, inner) => (Some(v), inner)
-          case v: VarBlock             => (v.validity, v)
-          case AllNullBlock(_)         => return AllNullBlock(count)
-          case other                   => (None, other)
-        }
+        val numItems = dict.getNumDictionaryItems
+        if (numItems < 0 || numItems > Int.MaxValue - 2) fail(s"a dictionary of $numItems items")
         // Strings dictionary-encoded by the writer use index 0 for null and k for
         // item k-1; columns of Arrow dictionary type store the indices as they are.
-        val shift = if (directDictionary) 0L else 1L
+        val shift = if (directDictionary) 0 else 1
+        val items = dictionaries(column.index, page.index) {
+          decode(dict.getItems, numItems, 0, numItems) match {
+            case NullableBlock(v, inner) => DictionaryItems(Some(v), inner, numItems.toInt, shift, fail)
+            case v: VarBlock             => DictionaryItems(v.validity, v, numItems.toInt, shift, fail)
+            case other                   => DictionaryItems(None, other, numItems.toInt, shift, fail)
+          }
+        }
+        if (items.values == AllNullValues) return AllNullBlock(count)
+        val remap = items.remap
+        val checkValid = idxValidity.isDefined
+        val idxBits = idxValidity.getOrElse(Bits.Empty)
         val which = new Array[Int](c)
         var anyNull = false
         var i = 0
         while (i < c) {
+          val raw = idx(i)
           val k =
-            if (idxValidity.exists(!_.get(i))) -1L
-            else if (shift == 1L && idx(i) == 0) -1L
-            else {
-              val k = idx(i) - shift
-              if (k < 0 || k >= numItems) fail(s"dictionary index ${idx(i)} out of range ($numItems items)")
-              if (itemValidity.exists(!_.get(k))) -1L else k
-            }
-          which(i) = k.toInt
+            if (checkValid && !idxBits.get(i)) -1
+            else if (raw < 0 || raw >= remap.length) fail(s"dictionary index $raw out of range ($numItems items)")
+            else remap(raw.toInt)
+          which(i) = k
           if (k < 0) anyNull = true
           i += 1
         }
         val validity = if (anyNull) Some(Bits.tabulate(c)(j => which(j) >= 0)) else None
-        items match {
-          case v: VarBlock =>
-            val offsets = new Array[Long](c + 1)
-            i = 0
-            while (i < c) {
-              val k = which(i)
-              offsets(i + 1) = offsets(i) + (if (k < 0) 0 else v.offsets(k + 1) - v.offsets(k))
-              i += 1
-            }
-            if (offsets(c) > Int.MaxValue - 16) fail("dictionary-decoded page is too large")
-            val out = new Array[Byte](offsets(c).toInt)
-            i = 0
-            while (i < c) {
-              val k = which(i)
-              if (k >= 0) v.data.get(v.offsets(k).toInt, out, offsets(i).toInt, (v.offsets(k + 1) - v.offsets(k)).toInt)
-              i += 1
-            }
-            VarBlock(count, offsets, ByteBuffer.wrap(out), validity)
-          case FixedBlock(_, w, data) =>
-            if (c.toLong * w > Int.MaxValue - 16) fail("dictionary-decoded page is too large")
-            val out = new Array[Byte](c * w)
-            i = 0
-            while (i < c) {
-              val k = which(i)
-              if (k >= 0) data.get(k * w, out, i * w, w)
-              i += 1
-            }
-            val fb = FixedBlock(count, w, ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN))
-            validity.fold[Block](fb)(NullableBlock(_, fb))
-          case other => fail(s"unsupported encoding: dictionary items decode to ${other.getClass.getSimpleName}")
+        items.values match {
+          case v: VarValues if top => DictBlock(count, which, v, validity)
+          case v: VarValues        => DictionaryItems.toVarBlock(which, v, validity, fail)
+          case v: FixedValues      => DictionaryItems.toFixedBlock(which, v, validity, fail)
+          case AllNullValues       => AllNullBlock(count)
         }
 
       case LIST =>

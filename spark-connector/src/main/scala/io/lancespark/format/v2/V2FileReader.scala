@@ -8,7 +8,7 @@ import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 
 import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema, LogicalType}
-import io.lancespark.format.input.RandomAccessSource
+import io.lancespark.format.input.{RandomAccessSource, ReadArena}
 import io.lancespark.format.v2.Block._
 import io.lancespark.proto.file.FileDescriptor
 
@@ -57,6 +57,14 @@ final class V2FileReader private (
 
   private var decodedPages: Long = 0L
 
+  private val dictionaries = new DictionaryCache
+
+  /** Page bytes of the batch being read; reset at every `read` (the vectors it
+    * returns hold copies). */
+  private val arena = new ReadArena
+
+  override def scratchBytes: Long = arena.capacity
+
   /** Pages decoded so far (every column, list items included). */
   override def pagesDecoded: Long = decodedPages
 
@@ -83,7 +91,7 @@ final class V2FileReader private (
       val s = math.max(from, p.firstItem)
       val e = math.min(until, p.endItem)
       val block = new PageDecoder(source, col, p, globalBuffers, where,
-        directDictionary = LogicalType.isDictionary(field.logicalType)).decode(s - p.firstItem, e - p.firstItem)
+        directDictionary = LogicalType.isDictionary(field.logicalType), dictionaries, Some(arena)).decode(s - p.firstItem, e - p.firstItem)
       if (block.length != e - s) fail(s"$where page ${p.index}: decoded ${block.length} items, expected ${e - s}")
       Slice(block, 0, e - s)
     }
@@ -144,6 +152,7 @@ final class V2FileReader private (
     if (from < 0 || until < from || until > numRows)
       fail(s"rows [$from, $until) are outside the file's $numRows rows")
     val out = scala.collection.mutable.ArrayBuffer.empty[FieldVector]
+    arena.reset()
     try {
       fields.foreach { f =>
         val vec = f.toArrow.createVector(allocator)

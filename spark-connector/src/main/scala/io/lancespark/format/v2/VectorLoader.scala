@@ -5,6 +5,7 @@ import java.nio.ByteBuffer
 import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.{ArrowBuf, BufferAllocator}
+import org.apache.arrow.memory.util.MemoryUtil
 import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BitVector, FieldVector}
 import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector, StructVector}
 import org.apache.arrow.vector.ipc.message.ArrowFieldNode
@@ -19,10 +20,16 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
     * are handed to the vector. */
   private final class Owned {
     var bufs: List[ArrowBuf] = Nil
+    /** A zeroed buffer (validity: bits are ORed in). */
     def alloc(bytes: Long): ArrowBuf = {
+      val b = allocRaw(bytes)
+      b.setZero(0, b.capacity())
+      b
+    }
+    /** A buffer whose first `bytes` the caller overwrites entirely. */
+    def allocRaw(bytes: Long): ArrowBuf = {
       val b = allocator.buffer(math.max(bytes, 1L))
       bufs ::= b
-      b.setZero(0, b.capacity())
       b
     }
     /** Loads `ordered` into `vec`; afterwards the vector holds its own references. */
@@ -45,6 +52,7 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
     case NullableBlock(v, inner)              => (Some(v), Some(Slice(inner, s.start, s.count)))
     case AllNullBlock(_)                      => (None, None)
     case v: VarBlock if v.validity.isDefined  => (v.validity, Some(s))
+    case d: DictBlock if d.validity.isDefined => (d.validity, Some(s))
     case l: ListBlock if l.validity.isDefined => (l.validity, Some(s))
     case _                                    => (None, Some(s))
   }
@@ -151,14 +159,15 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
       case v: BaseFixedWidthVector => owning { o =>
         val (validity, nulls) = validityOf(o, slices, n)
         val w = v.getTypeWidth
-        val data = o.alloc(n * w)
+        val data = o.allocRaw(n * w)
         var dst = 0L
         slices.foreach { s =>
-          unwrap(s)._2.foreach { inner =>
-            inner.block match {
+          unwrap(s)._2 match {
+            case Some(inner) => inner.block match {
               case FixedBlock(_, `w`, src) => data.setBytes(dst * w, view(src, inner.start * w, s.count * w))
               case other => mismatch(v, other)
             }
+            case None => data.setZero(dst * w, s.count * w) // all null: values are zeros
           }
           dst += s.count
         }
@@ -177,14 +186,16 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
       unwrap(s)._2.foreach { inner =>
         inner.block match {
           case VarBlock(_, offs, _, _) => total += offs((inner.start + s.count).toInt) - offs(inner.start.toInt)
+          case d: DictBlock            => total += dictBytes(d, inner.start.toInt, s.count.toInt)
           case other => mismatch(v, other)
         }
       }
     }
     if (ow == 4 && total > Int.MaxValue) fail(s"$total bytes do not fit a 32-bit-offset Arrow vector")
     val (validity, nulls) = validityOf(o, slices, n)
-    val offsets = o.alloc((n + 1) * ow)
-    val data = o.alloc(total)
+    val offsets = o.allocRaw((n + 1) * ow)
+    putOffset(offsets, 0, 0, ow)
+    val data = o.allocRaw(total + DataSlack)
     var dst = 0L
     var pos = 0L
     slices.foreach { s =>
@@ -196,12 +207,10 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
           val base = offs(start.toInt)
           val len = offs((start + s.count).toInt) - base
           if (len > 0) data.setBytes(pos, view(src, base, len))
-          var i = 0
-          while (i < s.count) {
-            putOffset(offsets, dst + i + 1, pos + offs((start + i + 1).toInt) - base, ow)
-            i += 1
-          }
+          copyOffsets(offsets, dst + 1, offs, start.toInt + 1, s.count.toInt, pos - base, ow)
           pos += len
+        case Some(Slice(d: DictBlock, start, _)) =>
+          pos = expand(d, start.toInt, s.count.toInt, offsets, dst + 1, data, pos, ow)
         case Some(other) => mismatch(v, other.block)
       }
       dst += s.count
@@ -211,6 +220,73 @@ private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String =>
 
   private def putOffset(buf: ArrowBuf, i: Long, value: Long, ow: Int): Unit =
     if (ow == 4) buf.setInt(i * 4, value.toInt) else buf.setLong(i * 8, value)
+
+  /** Spare bytes at the end of variable-width data buffers: dictionary values
+    * are copied in 8-byte words. */
+  private val DataSlack = 8L
+
+  /** Bytes of rows [from, from + count) of a dictionary block. */
+  private def dictBytes(d: DictBlock, from: Int, count: Int): Long = {
+    val offs = d.items.offsets
+    var total = 0L
+    var i = from
+    while (i < from + count) {
+      val k = d.which(i)
+      if (k >= 0) total += offs(k + 1) - offs(k)
+      i += 1
+    }
+    total
+  }
+
+  /** Writes rows [from, from + count) of a dictionary block as plain values:
+    * offsets from index `at` (relative to `pos`), bytes from `pos` of `data`.
+    * Returns the data position after them. */
+  private def expand(d: DictBlock, from: Int, count: Int, offsets: ArrowBuf, at: Long, data: ArrowBuf,
+                     pos0: Long, ow: Int): Long = {
+    if (count <= 0) return pos0
+    if (from < 0 || from + count > d.which.length) fail(s"rows [$from, ${from + count}) of ${d.which.length}")
+    val total = dictBytes(d, from, count)
+    if (d.items.bytes.length < d.items.offsets.last + DictionaryItems.Padding) fail("dictionary bytes are not padded")
+    if (offsets.capacity < (at + count) * ow || data.capacity < pos0 + total + DataSlack)
+      fail(s"vector buffers too small for the dictionary values")
+    val offs = d.items.offsets
+    val bytes = d.items.bytes
+    var offAddr = offsets.memoryAddress() + at * ow
+    val dataAddr = data.memoryAddress()
+    var pos = pos0
+    var i = from
+    while (i < from + count) {
+      val k = d.which(i)
+      if (k >= 0) {
+        val start = offs(k).toInt
+        val len = (offs(k + 1) - start).toInt
+        // 8-byte words: may write up to 7 bytes past the value (overwritten by
+        // the next one, or into the data buffer's slack) and read up to 7 past
+        // the item (into the dictionary's padding)
+        var j = 0
+        while (j < len) { MemoryUtil.putLong(dataAddr + pos + j, MemoryUtil.getLong(bytes, start + j)); j += 8 }
+        pos += len
+      }
+      if (ow == 4) MemoryUtil.putInt(offAddr, pos.toInt) else MemoryUtil.putLong(offAddr, pos)
+      offAddr += ow
+      i += 1
+    }
+    pos
+  }
+
+  /** Writes offsets `at` .. `at + count - 1` of `buf` from `src(from + k) + shift`:
+    * one bounds check for the range, then unchecked stores. */
+  private def copyOffsets(buf: ArrowBuf, at: Long, src: Array[Long], from: Int, count: Int, shift: Long,
+                          ow: Int): Unit = {
+    if (count <= 0) return
+    buf.checkBytes(at * ow, (at + count) * ow)
+    if (from < 0 || from + count > src.length) fail(s"offsets [$from, ${from + count}) of ${src.length}")
+    var addr = buf.memoryAddress() + at * ow
+    var k = from
+    val end = from + count
+    if (ow == 4) while (k < end) { MemoryUtil.putInt(addr, (src(k) + shift).toInt); addr += 4; k += 1 }
+    else while (k < end) { MemoryUtil.putLong(addr, src(k) + shift); addr += 8; k += 1 }
+  }
 
   /** A list vector's own buffers (validity, offsets) from list page slices;
     * the caller fills the items. */

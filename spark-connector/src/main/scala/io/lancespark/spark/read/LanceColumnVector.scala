@@ -41,10 +41,18 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     case _: DateDayVector => LanceColumnVector.Int32
     case _: Float8Vector  => LanceColumnVector.Float64
     case _: Float4Vector  => LanceColumnVector.Float32
+    case _: VarCharVector => LanceColumnVector.Utf8
     case _ => LanceColumnVector.Other
   }
-  private val dataAddress: Long =
-    if (kind == LanceColumnVector.Other) 0L else vector.asInstanceOf[BaseFixedWidthVector].getDataBufferAddress
+  private val dataAddress: Long = vector match {
+    case v: BaseFixedWidthVector if kind != LanceColumnVector.Other => v.getDataBufferAddress
+    case v: VarCharVector => v.getDataBufferAddress
+    case _ => 0L
+  }
+  private val offsetAddress: Long = vector match {
+    case v: VarCharVector => v.getOffsetBufferAddress
+    case _ => 0L
+  }
 
   override def close(): Unit = vector.close()
   override def hasNull: Boolean = nullCount > 0
@@ -128,14 +136,18 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     }
   }
 
-  override def getUTF8String(rowId: Int): UTF8String = {
+  // Kept small so that the JIT inlines it into Spark's generated code, where the
+  // UTF8String it returns usually never escapes (and is not allocated).
+  override def getUTF8String(rowId: Int): UTF8String =
+    if (kind == LanceColumnVector.Utf8 && !isNullAt(rowId)) {
+      val offsets = offsetAddress + 4L * rowId
+      val start = Platform.getInt(null, offsets)
+      UTF8String.fromAddress(null, dataAddress + start, Platform.getInt(null, offsets + 4) - start)
+    } else slowUTF8String(rowId)
+
+  private def slowUTF8String(rowId: Int): UTF8String = {
     if (isNullAt(rowId)) return null
     vector match {
-      case v: VarCharVector =>
-        val offsets = v.getOffsetBufferAddress + 4L * rowId
-        val start = Platform.getInt(null, offsets)
-        val end = Platform.getInt(null, offsets + 4)
-        UTF8String.fromAddress(null, v.getDataBufferAddress + start, end - start)
       case v: LargeVarCharVector =>
         val start = v.getOffsetBuffer.getLong(rowId.toLong * 8)
         val end = v.getOffsetBuffer.getLong((rowId + 1).toLong * 8)
@@ -197,4 +209,5 @@ private object LanceColumnVector {
   val Int32 = 2
   val Float64 = 3
   val Float32 = 4
+  val Utf8 = 5
 }

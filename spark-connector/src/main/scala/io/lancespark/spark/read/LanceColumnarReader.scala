@@ -95,7 +95,12 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
   override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = Array(
     ScanMetrics.value(ScanMetrics.PagesRead, scanner.pagesDecoded),
     ScanMetrics.value(ScanMetrics.BytesRead, scanner.bytesRead),
-    ScanMetrics.value(ScanMetrics.FragmentsScanned, if (partition.first) 1L else 0L))
+    ScanMetrics.value(ScanMetrics.FragmentsScanned, if (partition.first) 1L else 0L),
+    ScanMetrics.value(ScanMetrics.PeakTaskMemory, peakMemory))
+
+  /** Peak bytes of this reader's Arrow allocator (the batch being built and
+    * the one Spark holds) plus the heap buffers of one batch's reads. */
+  def peakMemory: Long = allocator.getPeakMemoryAllocation + scanner.batchReadMemory
 
   override def close(): Unit = {
     closeCurrent()

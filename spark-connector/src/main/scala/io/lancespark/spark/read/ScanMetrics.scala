@@ -11,10 +11,11 @@ object ScanMetrics {
   val PagesRead = "pagesRead"
   val BytesRead = "lanceBytesRead"
   val RowsSkippedByStats = "rowsSkippedByStats"
+  val PeakTaskMemory = "peakTaskMemory"
 
   def all: Array[CustomMetric] = Array(
     new FragmentsPrunedMetric, new FragmentsScannedMetric, new PagesPrunedMetric,
-    new PagesReadMetric, new BytesReadMetric, new RowsSkippedMetric)
+    new PagesReadMetric, new BytesReadMetric, new RowsSkippedMetric, new PeakTaskMemoryMetric)
 
   def value(metricName: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metricName
@@ -34,3 +35,21 @@ final class PagesPrunedMetric extends LanceSumMetric(ScanMetrics.PagesPruned, "p
 final class PagesReadMetric extends LanceSumMetric(ScanMetrics.PagesRead, "pages read")
 final class BytesReadMetric extends LanceSumMetric(ScanMetrics.BytesRead, "bytes read from Lance files")
 final class RowsSkippedMetric extends LanceSumMetric(ScanMetrics.RowsSkippedByStats, "rows skipped by statistics")
+
+/** The most memory one task's reader held at once: the peak of its Arrow
+  * allocator (the current batch's vectors) plus the largest amount of heap
+  * buffers read from storage for one batch. Shown as the maximum over tasks. */
+final class PeakTaskMemoryMetric extends CustomMetric {
+  override def name(): String = ScanMetrics.PeakTaskMemory
+  override def description(): String = "peak reader memory per task"
+  override def aggregateTaskMetrics(taskMetrics: Array[Long]): String =
+    if (taskMetrics.isEmpty) "0"
+    else {
+      val max = taskMetrics.max
+      s"max ${PeakTaskMemoryMetric.mib(max)} ($max bytes) over ${taskMetrics.length} tasks"
+    }
+}
+
+object PeakTaskMemoryMetric {
+  def mib(bytes: Long): String = f"${bytes / 1048576.0}%.1f MiB"
+}

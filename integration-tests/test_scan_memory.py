@@ -1,0 +1,66 @@
+"""The reader's memory per task follows the batch size, not the file size: the scan node's
+"peak reader memory per task" metric (Arrow allocator peak + the largest storage read of one
+batch) grows with batchSize and stays far below the data file's size."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+PEAK = "peak reader memory per task"
+ROWS = 1_000_000
+
+
+def _last_metric(spark, description: str) -> str:
+    """The aggregated value (as the Spark UI shows it) of a metric of the last SQL execution."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(10_000)
+    store = spark._jsparkSession.sharedState().statusStore()
+    execs = store.executionsList()
+    last = execs.apply(execs.size() - 1)
+    ms = last.metrics()
+    ids = {int(ms.apply(i).accumulatorId()) for i in range(ms.size()) if ms.apply(i).name() == description}
+    assert ids, f"no metric {description!r} in the last execution"
+    it = store.executionMetrics(last.executionId()).iterator()
+    while it.hasNext():
+        kv = it.next()
+        if int(kv._1()) in ids:
+            return str(kv._2())
+    raise AssertionError(f"metric {description!r} has no value")
+
+
+def _bytes(text: str) -> int:
+    # "max 1.2 MiB (1258291 bytes) over 4 tasks"
+    return int(text.split("(", 1)[1].split(" ", 1)[0])
+
+
+@pytest.fixture(scope="module")
+def one_file(spark, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("mem") / "mem.lance")
+    (spark.range(0, ROWS, numPartitions=1)
+     .selectExpr("id", "id * 3 AS v", "CAST(id AS DOUBLE) / 7 AS d", "concat('row-', id) AS s")
+     .write.format("lance").save(path))
+    files = list(Path(path).rglob("*.lance"))
+    assert len(files) == 1
+    return path, files[0].stat().st_size
+
+
+def _peak(spark, path: str, batch: int) -> int:
+    df = spark.read.format("lance").option("batchSize", batch).load(path)
+    row = df.agg(F.count(F.lit(1)), F.sum("id"), F.sum("v"), F.sum("d"), F.max(F.length("s"))).collect()[0]
+    assert row[0] == ROWS and row[1] == ROWS * (ROWS - 1) // 2 and row[4] == len(f"row-{ROWS - 1}")
+    text = _last_metric(spark, PEAK)
+    assert "over" in text and "tasks" in text, text
+    return _bytes(text)
+
+
+def test_peak_reader_memory_follows_batch_size(spark, one_file):
+    path, file_bytes = one_file
+    row_bytes = 8 * 3 + 4 + 10      # three 8-byte columns, a string's offset and ~10 characters
+    small, large = _peak(spark, path, 1024), _peak(spark, path, 65536)
+    assert 0 < small < large, (small, large)
+    # bounded by a small multiple of the batch (Arrow rounds buffers up to powers of two) ...
+    assert small <= 8 * 1024 * row_bytes, small
+    assert large <= 4 * 65536 * row_bytes, large
+    # ... and nowhere near the file, which a whole-file read would hold
+    assert large < file_bytes / 3, (large, file_bytes)

@@ -1,0 +1,104 @@
+package io.lancespark.format.v2
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import io.lancespark.format.v2.Block._
+
+/** The decoded items of one dictionary page, ready for lookups: `remap(raw)`
+  * is the item a stored index `raw` stands for, or -1 for null (index 0 when
+  * the writer reserves it for null, or an item that is itself null). */
+private[v2] final class DictionaryItems(val remap: Array[Int], val values: DictionaryValues)
+
+private[v2] sealed trait DictionaryValues
+/** Item k is bytes [offsets(k), offsets(k + 1)) of `bytes`. */
+private[v2] final case class VarValues(offsets: Array[Long], bytes: Array[Byte]) extends DictionaryValues
+/** Item k is bytes [k * width, (k + 1) * width) of `bytes`. */
+private[v2] final case class FixedValues(width: Int, bytes: Array[Byte]) extends DictionaryValues
+/** Every item is null. */
+private[v2] case object AllNullValues extends DictionaryValues
+
+private[v2] object DictionaryItems {
+
+  /** From the decoded items block; `shift` is 1 when index 0 means null. */
+  def apply(itemValidity: Option[Bits], items: Block, numItems: Int, shift: Int,
+            fail: String => Nothing): DictionaryItems = {
+    val remap = new Array[Int](numItems + shift)
+    if (shift == 1) remap(0) = -1
+    var k = 0
+    while (k < numItems) {
+      remap(k + shift) = if (itemValidity.exists(!_.get(k))) -1 else k
+      k += 1
+    }
+    val values = items match {
+      case AllNullBlock(_)               => AllNullValues
+      case VarBlock(_, offsets, data, _) => VarValues(offsets, bytesOf(data, offsets(numItems)))
+      case FixedBlock(_, w, data)        => FixedValues(w, bytesOf(data, w.toLong * numItems))
+      case other => fail(s"unsupported encoding: dictionary items decode to ${other.getClass.getSimpleName}")
+    }
+    new DictionaryItems(remap, values)
+  }
+
+  /** Rows as plain values: `which(i)` is row i's item, -1 for null. */
+  def toVarBlock(which: Array[Int], v: VarValues, validity: Option[Bits], fail: String => Nothing): VarBlock = {
+    val c = which.length
+    val offsets = new Array[Long](c + 1)
+    var i = 0
+    while (i < c) {
+      val k = which(i)
+      offsets(i + 1) = offsets(i) + (if (k < 0) 0 else v.offsets(k + 1) - v.offsets(k))
+      i += 1
+    }
+    if (offsets(c) > Int.MaxValue - 16) fail("dictionary-decoded page is too large")
+    val out = new Array[Byte](offsets(c).toInt)
+    i = 0
+    while (i < c) {
+      val k = which(i)
+      if (k >= 0) System.arraycopy(v.bytes, v.offsets(k).toInt, out, offsets(i).toInt, (v.offsets(k + 1) - v.offsets(k)).toInt)
+      i += 1
+    }
+    VarBlock(c.toLong, offsets, ByteBuffer.wrap(out), validity)
+  }
+
+  def toFixedBlock(which: Array[Int], v: FixedValues, validity: Option[Bits], fail: String => Nothing): Block = {
+    val c = which.length
+    val w = v.width
+    if (c.toLong * w > Int.MaxValue - 16) fail("dictionary-decoded page is too large")
+    val out = new Array[Byte](c * w)
+    var i = 0
+    while (i < c) {
+      val k = which(i)
+      if (k >= 0) System.arraycopy(v.bytes, k * w, out, i * w, w)
+      i += 1
+    }
+    val fb = FixedBlock(c.toLong, w, ByteBuffer.wrap(out).order(java.nio.ByteOrder.LITTLE_ENDIAN))
+    validity.fold[Block](fb)(NullableBlock(_, fb))
+  }
+
+  /** Zero bytes after the items' bytes, so that they can be read in 8-byte words. */
+  val Padding: Int = 8
+
+  private def bytesOf(b: ByteBuffer, n: Long): Array[Byte] = {
+    val out = new Array[Byte](n.toInt + Padding)
+    b.duplicate().get(out, 0, n.toInt)
+    out
+  }
+}
+
+/** The dictionary of the page last read of each column: every batch of a page
+  * uses the same dictionary, which is then read and decoded once. */
+final class DictionaryCache {
+  private final class Entry(val page: Int, val items: DictionaryItems)
+  private val byColumn = mutable.LongMap.empty[Entry]
+
+  private[v2] def apply(column: Int, page: Int)(load: => DictionaryItems): DictionaryItems = {
+    val cached = byColumn.getOrNull(column.toLong)
+    if (cached != null && cached.page == page) cached.items
+    else {
+      val items = load
+      byColumn.update(column.toLong, new Entry(page, items))
+      items
+    }
+  }
+}
