@@ -66,8 +66,8 @@ def _arrow_row_bytes(schema) -> float:
                       f"`spark.driver.memory={HEAP}`) on a dataset several times larger than that "
                       "heap. Times are of the child's query alone (its JVM start is not "
                       "counted). Peak reader memory per task is the scan node's SQL metric: the "
-                      "peak of the task's Arrow allocator plus the largest storage read of one "
-                      "batch, the maximum over tasks.")
+                      "peak of the task's Arrow allocator plus the heap buffers of one batch's "
+                      "storage reads (the reader's reusable read buffer), the maximum over tasks.")
 def spark_scan_larger_than_memory(ctx: Context) -> Prepared:
     import pyarrow.compute as pc
 

@@ -37,8 +37,8 @@ final class BytesReadMetric extends LanceSumMetric(ScanMetrics.BytesRead, "bytes
 final class RowsSkippedMetric extends LanceSumMetric(ScanMetrics.RowsSkippedByStats, "rows skipped by statistics")
 
 /** The most memory one task's reader held at once: the peak of its Arrow
-  * allocator (the current batch's vectors) plus the largest amount of heap
-  * buffers read from storage for one batch. Shown as the maximum over tasks. */
+  * allocator (the current batch's vectors) plus the heap buffers of one
+  * batch's storage reads. Shown as the maximum over tasks. */
 final class PeakTaskMemoryMetric extends CustomMetric {
   override def name(): String = ScanMetrics.PeakTaskMemory
   override def description(): String = "peak reader memory per task"
