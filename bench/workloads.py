@@ -9,7 +9,7 @@ import math
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from . import data
 from .harness import Context, Prepared, workload
@@ -399,6 +399,27 @@ def spark_point_lookup(ctx: Context) -> Prepared:
         other=lambda: spark.read.parquet(pq_path).where(f"id = {k}").collect(),
         rows=rows, check=lambda a, b: "results agree" if [tuple(r) for r in a] == [tuple(r) for r in b]
         else f"MISMATCH: {a} vs {b}")
+
+
+def _count(name: str, cond: Optional[str], description: str) -> None:
+    @workload(name, kind="spark", this="Spark on Lance", comparator="Spark on Parquet",
+              target=1.0, target_text="<= 1.0x Parquet", description=description)
+    def prepare(ctx: Context) -> Prepared:
+        spark = ctx.spark
+        lance_path, pq_path, rows = _sorted_datasets(ctx)
+        where = cond.format(lo=rows // 3, hi=rows // 3 + rows // 10 - 1) if cond else "true"
+        return Prepared(
+            this=lambda: spark.read.format("lance").load(lance_path).where(where).count(),
+            other=lambda: spark.read.parquet(pq_path).where(where).count(),
+            rows=rows, check=lambda a, b: "results agree" if a == b else f"MISMATCH: {a} vs {b}")
+
+
+_count("spark_count", None,
+       "`count()` of the sorted table: Lance answers from the manifest (no job), Parquet from its footers.")
+_count("spark_count_where", "id BETWEEN {lo} AND {hi}",
+       "`count()` of `id BETWEEN a AND b` (10% of the sorted table): Lance prunes fragments and pages "
+       "with its page statistics and filters the rows of the pages left (a LocalTableScan, no job, when "
+       "the statistics decide every row); Parquet uses row-group statistics and its page index.")
 
 
 @workload("spark_plan_1000_fragments", kind="spark", this="Lance planning", comparator="Parquet planning",
