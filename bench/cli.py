@@ -20,6 +20,8 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="list the workloads and exit")
     ap.add_argument("--rows", type=int, default=None,
                     help="override every row count (development only)")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="warm-up runs of each side (default: 3 in full mode, 1 in quick mode)")
     ap.add_argument("--driver-memory", default="6g", help="spark.driver.memory (default 6g)")
     ap.add_argument("--no-report", action="store_true",
                     help="write only the JSON, not docs/benchmarks.{md,png}")
@@ -38,6 +40,8 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(harness.REGISTRY)}")
     mode = harness.QUICK if args.quick else harness.FULL
+    if args.warmup is not None:
+        mode = dataclasses.replace(mode, warmup=max(1, args.warmup))
     if args.rows:
         mode = dataclasses.replace(mode, name=mode.name + "-dev", reader_rows=args.rows,
                                    spark_rows=args.rows)

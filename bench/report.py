@@ -198,7 +198,8 @@ def write_markdown(results: Dict[str, Any], path: Path, png: Optional[Path]) -> 
         L.append("")
     L += ["## Method", "",
           f"- Each workload runs both sides in the same Python process (and the same Spark "
-          f"session): {mode['warmup']} warm-up run of each side (its results are compared), then "
+          f"session): {mode['warmup']} warm-up run(s) of each side (the first one's results are "
+          f"compared; several let the JIT compile both sides' code), then "
           f"{mode['reps']} timed repetitions alternating the order (A B, B A, ...). Medians are "
           "reported; every run is in the JSON under `bench/results/`.",
           "- Data is generated from a fixed seed with numpy and cached in `bench/data/` under a "
