@@ -57,17 +57,6 @@ def metric_bytes(text: Optional[str]) -> Optional[int]:
     return int(text.split("(", 1)[1].split(" ", 1)[0])
 
 
-def _vm_hwm(pid: int) -> Optional[int]:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--format", choices=["lance", "parquet"], required=True)
@@ -107,7 +96,7 @@ def main(argv=None) -> int:
         out["rows"] = int(row[0])
         out["ok"] = True
         out["jvm_heap_peak"] = sum(int(p.getPeakUsage().getUsed()) for p in pools)
-        out["jvm_rss_peak"] = _vm_hwm(int(jvm.java.lang.ProcessHandle.current().pid()))
+        out["jvm_rss_peak"] = env.peak_rss(int(jvm.java.lang.ProcessHandle.current().pid()))
         out["batch_size"] = args.batch_size or int(
             spark.conf.get("spark.sql.parquet.columnarReaderBatchSize", "4096")
             if args.format == "parquet" else 8192)
