@@ -50,15 +50,13 @@ object DeletionRebase {
           if (RowDeletions.sameFile(now, d.base)) AsPrepared(d)
           else {
             val theirs = RowDeletions.baseRows(storage, d.fragmentId, d.physicalRows, now)
+            val ours = RowDeletions.rows(storage, d)
             disjoint.get(d.fragmentId).foreach { v =>
               val before = RowDeletions.baseRows(storage, d.fragmentId, d.physicalRows, d.base)
-              val theirNew = RoaringBitmap.andNot(theirs, before)
-              if (RoaringBitmap.intersects(theirNew, RowDeletions.added(storage, d)))
+              if (RoaringBitmap.intersects(RoaringBitmap.andNot(theirs, before), RoaringBitmap.andNot(ours, before)))
                 throw conflict(storage, readVersion, v, d.fragmentId, "deleted or updated some of the same rows")
             }
-            val union = RowDeletions.rows(storage, d)
-            union.or(theirs)
-            Merged(d, now, union)
+            Merged(d, now, RoaringBitmap.or(ours, theirs))
           }
       }
     }

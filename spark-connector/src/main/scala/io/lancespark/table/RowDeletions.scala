@@ -41,10 +41,6 @@ object RowDeletions {
     case None => all(d.physicalRows)
   }
 
-  /** The rows of `d` that were not deleted at its base. */
-  def added(storage: DatasetStorage, d: FragmentDeletion): RoaringBitmap =
-    RoaringBitmap.andNot(rows(storage, d), baseRows(storage, d.fragmentId, d.physicalRows, d.base))
-
   /** One deletion holding the rows of both (prepared from the same base, e.g.
     * by two tasks); the files of `a` and `b` are deleted, being superseded and
     * never committed. */
