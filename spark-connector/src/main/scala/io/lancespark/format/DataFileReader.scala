@@ -15,11 +15,22 @@ trait DataFileReader extends AutoCloseable {
   def numRows: Long
   def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector]
 
+  /** Like `read`; `next` says which rows the caller reads next (of the same
+    * fields), so that a reader can start reading them while this batch decodes. */
+  def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
+           next: Option[(Long, Long)]): Seq[FieldVector] = read(fields, from, until, allocator)
+
   /** Pages decoded so far (0.1 files count one page per column and batch read). */
   def pagesDecoded: Long = 0L
 
   /** Bytes read from storage so far. */
   def bytesRead: Long = 0L
+
+  /** Read requests made to storage so far. */
+  def readRequests: Long = 0L
+
+  /** Nanoseconds spent waiting for storage inside `read` so far. */
+  def storageWaitNanos: Long = 0L
 
   /** Heap memory the reader keeps between reads (reusable read buffers). */
   def scratchBytes: Long = 0L

@@ -12,7 +12,8 @@ final case class LanceOptions(
     version: Option[Long],
     batchSize: Int,
     splitRows: Option[Long],
-    pushdown: Boolean = true) {
+    pushdown: Boolean = true,
+    readAhead: Boolean = true) {
   require(batchSize > 0, s"batchSize must be positive, got $batchSize")
 }
 
@@ -28,6 +29,9 @@ object LanceOptions {
   /** "false" turns predicate pushdown off (Spark then filters every row read). */
   val Pushdown = "pushdown"
 
+  /** "false" reads each batch only when it is decoded (no reads ahead of the decode). */
+  val ReadAhead = "readAhead"
+
   val DefaultBatchSize: Int = 8192
 
   def apply(options: CaseInsensitiveStringMap): LanceOptions = apply(options.asScala.toMap)
@@ -40,7 +44,8 @@ object LanceOptions {
     }
     val path = lower.getOrElse(Path, throw new IllegalArgumentException(
       "a Lance dataset path is required: spark.read.format(\"lance\").load(\"/path/to/dataset\")"))
-    val pushdown = lower.get(Pushdown.toLowerCase(Locale.ROOT)).forall(!_.trim.equalsIgnoreCase("false"))
-    LanceOptions(path, num(Version), num(BatchSize).map(_.toInt).getOrElse(DefaultBatchSize), num(SplitRows), pushdown)
+    def flag(key: String): Boolean = lower.get(key.toLowerCase(Locale.ROOT)).forall(!_.trim.equalsIgnoreCase("false"))
+    LanceOptions(path, num(Version), num(BatchSize).map(_.toInt).getOrElse(DefaultBatchSize), num(SplitRows),
+      flag(Pushdown), flag(ReadAhead))
   }
 }

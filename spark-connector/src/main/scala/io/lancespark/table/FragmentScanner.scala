@@ -56,10 +56,14 @@ final class FragmentScanner(
 
   /** Reads physical rows [from, until), drops the deleted ones and, with a
     * filter, the rows it does not select (evaluated exactly, with Spark's semantics). */
-  def read(from: Long, until: Long): FragmentBatch = {
+  def read(from: Long, until: Long): FragmentBatch = read(from, until, None)
+
+  /** Like `read(from, until)`; `next` is the physical range the caller reads
+    * next, whose storage reads then run while this one decodes. */
+  def read(from: Long, until: Long, next: Option[(Long, Long)]): FragmentBatch = {
     val n = (until - from).toInt
     val bytesBefore = bytesRead
-    try readRange(from, until, n)
+    try readRange(from, until, n, next)
     finally largestRead = math.max(largestRead, bytesRead - bytesBefore)
   }
 
@@ -69,11 +73,11 @@ final class FragmentScanner(
     * for one `read` call, or the readers' reusable read buffers if larger. */
   def batchReadMemory: Long = math.max(largestRead, readers.values.map(_.scratchBytes).sum)
 
-  private def readRange(from: Long, until: Long, n: Int): FragmentBatch = {
+  private def readRange(from: Long, until: Long, n: Int, next: Option[(Long, Long)]): FragmentBatch = {
     val raw: Seq[FieldVector] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)
-        fs.zip(reader(ref).read(fs, from, until, allocator))
+        fs.zip(reader(ref).read(fs, from, until, allocator, next))
       case (None, group) => group.map { case (f, _) => f -> nulls(f, n) }
     }.sortBy { case (f, _) => readFields.indexOf(f) }.map(_._2)
     val (out, extra) = raw.splitAt(fields.size)
@@ -121,6 +125,12 @@ final class FragmentScanner(
 
   /** Bytes read from this fragment's data files so far. */
   def bytesRead: Long = readers.values.map(_.bytesRead).sum
+
+  /** Read requests made to this fragment's data files so far. */
+  def readRequests: Long = readers.values.map(_.readRequests).sum
+
+  /** Nanoseconds the reads of this fragment waited for storage so far. */
+  def storageWaitNanos: Long = readers.values.map(_.storageWaitNanos).sum
 
   override def close(): Unit = readers.values.foreach(_.close())
 }

@@ -4,22 +4,26 @@ import java.io.EOFException
 import java.nio.{ByteBuffer, ByteOrder}
 import java.nio.channels.FileChannel
 import java.nio.file.{Path, StandardOpenOption}
+import java.util.concurrent.atomic.AtomicLong
 
 import io.lancespark.format.LanceFormatException
 
-/** Positional reads of one immutable file. Implementations must be safe to use
-  * from one thread at a time; `read` never returns fewer bytes than asked. */
-trait RandomAccessSource extends AutoCloseable {
-
-  /** Path used in error messages. */
-  def path: String
+/** Positional reads of one immutable file. Reads may come from several threads
+  * at once (a batch's reads are issued ahead of its decode), so `readFully`
+  * must be safe to call concurrently; `read` never returns fewer bytes than
+  * asked. */
+trait RandomAccessSource extends ByteReader with AutoCloseable {
 
   def size: Long
 
-  private var bytesReadSoFar: Long = 0L
+  private val bytesReadSoFar = new AtomicLong
+  private val requestsSoFar = new AtomicLong
 
   /** Bytes read through this source so far (for scan metrics). */
-  final def bytesRead: Long = bytesReadSoFar
+  final def bytesRead: Long = bytesReadSoFar.get
+
+  /** Read requests made to storage so far (coalesced reads count once). */
+  final def readRequests: Long = requestsSoFar.get
 
   /** Reads exactly `length` bytes at `position`, little-endian, positioned at 0. */
   final def read(position: Long, length: Long): ByteBuffer = {
@@ -33,6 +37,12 @@ trait RandomAccessSource extends AutoCloseable {
     fill(position, length, arena.take(length.toInt))
   }
 
+  /** Fills `dst` (all of its remaining bytes) from `position`; returns it flipped. */
+  final def readInto(position: Long, dst: ByteBuffer): ByteBuffer = {
+    check(position, dst.remaining().toLong)
+    fill(position, dst.remaining().toLong, dst)
+  }
+
   private def check(position: Long, length: Long): Unit = {
     if (position < 0 || length < 0 || position + length > size)
       throw LanceFormatException(
@@ -44,8 +54,9 @@ trait RandomAccessSource extends AutoCloseable {
 
   private def fill(position: Long, length: Long, buf: ByteBuffer): ByteBuffer = {
     try {
+      requestsSoFar.incrementAndGet()
       readFully(position, buf)
-      bytesReadSoFar += length
+      bytesReadSoFar.addAndGet(length)
     } catch {
       case e: EOFException => throw LanceFormatException(path, "unexpected end of file", e)
     }
@@ -57,7 +68,7 @@ trait RandomAccessSource extends AutoCloseable {
   protected def readFully(position: Long, dst: ByteBuffer): Unit
 }
 
-/** A local file read through a FileChannel (tests, the pure local case). */
+/** A local file read through a FileChannel (positional reads are thread-safe). */
 class LocalFileSource(file: Path) extends RandomAccessSource {
   private val channel: FileChannel = FileChannel.open(file, StandardOpenOption.READ)
   override val path: String = file.toString

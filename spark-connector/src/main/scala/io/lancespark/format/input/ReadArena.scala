@@ -12,13 +12,14 @@ final class ReadArena {
   private var used: Int = 0
 
   /** Bytes this arena holds on the heap. */
-  def capacity: Long = block.length.toLong
+  def capacity: Long = synchronized(block.length.toLong)
 
-  /** Makes the whole block available again. */
-  def reset(): Unit = used = 0
+  /** Makes the whole block available again (no read into it may be in flight). */
+  def reset(): Unit = synchronized { used = 0 }
 
-  /** A little-endian buffer of `n` bytes (contents unspecified), positioned at 0. */
-  def take(n: Int): ByteBuffer = {
+  /** A little-endian buffer of `n` bytes (contents unspecified), positioned at
+    * 0. Reads running ahead of the decode take buffers from another thread. */
+  def take(n: Int): ByteBuffer = synchronized {
     require(n >= 0, s"negative size $n")
     if (block.length - used < n) {
       val grown = math.max(n.toLong, math.max(2L * block.length, ReadArena.MinBlock))

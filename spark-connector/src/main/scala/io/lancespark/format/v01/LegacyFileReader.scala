@@ -42,6 +42,8 @@ final class LegacyFileReader private (
 
   override def bytesRead: Long = source.bytesRead
 
+  override def readRequests: Long = source.readRequests
+
   override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] = {
     if (from < 0 || until < from || until > numRows)
       throw LanceFormatException(path, s"rows [$from, $until) are outside the file's $numRows rows")

@@ -92,6 +92,12 @@ final class DictionaryCache {
   private final class Entry(val page: Int, val items: DictionaryItems)
   private val byColumn = mutable.LongMap.empty[Entry]
 
+  /** Whether the dictionary of this page is the one cached for its column. */
+  private[v2] def has(column: Int, page: Int): Boolean = {
+    val cached = byColumn.getOrNull(column.toLong)
+    cached != null && cached.page == page
+  }
+
   private[v2] def apply(column: Int, page: Int)(load: => DictionaryItems): DictionaryItems = {
     val cached = byColumn.getOrNull(column.toLong)
     if (cached != null && cached.page == page) cached.items

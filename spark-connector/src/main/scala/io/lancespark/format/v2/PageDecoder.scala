@@ -2,9 +2,12 @@ package io.lancespark.format.v2
 
 import java.nio.{ByteBuffer, ByteOrder}
 
+import scala.collection.mutable.ArrayBuffer
+import scala.util.control.NonFatal
+
 import io.lancespark.format.LanceFormatException
-import io.lancespark.format.input.{RandomAccessSource, ReadArena}
-import io.lancespark.proto.encodings.{ArrayEncoding, Buffer => PbBuffer, Nullable}
+import io.lancespark.format.input.{ByteRange, ByteReader, PlannedRead}
+import io.lancespark.proto.encodings.{ArrayEncoding, Buffer => PbBuffer, Flat, Nullable}
 import io.lancespark.format.v2.Block._
 
 /** Decodes items [from, until) of one page of a 2.0 file: walks its
@@ -17,19 +20,20 @@ import io.lancespark.format.v2.Block._
   * unless `directDictionary`, for columns of Arrow dictionary type),
   * fixed_size_list, fixed_size_binary, list (offsets), struct. Everything else
   * is refused with a [[LanceFormatException]] naming file, column, page and
-  * encoding. With an `arena`, page bytes are read into its memory: the
-  * block is then valid until the arena's next reset. */
+  * encoding. The block may share memory with what `input` returns.
+  *
+  * [[plan]] lists the reads a decode will make before any byte is read, so a
+  * batch's reads can be issued together and ahead of its decode. */
 final class PageDecoder(
-    source: RandomAccessSource,
+    input: ByteReader,
     column: ColumnInfo,
     page: PageInfo,
     globalBuffers: => Vector[Region],
     where: String,
     directDictionary: Boolean,
-    dictionaries: DictionaryCache = new DictionaryCache,
-    arena: Option[ReadArena] = None) {
+    dictionaries: DictionaryCache = new DictionaryCache) {
 
-  private val path = source.path
+  private val path = input.path
 
   private def fail(problem: String): Nothing =
     throw LanceFormatException(path, s"$where, page ${page.index}: $problem")
@@ -59,7 +63,20 @@ final class PageDecoder(
     if (offset < 0 || len < 0 || offset + len > r.size)
       fail(s"$what needs bytes [$offset, ${offset + len}) of a ${r.size}-byte buffer")
     if (len == 0) ByteBuffer.allocate(0).order(ByteOrder.LITTLE_ENDIAN)
-    else arena.fold(source.read(r.position + offset, len))(a => source.read(r.position + offset, len, a))
+    else input.read(r.position + offset, len)
+  }
+
+  /** Where items [from, until) of a flat array lie in its buffer: (offset,
+    * length) in bytes; None for a width this reader does not support. */
+  private def flatSpan(flat: Flat, from: Long, until: Long): Option[(Long, Long)] = {
+    val bits = flat.getBitsPerValue
+    if (bits == 1) {
+      val first = from >>> 3
+      Some((first, (until + 7) / 8 - first))
+    } else if (bits > 0 && bits % 8 == 0 && bits <= 8 * 1024 * 1024) {
+      val width = bits / 8
+      Some((from * width, (until - from) * width))
+    } else None
   }
 
   private def checkCount(n: Long): Int = {
@@ -79,14 +96,14 @@ final class PageDecoder(
         if (flat.hasCompression && flat.getCompression.getScheme.nonEmpty)
           fail(s"unsupported encoding: flat with '${flat.getCompression.getScheme}' compression")
         val bits = flat.getBitsPerValue
-        if (bits == 1) {
-          val first = from >>> 3
-          val buf = bytes(flat.getBuffer, first, (until + 7) / 8 - first, s"a bitmap of $n bits")
-          BitBlock(count, new Bits(buf, from & 7))
-        } else if (bits > 0 && bits % 8 == 0 && bits <= 8 * 1024 * 1024) {
-          val width = (bits / 8).toInt
-          FixedBlock(count, width, bytes(flat.getBuffer, from * width, count * width, s"$count values of $width bytes"))
-        } else fail(s"unsupported encoding: flat with $bits bits per value")
+        flatSpan(flat, from, until) match {
+          case Some((offset, len)) if bits == 1 =>
+            BitBlock(count, new Bits(bytes(flat.getBuffer, offset, len, s"a bitmap of $n bits"), from & 7))
+          case Some((offset, len)) =>
+            val width = (bits / 8).toInt
+            FixedBlock(count, width, bytes(flat.getBuffer, offset, len, s"$count values of $width bytes"))
+          case None => fail(s"unsupported encoding: flat with $bits bits per value")
+        }
 
       case NULLABLE =>
         val nb = enc.getNullable
@@ -191,6 +208,98 @@ final class PageDecoder(
       case other =>
         fail(s"unsupported encoding '${other.name.toLowerCase}' (not written by Lance 2.0 writers; " +
           "this reader supports flat, nullable, binary, dictionary, fixed_size_list, fixed_size_binary, list, struct)")
+    }
+  }
+
+  /** The reads [[decode]]`(from, until)` will make, as far as they are known
+    * before any byte is read: values, validity bitmaps, offsets, dictionary
+    * indices and (if not cached) items; the value bytes of a binary page follow
+    * from its offsets. Planning never fails: whatever it cannot plan is read
+    * when the decode asks for it, and the decode reports what is wrong. */
+  def plan(from: Long, until: Long): Seq[PlannedRead] = {
+    val out = ArrayBuffer.empty[PlannedRead]
+    if (from >= 0 && from <= until && until <= page.length)
+      try planInto(page.encoding, page.length, from, until, out)
+      catch { case NonFatal(_) => () }
+    out.toSeq
+  }
+
+  /** The file range of bytes [offset, offset + len) of a buffer, if it lies inside it. */
+  private def fileRange(b: PbBuffer, offset: Long, len: Long): Option[ByteRange] = {
+    val table: Vector[Region] = b.getBufferType match {
+      case PbBuffer.BufferType.page   => page.buffers
+      case PbBuffer.BufferType.column => column.buffers
+      case PbBuffer.BufferType.file   => globalBuffers
+      case _                          => Vector.empty
+    }
+    table.lift(b.getBufferIndex).filter(r => offset >= 0 && len > 0 && offset + len <= r.size)
+      .map(r => ByteRange(r.position + offset, len))
+  }
+
+  private def flatRange(enc: ArrayEncoding, from: Long, until: Long): Option[ByteRange] =
+    if (!enc.hasFlat) None
+    else flatSpan(enc.getFlat, from, until).flatMap { case (o, l) => fileRange(enc.getFlat.getBuffer, o, l) }
+
+  private def planInto(enc: ArrayEncoding, n: Long, from: Long, until: Long, out: ArrayBuffer[PlannedRead]): Unit = {
+    import ArrayEncoding.ArrayEncodingCase._
+    enc.getArrayEncodingCase match {
+      case FLAT => flatRange(enc, from, until).foreach(out += PlannedRead(_))
+      case NULLABLE =>
+        val nb = enc.getNullable
+        nb.getNullabilityCase match {
+          case Nullable.NullabilityCase.NO_NULLS => planInto(nb.getNoNulls.getValues, n, from, until, out)
+          case Nullable.NullabilityCase.SOME_NULLS =>
+            planInto(nb.getSomeNulls.getValidity, n, from, until, out)
+            planInto(nb.getSomeNulls.getValues, n, from, until, out)
+          case _ => ()
+        }
+      case FIXED_SIZE_LIST =>
+        val fsl = enc.getFixedSizeList
+        val dim = fsl.getDimension.toLong
+        if (!fsl.getHasValidity && dim > 0)
+          planInto(fsl.getItems, Math.multiplyExact(n, dim), from * dim, until * dim, out)
+      case FIXED_SIZE_BINARY =>
+        val w = enc.getFixedSizeBinary.getByteWidth.toLong
+        planInto(enc.getFixedSizeBinary.getBytes, Math.multiplyExact(n, w), from * w, until * w, out)
+      case BINARY => planBinary(enc, from, until, out)
+      case DICTIONARY =>
+        val dict = enc.getDictionary
+        planInto(dict.getIndices, n, from, until, out)
+        if (!dictionaries.has(column.index, page.index))
+          planInto(dict.getItems, dict.getNumDictionaryItems, 0, dict.getNumDictionaryItems, out)
+      case LIST => planInto(enc.getList.getOffsets, n, math.max(0, from - 1), until, out)
+      case _ => ()
+    }
+  }
+
+  /** The values of a "no nulls" wrapper (as writers wrap binary offsets). */
+  @annotation.tailrec
+  private def withoutNoNulls(enc: ArrayEncoding): ArrayEncoding =
+    if (enc.hasNullable && enc.getNullable.hasNoNulls) withoutNoNulls(enc.getNullable.getNoNulls.getValues) else enc
+
+  /** A binary page's offsets (plain integers), then the value bytes they bracket. */
+  private def planBinary(enc: ArrayEncoding, from: Long, until: Long, out: ArrayBuffer[PlannedRead]): Unit = {
+    val bin = enc.getBinary
+    val indices = withoutNoNulls(bin.getIndices)
+    val start = math.max(0, from - 1)
+    flatRange(indices, start, until).foreach { r =>
+      val width = indices.getFlat.getBitsPerValue / 8
+      val adj = bin.getNullAdjustment
+      val valueBytes: ByteBuffer => Seq[ByteRange] = buf => {
+        def end(i: Long): Long = normalize(width match {
+          case 1 => buf.get(i.toInt) & 0xffL
+          case 2 => buf.getShort((2 * i).toInt) & 0xffffL
+          case 4 => buf.getInt((4 * i).toInt) & 0xffffffffL
+          case _ => buf.getLong((8 * i).toInt)
+        }, adj)
+        if (!Set(1L, 2L, 4L, 8L).contains(width)) Nil
+        else {
+          val first = if (from > 0) end(0) else 0L
+          val last = end(until - start - 1)
+          if (last <= first) Nil else flatRange(bin.getBytes, first, last).toSeq
+        }
+      }
+      out += (if (until > from) PlannedRead(r, valueBytes) else PlannedRead(r))
     }
   }
 

@@ -8,7 +8,7 @@ import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 
 import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema, LogicalType}
-import io.lancespark.format.input.{RandomAccessSource, ReadArena}
+import io.lancespark.format.input.{ByteReader, CoalescedReads, PlannedRead, RandomAccessSource, ReadArena}
 import io.lancespark.format.v2.Block._
 import io.lancespark.proto.file.FileDescriptor
 
@@ -59,11 +59,27 @@ final class V2FileReader private (
 
   private val dictionaries = new DictionaryCache
 
-  /** Page bytes of the batch being read; reset at every `read` (the vectors it
+  /** Page bytes of the batch being decoded and of the next one, being read
+    * meanwhile; an arena is reset when its batch is done (the vectors `read`
     * returns hold copies). */
-  private val arena = new ReadArena
+  private val arenas = Array(new ReadArena, new ReadArena)
 
-  override def scratchBytes: Long = arena.capacity
+  /** The reads of a batch, issued before its decode. */
+  private final class BatchReads(val fields: Seq[LanceField], val from: Long, val until: Long,
+                                 val reads: CoalescedReads, val arena: Int)
+
+  /** The next batch's reads, issued while the current one decodes. */
+  private var ahead: Option[BatchReads] = None
+
+  private var waitedNanos: Long = 0L
+
+  override def scratchBytes: Long = arenas.map(_.capacity).sum
+
+  /** Nanoseconds `read` spent waiting for storage so far. */
+  override def storageWaitNanos: Long = waitedNanos
+
+  /** Read requests made to storage so far (metadata included). */
+  override def readRequests: Long = source.readRequests
 
   /** Pages decoded so far (every column, list items included). */
   override def pagesDecoded: Long = decodedPages
@@ -79,8 +95,33 @@ final class V2FileReader private (
     columns.column(idx)
   }
 
+  private def decoder(input: ByteReader, field: LanceField, col: ColumnInfo, p: PageInfo): PageDecoder =
+    new PageDecoder(input, col, p, globalBuffers, s"column ${col.index} (field '${field.name}', id ${field.id})",
+      directDictionary = LogicalType.isDictionary(field.logicalType), dictionaries)
+
+  /** The reads that decoding rows [from, until) of the fields will make, as
+    * far as the page metadata tells (list items follow from the offsets and
+    * are read when decoded). Fields it cannot plan for plan nothing. */
+  private def plan(field: LanceField, from: Long, until: Long): Seq[PlannedRead] =
+    if (until <= from) Nil
+    else if (field.isStruct) field.children.flatMap(plan(_, from, until))
+    else scala.util.Try(columnOf(field)).toOption.toSeq.flatMap { col =>
+      if (until > col.numItems) Nil
+      else col.pagesOverlapping(from, until).flatMap { p =>
+        decoder(source, field, col, p).plan(math.max(from, p.firstItem) - p.firstItem,
+          math.min(until, p.endItem) - p.firstItem)
+      }
+    }
+
+  private def issue(fields: Seq[LanceField], from: Long, until: Long, arena: Int): BatchReads = {
+    arenas(arena).reset()
+    new BatchReads(fields, from, until,
+      CoalescedReads.start(source, fields.flatMap(plan(_, from, until)), arenas(arena)), arena)
+  }
+
   /** Decoded slices of a column's items [from, until). */
   private def slices(field: LanceField, col: ColumnInfo, from: Long, until: Long): Vector[Slice] = {
+    val input = batchInput
     if (until <= from) return Vector.empty
     if (until > col.numItems)
       fail(s"column ${col.index} (field '${field.name}', id ${field.id}) holds ${col.numItems} items, " +
@@ -90,8 +131,7 @@ final class V2FileReader private (
       decodedPages += 1
       val s = math.max(from, p.firstItem)
       val e = math.min(until, p.endItem)
-      val block = new PageDecoder(source, col, p, globalBuffers, where,
-        directDictionary = LogicalType.isDictionary(field.logicalType), dictionaries, Some(arena)).decode(s - p.firstItem, e - p.firstItem)
+      val block = decoder(input, field, col, p).decode(s - p.firstItem, e - p.firstItem)
       if (block.length != e - s) fail(s"$where page ${p.index}: decoded ${block.length} items, expected ${e - s}")
       Slice(block, 0, e - s)
     }
@@ -148,11 +188,30 @@ final class V2FileReader private (
     case other => fail(s"a list page decodes to ${other.getClass.getSimpleName}")
   }
 
-  override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] = {
+  /** Where the batch being decoded gets its bytes. */
+  private var batchInput: ByteReader = source
+
+  override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] =
+    read(fields, from, until, allocator, None)
+
+  /** Rows [from, until) of the fields. The batch's reads are issued together
+    * (merged where close) before its decode starts, unless they already were
+    * as the previous call's `next`; `next`, the rows the caller will ask for
+    * next, has its reads issued now, to run while this batch decodes. */
+  override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
+                    next: Option[(Long, Long)]): Seq[FieldVector] = {
     if (from < 0 || until < from || until > numRows)
       fail(s"rows [$from, $until) are outside the file's $numRows rows")
+    val current = ahead match {
+      case Some(a) if a.from == from && a.until == until && a.fields == fields => a
+      case other =>
+        other.foreach(_.reads.awaitAll())
+        issue(fields, from, until, 0)
+    }
+    ahead = next.filter { case (f, u) => f >= 0 && f < u && u <= numRows }
+      .map { case (f, u) => issue(fields, f, u, 1 - current.arena) }
     val out = scala.collection.mutable.ArrayBuffer.empty[FieldVector]
-    arena.reset()
+    batchInput = current.reads
     try {
       fields.foreach { f =>
         val vec = f.toArrow.createVector(allocator)
@@ -171,10 +230,17 @@ final class V2FileReader private (
             throw LanceFormatException(path, s"corrupt data: $e", e)
           case _ => throw e
         }
+    } finally {
+      batchInput = source
+      current.reads.awaitAll()
+      waitedNanos += current.reads.waitNanos
     }
   }
 
-  override def close(): Unit = source.close()
+  override def close(): Unit = {
+    try ahead.foreach(_.reads.awaitAll())
+    finally { ahead = None; source.close() }
+  }
 }
 
 object V2FileReader {

@@ -33,7 +33,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
       } finally src.close()
     } else None
 
-  private val ranges = partition.ranges.iterator
+  private val ranges = partition.ranges.iterator.buffered
   private var range: (Long, Long) = (0L, 0L)
   private var position: Long = 0L
   private var returned: Long = 0L
@@ -45,7 +45,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     while (!found && factory.limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
       if (position >= range._2) { range = ranges.next(); position = range._1 }
       val end = math.min(range._2, position + factory.batchSize)
-      val batch = scanner.read(position, end)
+      val batch = scanner.read(position, end, if (factory.readAhead) following(end) else None)
       position = end
       if (batch.rowCount > 0) {
         current = Some(batch -> toColumnar(batch))
@@ -55,6 +55,13 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     }
     found
   }
+
+  /** The batch after the one ending at `end`, if any. */
+  private def following(end: Long): Option[(Long, Long)] =
+    if (factory.limit.exists(returned >= _)) None
+    else if (end < range._2) Some((end, math.min(range._2, end + factory.batchSize)))
+    else if (ranges.hasNext) Some((ranges.head._1, math.min(ranges.head._2, ranges.head._1 + factory.batchSize)))
+    else None
 
   override def get(): ColumnarBatch = current.map(_._2).getOrElse(throw new NoSuchElementException)
 
@@ -95,6 +102,8 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
   override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] = Array(
     ScanMetrics.value(ScanMetrics.PagesRead, scanner.pagesDecoded),
     ScanMetrics.value(ScanMetrics.BytesRead, scanner.bytesRead),
+    ScanMetrics.value(ScanMetrics.ReadRequests, scanner.readRequests),
+    ScanMetrics.value(ScanMetrics.StorageWait, scanner.storageWaitNanos / 1000000L),
     ScanMetrics.value(ScanMetrics.FragmentsScanned, if (partition.first) 1L else 0L),
     ScanMetrics.value(ScanMetrics.PeakTaskMemory, peakMemory))
 

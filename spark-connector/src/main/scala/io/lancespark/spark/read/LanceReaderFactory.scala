@@ -22,7 +22,8 @@ final case class LanceReaderFactory(
     hadoopConf: SerializableHadoopConf,
     filter: Option[io.lancespark.table.filter.Filter] = None,
     filterFields: Seq[LanceField] = Nil,
-    limit: Option[Int] = None)
+    limit: Option[Int] = None,
+    readAhead: Boolean = true)
     extends PartitionReaderFactory {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = true

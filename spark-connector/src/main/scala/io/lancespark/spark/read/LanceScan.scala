@@ -65,7 +65,8 @@ final class LanceScan(
   override def createReaderFactory(): PartitionReaderFactory = {
     val conf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
-      metadataColumns, outputSchema, snapshot.hasStableRowIds, options.batchSize, conf, filter, filterFields, limit)
+      metadataColumns, outputSchema, snapshot.hasStableRowIds, options.batchSize, conf, filter, filterFields, limit,
+      options.readAhead)
   }
 
   override def estimateStatistics(): Statistics = new Statistics {

@@ -12,10 +12,13 @@ object ScanMetrics {
   val BytesRead = "lanceBytesRead"
   val RowsSkippedByStats = "rowsSkippedByStats"
   val PeakTaskMemory = "peakTaskMemory"
+  val ReadRequests = "readRequests"
+  val StorageWait = "storageWaitMs"
 
   def all: Array[CustomMetric] = Array(
     new FragmentsPrunedMetric, new FragmentsScannedMetric, new PagesPrunedMetric,
-    new PagesReadMetric, new BytesReadMetric, new RowsSkippedMetric, new PeakTaskMemoryMetric)
+    new PagesReadMetric, new BytesReadMetric, new RowsSkippedMetric, new PeakTaskMemoryMetric,
+    new ReadRequestsMetric, new StorageWaitMetric)
 
   def value(metricName: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metricName
@@ -34,6 +37,10 @@ final class FragmentsScannedMetric extends LanceSumMetric(ScanMetrics.FragmentsS
 final class PagesPrunedMetric extends LanceSumMetric(ScanMetrics.PagesPruned, "pages pruned by statistics")
 final class PagesReadMetric extends LanceSumMetric(ScanMetrics.PagesRead, "pages read")
 final class BytesReadMetric extends LanceSumMetric(ScanMetrics.BytesRead, "bytes read from Lance files")
+final class ReadRequestsMetric extends LanceSumMetric(ScanMetrics.ReadRequests, "read requests to Lance files")
+/** Milliseconds the scan's tasks waited for storage: reads that had not completed
+  * when the decode needed their bytes, and reads made on the spot. */
+final class StorageWaitMetric extends LanceSumMetric(ScanMetrics.StorageWait, "time waiting for storage (ms)")
 final class RowsSkippedMetric extends LanceSumMetric(ScanMetrics.RowsSkippedByStats, "rows skipped by statistics")
 
 /** The most memory one task's reader held at once: the peak of its Arrow

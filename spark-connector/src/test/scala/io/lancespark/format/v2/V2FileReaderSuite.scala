@@ -103,6 +103,25 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
   }
 
+  (v2Names ++ extraNames).foreach { name =>
+    test(s"$name read batch by batch, each batch's reads issued during the previous one, equals pylance") {
+      val expected = readExpected(v2Expected(name), allocator)
+      withReader(v2File(name)) { r =>
+        val starts = (0L until r.numRows by 333L).toVector
+        def until(a: Long): Long = math.min(r.numRows, a + 333)
+        starts.zipWithIndex.foreach { case (a, k) =>
+          val next = starts.lift(k + 1).map(b => (b, until(b)))
+          withVectors(r.read(r.fileSchema.fields, a, until(a), allocator, next)) { vs =>
+            vs.zip(r.fileSchema.fields).foreach { case (v, f) =>
+              firstMismatch(f.name, values(v), expected.column(f.name).slice(a.toInt, until(a).toInt))
+                .foreach(m => fail(s"$name rows [$a, ${until(a)}): $m"))
+            }
+          }
+        }
+      }
+    }
+  }
+
   test("projections: one column, a struct pruned to one child, reordered columns") {
     val expected = readExpected(v2Expected("rich_small_pages"), allocator)
     withReader(v2File("rich_small_pages")) { r =>
