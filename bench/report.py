@@ -112,6 +112,13 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
                    f"(Parquet), each the sum of the heap pools' peaks, which peak at different "
                    f"times (so it can exceed the limit); RSS {_gib(rp['lance'])} / "
                    f"{_gib(rp['parquet'])}.")
+    if rec["name"] == "spark_full_scan" and "ahead_readRequests" in f:
+        out.append(f"Storage reads (Lance scan metrics, one untimed run each): "
+                   f"{f['ahead_pagesRead']:,} page decodes, {f['ahead_readRequests']:,} read requests "
+                   f"for {_mib(f['ahead_lanceBytesRead'])}; tasks waited {f['ahead_storageWaitMs']:,} ms "
+                   f"for storage with reads ahead of the decode (default), "
+                   f"{f['sync_storageWaitMs']:,} ms with `readAhead=false` "
+                   f"({f['sync_readRequests']:,} requests).")
     if rec["name"] == "spark_projection":
         ib = rec.get("input_bytes") or {}
         out.append(f"Column `{'l05'}` on disk: Lance {_mib(f.get('lance_column_bytes'))} of "
@@ -130,7 +137,9 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
             + (" (undercounted: vectored Parquet reads, see spark_projection)"
                if "Parquet" in rec["comparator"] else ""))
         out.append(f"Spark input metrics (bytesRead per query): this {_mib(ib.get('this'))}{other}.")
-    shown = {"spark_gb_per_s", "page_cache_gb_per_s", "spark_fixed_s", "spark_net_gb_per_s",
+    shown = {"ahead_pagesRead", "ahead_readRequests", "ahead_lanceBytesRead", "ahead_storageWaitMs",
+             "sync_pagesRead", "sync_readRequests", "sync_lanceBytesRead", "sync_storageWaitMs",
+             "spark_gb_per_s", "page_cache_gb_per_s", "spark_fixed_s", "spark_net_gb_per_s",
              "parquet_s", "parquet_gb_per_s", "value_bytes", "file_bytes",
              "lance_column_bytes", "parquet_column_bytes", "parquet_bytes_read_unvectored"}
     if rec["name"] == "spark_scan_larger_than_memory":

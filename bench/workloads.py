@@ -137,14 +137,41 @@ def spark_full_scan(ctx: Context) -> Prepared:
     lance_path = str(data.lance_dataset("mixed", rows, ctx.log))
     pq_path = str(data.parquet_dataset(spark, "mixed", rows, ctx.log))
     exprs = _agg_exprs(MIXED_AGGS)
+
+    def derive(this_s: float, other_s: float) -> Dict[str, Any]:
+        # how the scan read storage, with the next batch's reads issued during the current
+        # batch's decode (the default) and without
+        keys = ("pagesRead", "readRequests", "lanceBytesRead", "storageWaitMs")
+        facts = _lance_scan_metrics(spark.read.format("lance").load(lance_path).agg(*exprs), keys, "ahead_")
+        facts.update(_lance_scan_metrics(spark.read.format("lance").option("readAhead", "false")
+                                         .load(lance_path).agg(*exprs), keys, "sync_"))
+        return facts
+
     return Prepared(
         this=lambda: spark.read.format("lance").load(lance_path).agg(*exprs).collect()[0],
         other=lambda: spark.read.parquet(pq_path).agg(*exprs).collect()[0],
-        rows=rows, check=_check_rows,
+        rows=rows, check=_check_rows, derive=derive,
         facts={"lance_bytes": data.tree_bytes(Path(lance_path)),
                "parquet_bytes": data.tree_bytes(Path(pq_path), ".parquet"),
                "lance_files": len(data.data_files(Path(lance_path), ".lance")),
                "parquet_files": len(data.data_files(Path(pq_path), ".parquet"))})
+
+
+def _lance_scan_metrics(df, keys, prefix: str = "") -> Dict[str, Any]:
+    """Runs df once (untimed) and returns the named metrics of its Lance scan node."""
+    facts: Dict[str, Any] = {}
+    try:
+        qe = df._jdf.queryExecution()
+        df.collect()
+        leaves = qe.executedPlan().collectLeaves()
+        for i in range(leaves.size()):
+            m = leaves.apply(i).metrics()
+            if m.contains("pagesRead"):
+                for k in keys:
+                    facts[prefix + k] = int(m.get(k).get().value())
+    except Exception as e:  # noqa: BLE001 - facts are informational
+        facts[prefix + "metrics_error"] = str(e)[:200]
+    return facts
 
 
 # -- 3. Spark projection: one column of twenty -------------------------------------------------
@@ -362,18 +389,8 @@ def _selective(name: str, fraction: float) -> None:
 
         def derive(this_s: float, other_s: float) -> Dict[str, Any]:
             facts: Dict[str, Any] = {"selected_rows": width}
-            try:
-                df = spark.read.format("lance").load(lance_path).where(cond).agg(*exprs)
-                qe = df._jdf.queryExecution()
-                df.collect()
-                leaves = qe.executedPlan().collectLeaves()
-                for i in range(leaves.size()):
-                    m = leaves.apply(i).metrics()
-                    if m.contains("pagesRead"):
-                        for k in ("pagesRead", "pagesPruned", "fragmentsPruned"):
-                            facts[k] = int(m.get(k).get().value())
-            except Exception as e:  # noqa: BLE001 - facts are informational
-                facts["metrics_error"] = str(e)[:200]
+            facts.update(_lance_scan_metrics(spark.read.format("lance").load(lance_path).where(cond).agg(*exprs),
+                                             ("pagesRead", "pagesPruned", "fragmentsPruned")))
             return facts
 
         return Prepared(

@@ -68,23 +68,47 @@ object DatasetStorage {
   }
 }
 
-/** Positional reads through an FSDataInputStream. */
+/** Positional reads through an FSDataInputStream (thread-safe: positioned
+  * reads do not move the stream).
+  *
+  * Spark counts a task's input bytes from Hadoop's per-thread file system
+  * statistics of the task's thread. Reads made on the read pool are moved
+  * there: subtracted from the pool thread's statistics when they complete, and
+  * added to the opening thread's (the task's) at its next `attributeReads`. */
 final class HadoopSource(fs: FileSystem, file: Path) extends RandomAccessSource {
   private val status: FileStatus = fs.getFileStatus(file)
   private val in: FSDataInputStream = fs.open(file)
   override val path: String = file.toString
   override val size: Long = status.getLen
 
+  private val owner: Thread = Thread.currentThread()
+  // the per-thread statistics Spark reads have no non-deprecated accessor
+  @scala.annotation.nowarn("cat=deprecation")
+  private val statistics: Option[FileSystem.Statistics] =
+    scala.util.Try(FileSystem.getStatistics(fs.getUri.getScheme, fs.getClass)).toOption
+  private val readElsewhere = new java.util.concurrent.atomic.AtomicLong
+
   override protected def readFully(position: Long, dst: ByteBuffer): Unit = {
+    val n = dst.remaining()
     if (dst.hasArray) {
-      in.readFully(position, dst.array(), dst.arrayOffset() + dst.position(), dst.remaining())
+      in.readFully(position, dst.array(), dst.arrayOffset() + dst.position(), n)
       dst.position(dst.limit())
     } else {
-      val tmp = new Array[Byte](dst.remaining())
+      val tmp = new Array[Byte](n)
       in.readFully(position, tmp)
       dst.put(tmp)
     }
+    if (Thread.currentThread() ne owner) statistics.foreach { s =>
+      s.incrementBytesRead(-n.toLong)
+      readElsewhere.addAndGet(n.toLong)
+    }
   }
+
+  override def attributeReads(): Unit =
+    if (Thread.currentThread() eq owner) {
+      val n = readElsewhere.getAndSet(0L)
+      if (n != 0) statistics.foreach(_.incrementBytesRead(n))
+    }
 
   override def close(): Unit = in.close()
 }

@@ -1,7 +1,7 @@
 package io.lancespark.format.input
 
 import java.nio.{ByteBuffer, ByteOrder}
-import java.util.concurrent.{CompletableFuture, ExecutionException, ExecutorService, Executors, ThreadFactory}
+import java.util.concurrent.{CompletableFuture, ExecutionException, Executor, ExecutorService, Executors, ThreadFactory}
 import java.util.concurrent.atomic.{AtomicInteger, AtomicLong}
 
 import scala.util.control.NonFatal
@@ -82,8 +82,10 @@ final class CoalescedReads private (
 
 object CoalescedReads {
 
-  /** Ranges at most this far apart are read as one (the gap is read too). */
-  val MaxGap: Long = 64L * 1024
+  /** Ranges at most this far apart are read as one, the gap with them: the
+    * padding between buffers (64-byte aligned) and small holes, up to one
+    * storage block. Larger gaps would read bytes that later batches read again. */
+  val MaxGap: Long = 4L * 1024
 
   /** No merged read grows beyond this. */
   val MaxRead: Long = 16L * 1024 * 1024
@@ -131,9 +133,10 @@ object CoalescedReads {
     out.result()
   }
 
-  /** Plans and issues the reads of one batch on `pool`. */
+  /** Plans and issues the reads of one batch on `pool` ([[ReadPool.caller]]:
+    * the calling thread reads them all before this returns). */
   def start(source: RandomAccessSource, planned: Seq[PlannedRead], arena: ReadArena,
-            pool: ExecutorService = ReadPool.executor): CoalescedReads = {
+            pool: Executor = ReadPool.executor): CoalescedReads = {
     val first = extents(coalesce(planned.map(_.range)), arena)
     submit(source, first, pool)
     val followUps = planned.filter(_.andThen ne PlannedRead.Nothing)
@@ -159,7 +162,7 @@ object CoalescedReads {
 
   /** Runs the reads in up to [[TasksPerRound]] tasks of consecutive extents
     * with about the same number of bytes each. */
-  private def submit(source: RandomAccessSource, extents: Vector[Extent], pool: ExecutorService): Unit = {
+  private def submit(source: RandomAccessSource, extents: Vector[Extent], pool: Executor): Unit = {
     if (extents.isEmpty) return
     val total = extents.map(_.range.length).sum
     val target = math.max(1L, total / TasksPerRound)
@@ -210,4 +213,7 @@ object ReadPool {
       t
     }
   })
+
+  /** Runs each read on the calling thread, at once. */
+  val caller: Executor = (r: Runnable) => r.run()
 }

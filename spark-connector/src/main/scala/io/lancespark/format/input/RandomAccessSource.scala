@@ -64,6 +64,10 @@ trait RandomAccessSource extends ByteReader with AutoCloseable {
     buf
   }
 
+  /** Credits the calling thread with reads other threads made for it, where
+    * the storage keeps per-thread statistics (see `HadoopSource`). */
+  def attributeReads(): Unit = ()
+
   /** Fills `dst` from `position`; throws EOFException if the file ends first. */
   protected def readFully(position: Long, dst: ByteBuffer): Unit
 }

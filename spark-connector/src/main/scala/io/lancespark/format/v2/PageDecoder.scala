@@ -261,7 +261,7 @@ final class PageDecoder(
       case FIXED_SIZE_BINARY =>
         val w = enc.getFixedSizeBinary.getByteWidth.toLong
         planInto(enc.getFixedSizeBinary.getBytes, Math.multiplyExact(n, w), from * w, until * w, out)
-      case BINARY => planBinary(enc, from, until, out)
+      case BINARY => planBinary(enc, n, from, until, out)
       case DICTIONARY =>
         val dict = enc.getDictionary
         planInto(dict.getIndices, n, from, until, out)
@@ -278,10 +278,23 @@ final class PageDecoder(
     if (enc.hasNullable && enc.getNullable.hasNoNulls) withoutNoNulls(enc.getNullable.getNoNulls.getValues) else enc
 
   /** A binary page's offsets (plain integers), then the value bytes they bracket. */
-  private def planBinary(enc: ArrayEncoding, from: Long, until: Long, out: ArrayBuffer[PlannedRead]): Unit = {
+  private def planBinary(enc: ArrayEncoding, n: Long, from: Long, until: Long, out: ArrayBuffer[PlannedRead]): Unit = {
     val bin = enc.getBinary
     val indices = withoutNoNulls(bin.getIndices)
     val start = math.max(0, from - 1)
+    // all of the array: all of its bytes, read with the offsets (so that the buffers
+    // of adjacent whole pages make one read)
+    val wholeBytes: Option[ByteRange] =
+      if (from > 0 || until < n || !bin.getBytes.hasFlat || bin.getBytes.getFlat.getBitsPerValue != 8) None
+      else {
+        val b = bin.getBytes.getFlat.getBuffer
+        val size = b.getBufferType match {
+          case PbBuffer.BufferType.page => page.buffers.lift(b.getBufferIndex).map(_.size)
+          case _                        => None
+        }
+        size.flatMap(fileRange(b, 0, _))
+      }
+    wholeBytes.foreach(out += PlannedRead(_))
     flatRange(indices, start, until).foreach { r =>
       val width = indices.getFlat.getBitsPerValue / 8
       val adj = bin.getNullAdjustment
@@ -299,7 +312,7 @@ final class PageDecoder(
           if (last <= first) Nil else flatRange(bin.getBytes, first, last).toSeq
         }
       }
-      out += (if (until > from) PlannedRead(r, valueBytes) else PlannedRead(r))
+      out += (if (until > from && wholeBytes.isEmpty) PlannedRead(r, valueBytes) else PlannedRead(r))
     }
   }
 

@@ -1,5 +1,7 @@
 package io.lancespark.format.v2
 
+import java.util.concurrent.Executor
+
 import scala.jdk.CollectionConverters._
 
 import com.google.protobuf.InvalidProtocolBufferException
@@ -8,7 +10,7 @@ import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 
 import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema, LogicalType}
-import io.lancespark.format.input.{ByteReader, CoalescedReads, PlannedRead, RandomAccessSource, ReadArena}
+import io.lancespark.format.input.{ByteReader, CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
 import io.lancespark.format.v2.Block._
 import io.lancespark.proto.file.FileDescriptor
 
@@ -113,10 +115,10 @@ final class V2FileReader private (
       }
     }
 
-  private def issue(fields: Seq[LanceField], from: Long, until: Long, arena: Int): BatchReads = {
+  private def issue(fields: Seq[LanceField], from: Long, until: Long, arena: Int, pool: Executor): BatchReads = {
     arenas(arena).reset()
     new BatchReads(fields, from, until,
-      CoalescedReads.start(source, fields.flatMap(plan(_, from, until)), arenas(arena)), arena)
+      CoalescedReads.start(source, fields.flatMap(plan(_, from, until)), arenas(arena), pool), arena)
   }
 
   /** Decoded slices of a column's items [from, until). */
@@ -194,10 +196,12 @@ final class V2FileReader private (
   override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] =
     read(fields, from, until, allocator, None)
 
-  /** Rows [from, until) of the fields. The batch's reads are issued together
+  /** Rows [from, until) of the fields. The batch's reads are planned together
     * (merged where close) before its decode starts, unless they already were
-    * as the previous call's `next`; `next`, the rows the caller will ask for
-    * next, has its reads issued now, to run while this batch decodes. */
+    * as the previous call's `next`. With a `next` (the rows the caller will ask
+    * for next), reads run on the read pool: this batch's while its first
+    * columns decode, the next batch's while this one decodes. Without one, the
+    * calling thread makes this batch's reads, then decodes. */
   override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
                     next: Option[(Long, Long)]): Seq[FieldVector] = {
     if (from < 0 || until < from || until > numRows)
@@ -206,10 +210,10 @@ final class V2FileReader private (
       case Some(a) if a.from == from && a.until == until && a.fields == fields => a
       case other =>
         other.foreach(_.reads.awaitAll())
-        issue(fields, from, until, 0)
+        issue(fields, from, until, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller)
     }
     ahead = next.filter { case (f, u) => f >= 0 && f < u && u <= numRows }
-      .map { case (f, u) => issue(fields, f, u, 1 - current.arena) }
+      .map { case (f, u) => issue(fields, f, u, 1 - current.arena, ReadPool.executor) }
     val out = scala.collection.mutable.ArrayBuffer.empty[FieldVector]
     batchInput = current.reads
     try {
@@ -234,6 +238,7 @@ final class V2FileReader private (
       batchInput = source
       current.reads.awaitAll()
       waitedNanos += current.reads.waitNanos
+      source.attributeReads()
     }
   }
 

@@ -79,7 +79,7 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
     (src, V2FileReader.openStandalone(src))
   }
 
-  test("a batch over many adjacent pages of both columns is read in one request") {
+  test("a batch over many adjacent pages is read in one request per run of adjacent pages") {
     val p = write("small-pages", pageRows = 100)
     val (src, r) = open(p)
     try {
@@ -90,10 +90,20 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
       try checkRows(vs, 5000, 7000) finally vs.foreach(_.close())
       val batchReads = src.reads.drop(before)
       info(s"${batchReads.size} reads: $batchReads")
-      // validity, offsets and values of 40 adjacent pages with the string bytes between them,
-      // then the last page's string bytes, which lie after them
-      assert(batchReads.size <= 2, batchReads)
-      assert(batchReads.map(_._2.toLong).sum < Files.size(p) / 5)
+      // no next batch announced: the calling thread reads
+      assert(src.readsWithThreads.drop(before).forall(_._3 == Thread.currentThread.getName))
+      // The writer stores each column's pages of one 5,000-row write together: the batch's 20
+      // id pages are one read, the 20 string pages (validity, offsets, bytes) another, and the
+      // last string page's bytes, which come after the next pages' offsets, a third.
+      assert(batchReads.size <= 3, batchReads)
+      val pageBytes = r.fileSchema.fields.map { f =>
+        val other = new io.lancespark.format.input.LocalFileSource(p)
+        try new ColumnMetadataReader(other, r.footer).column(r.fieldColumns(f.id))
+          .pagesOverlapping(5000, 7000).flatMap(_.buffers).map(_.size).sum
+        finally other.close()
+      }.sum
+      assert(batchReads.map(_._2.toLong).sum <= pageBytes + batchReads.size * CoalescedReads.MaxGap,
+        s"$pageBytes bytes in the pages")
     } finally r.close()
   }
 
@@ -134,6 +144,9 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
       // after the first batch every page byte (offsets, validity, values and string bytes)
       // was read ahead, by the pool
       assert(onTaskThread == 0, all)
+      info(s"read ${src.bytesRead} bytes of ${Files.size(p)}")
+      // bytes are read again only where a gap of at most MaxGap between two ranges was bridged
+      assert(src.bytesRead <= Files.size(p) + all.size * CoalescedReads.MaxGap, src.reads)
       assert(r.storageWaitNanos >= 0)
     } finally r.close()
   }

@@ -1,0 +1,113 @@
+"""How a Spark scan reads storage: the pages a batch needs are read in few, merged requests,
+the next batch's reads run on the read pool while the current batch decodes, and Spark's task
+input metrics still count every byte (the pool's reads are credited to the task's thread).
+Values are checked against pylance; no assertion is about time."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import pytest
+from pyspark.sql import functions as F
+
+ROWS = 200_000
+
+
+def _scan(df) -> dict:
+    """Runs df and returns its Lance scan node's metrics and the stages' input bytes."""
+    spark = df.sparkSession
+    sc = spark.sparkContext._jsc.sc()
+    gw = spark.sparkContext._gateway
+    no_quantiles = gw.new_array(gw.jvm.double, 0)
+
+    def stages():
+        sc.listenerBus().waitUntilEmpty(10_000)
+        seq = sc.statusStore().stageList(None, False, False, no_quantiles, None)
+        return {(int(seq.apply(i).stageId()), int(seq.apply(i).attemptId())): seq.apply(i)
+                for i in range(seq.length())}
+
+    before = set(stages())
+    qe = df._jdf.queryExecution()
+    rows = df.collect()
+    leaves = qe.executedPlan().collectLeaves()
+    metrics = None
+    for i in range(leaves.size()):
+        m = leaves.apply(i).metrics()
+        if m.contains("readRequests"):
+            metrics = {k: int(m.get(k).get().value()) for k in
+                       ("pagesRead", "lanceBytesRead", "readRequests", "storageWaitMs")}
+    assert metrics is not None, qe.executedPlan().toString()
+    new = [s for k, s in stages().items() if k not in before]
+    metrics["input_bytes"] = sum(int(s.inputBytes()) for s in new)
+    metrics["rows"] = rows
+    return metrics
+
+
+@pytest.fixture(scope="module")
+def small_pages(spark, tmp_path_factory):
+    spark.conf.set("spark.sql.adaptive.enabled", "false")   # the scan node's metrics in the executed plan
+    path = str(tmp_path_factory.mktemp("io") / "small_pages.lance")
+    (spark.range(0, ROWS, numPartitions=2)
+     .selectExpr("id", "id * 3 AS v", "CAST(id AS DOUBLE) / 7 AS d",
+                 "IF(id % 5 = 0, NULL, concat('row-', id)) AS s")
+     .write.format("lance").option("maxRowsPerPage", 1000).save(path))
+    return path
+
+
+def _aggs(df):
+    return df.agg(F.count(F.lit(1)).alias("n"), F.sum("id").alias("si"), F.sum("v").alias("sv"),
+                  F.sum("d").alias("sd"), F.count("s").alias("ns"), F.max("s").alias("ms"))
+
+
+def _expected(path: str) -> tuple:
+    t = lance.dataset(path).to_table()
+    ids = t.column("id").to_pylist()
+    s = [x for x in t.column("s").to_pylist() if x is not None]
+    return (len(ids), sum(ids), sum(t.column("v").to_pylist()), None, len(s), max(s))
+
+
+def test_batches_over_adjacent_pages_are_read_in_merged_requests(spark, small_pages):
+    m = _scan(_aggs(spark.read.format("lance").load(small_pages)))
+    exp = _expected(small_pages)
+    got = tuple(m["rows"][0])
+    assert got[:3] == exp[:3] and got[4:] == exp[4:], (got, exp)
+    assert got[3] == pytest.approx(sum(i / 7 for i in range(ROWS)), rel=1e-12)
+    # 4 columns in pages of 1,000 rows; each 8,192-row batch decodes about 4 x 9 pages. The
+    # writer stores each column's pages of one 8,192-row write together, so a batch meets at most
+    # 2 runs of adjacent pages per column (8 reads, plus the bytes of a partly read string page
+    # at either end) where one read per page buffer would be over 40.
+    batches = ROWS // 8192 + 2
+    assert m["pagesRead"] >= 4 * ROWS // 1000, m
+    assert m["readRequests"] <= 11 * batches and m["readRequests"] * 3 <= m["pagesRead"], m
+
+
+def test_task_input_metrics_count_the_bytes_read_ahead(spark, small_pages):
+    files = list(Path(small_pages).rglob("*.lance"))
+    data_bytes = sum(f.stat().st_size for f in files)
+    m = _scan(_aggs(spark.read.format("lance").load(small_pages)))
+    # every byte the readers fetched, most of them on the read pool, is in Spark's input metrics
+    assert m["input_bytes"] == m["lanceBytesRead"], m
+    # each byte once, but for holes of at most 4 KiB bridged between two ranges read together
+    assert 0.9 * data_bytes <= m["lanceBytesRead"] <= data_bytes + 4096 * m["readRequests"], (m, data_bytes)
+
+
+@pytest.mark.parametrize("batch", [1, 999, 8192, 65536])
+def test_read_ahead_on_and_off_give_the_same_rows(spark, small_pages, batch):
+    def read(ahead: str):
+        df = (spark.read.format("lance").option("readAhead", ahead).option("batchSize", batch)
+              .load(small_pages).where("id % 997 = 3").select("id", "s"))
+        return sorted(df.collect())
+
+    on, off = read("true"), read("false")
+    assert on == off
+    assert [r.id for r in on] == [i for i in range(ROWS) if i % 997 == 3]
+    assert all(r.s == (None if r.id % 5 == 0 else f"row-{r.id}") for r in on)
+
+
+def test_without_read_ahead_the_reads_are_made_by_the_task(spark, small_pages):
+    on = _scan(_aggs(spark.read.format("lance").load(small_pages)))
+    off = _scan(_aggs(spark.read.format("lance").option("readAhead", "false").load(small_pages)))
+    assert on["rows"] == off["rows"]
+    # the same merged requests either way; only who makes them (and when) differs
+    assert on["readRequests"] == off["readRequests"] and on["lanceBytesRead"] == off["lanceBytesRead"], (on, off)
+    assert off["input_bytes"] == off["lanceBytesRead"], off
