@@ -139,12 +139,14 @@ def spark_full_scan(ctx: Context) -> Prepared:
     exprs = _agg_exprs(MIXED_AGGS)
 
     def derive(this_s: float, other_s: float) -> Dict[str, Any]:
-        # how the scan read storage, with the next batch's reads issued during the current
-        # batch's decode (the default) and without
+        # how the scan read storage: as timed (readAhead=auto, which for local files is the
+        # task reading each batch, then decoding it), and with readAhead=true (the reads on the
+        # read pool, the next batch's during the current batch's decode), each run once, untimed
         keys = ("pagesRead", "readRequests", "lanceBytesRead", "storageWaitMs")
-        facts = _lance_scan_metrics(spark.read.format("lance").load(lance_path).agg(*exprs), keys, "ahead_")
-        facts.update(_lance_scan_metrics(spark.read.format("lance").option("readAhead", "false")
-                                         .load(lance_path).agg(*exprs), keys, "sync_"))
+        facts = _lance_scan_metrics(spark.read.format("lance").load(lance_path).agg(*exprs), keys, "sync_")
+        df = spark.read.format("lance").option("readAhead", "true").load(lance_path).agg(*exprs)
+        facts["ahead_s"] = _timed(lambda: df.collect())
+        facts.update(_lance_scan_metrics(df, keys, "ahead_"))
         return facts
 
     return Prepared(
@@ -160,15 +162,33 @@ def spark_full_scan(ctx: Context) -> Prepared:
 def _lance_scan_metrics(df, keys, prefix: str = "") -> Dict[str, Any]:
     """Runs df once (untimed) and returns the named metrics of its Lance scan node."""
     facts: Dict[str, Any] = {}
+
+    def scan_node(node):
+        if node.metrics().contains("pagesRead"):
+            return node
+        kind = node.getClass().getSimpleName()
+        if kind == "AdaptiveSparkPlanExec":
+            kids = [node.executedPlan()]
+        elif kind.endswith("QueryStageExec"):
+            kids = [node.plan()]
+        else:
+            seq = node.children()
+            kids = [seq.apply(i) for i in range(seq.size())]
+        for k in kids:
+            found = scan_node(k)
+            if found is not None:
+                return found
+        return None
+
     try:
         qe = df._jdf.queryExecution()
         df.collect()
-        leaves = qe.executedPlan().collectLeaves()
-        for i in range(leaves.size()):
-            m = leaves.apply(i).metrics()
-            if m.contains("pagesRead"):
-                for k in keys:
-                    facts[prefix + k] = int(m.get(k).get().value())
+        node = scan_node(qe.executedPlan())
+        if node is None:
+            raise RuntimeError("no Lance scan node in the executed plan")
+        m = node.metrics()
+        for k in keys:
+            facts[prefix + k] = int(m.get(k).get().value())
     except Exception as e:  # noqa: BLE001 - facts are informational
         facts[prefix + "metrics_error"] = str(e)[:200]
     return facts

@@ -66,8 +66,9 @@ def _expected(path: str) -> tuple:
     return (len(ids), sum(ids), sum(t.column("v").to_pylist()), None, len(s), max(s))
 
 
-def test_batches_over_adjacent_pages_are_read_in_merged_requests(spark, small_pages):
-    m = _scan(_aggs(spark.read.format("lance").load(small_pages)))
+@pytest.mark.parametrize("ahead", ["true", "auto"])
+def test_batches_over_adjacent_pages_are_read_in_merged_requests(spark, small_pages, ahead):
+    m = _scan(_aggs(spark.read.format("lance").option("readAhead", ahead).load(small_pages)))
     exp = _expected(small_pages)
     got = tuple(m["rows"][0])
     assert got[:3] == exp[:3] and got[4:] == exp[4:], (got, exp)
@@ -84,7 +85,7 @@ def test_batches_over_adjacent_pages_are_read_in_merged_requests(spark, small_pa
 def test_task_input_metrics_count_the_bytes_read_ahead(spark, small_pages):
     files = list(Path(small_pages).rglob("*.lance"))
     data_bytes = sum(f.stat().st_size for f in files)
-    m = _scan(_aggs(spark.read.format("lance").load(small_pages)))
+    m = _scan(_aggs(spark.read.format("lance").option("readAhead", "true").load(small_pages)))
     # every byte the readers fetched, most of them on the read pool, is in Spark's input metrics
     assert m["input_bytes"] == m["lanceBytesRead"], m
     # each byte once, but for holes of at most 4 KiB bridged between two ranges read together
@@ -99,15 +100,20 @@ def test_read_ahead_on_and_off_give_the_same_rows(spark, small_pages, batch):
         return sorted(df.collect())
 
     on, off = read("true"), read("false")
-    assert on == off
+    assert on == off == read("auto")
     assert [r.id for r in on] == [i for i in range(ROWS) if i % 997 == 3]
     assert all(r.s == (None if r.id % 5 == 0 else f"row-{r.id}") for r in on)
 
 
 def test_without_read_ahead_the_reads_are_made_by_the_task(spark, small_pages):
-    on = _scan(_aggs(spark.read.format("lance").load(small_pages)))
+    on = _scan(_aggs(spark.read.format("lance").option("readAhead", "true").load(small_pages)))
     off = _scan(_aggs(spark.read.format("lance").option("readAhead", "false").load(small_pages)))
     assert on["rows"] == off["rows"]
     # the same merged requests either way; only who makes them (and when) differs
     assert on["readRequests"] == off["readRequests"] and on["lanceBytesRead"] == off["lanceBytesRead"], (on, off)
     assert off["input_bytes"] == off["lanceBytesRead"], off
+
+
+def test_read_ahead_option_is_checked(spark, small_pages):
+    with pytest.raises(Exception, match="readAhead.*true, false or auto"):
+        spark.read.format("lance").option("readAhead", "sometimes").load(small_pages).count()

@@ -13,7 +13,7 @@ final case class LanceOptions(
     batchSize: Int,
     splitRows: Option[Long],
     pushdown: Boolean = true,
-    readAhead: Boolean = true) {
+    readAhead: Option[Boolean] = None) {
   require(batchSize > 0, s"batchSize must be positive, got $batchSize")
 }
 
@@ -29,7 +29,10 @@ object LanceOptions {
   /** "false" turns predicate pushdown off (Spark then filters every row read). */
   val Pushdown = "pushdown"
 
-  /** "false" reads each batch only when it is decoded (no reads ahead of the decode). */
+  /** "true": storage reads run on the read pool, the next batch's while the
+    * current one decodes; "false": each task reads a batch, then decodes it;
+    * "auto" (default): true except for local files, whose reads are CPU work
+    * that competes with the decode for the same cores. */
   val ReadAhead = "readAhead"
 
   val DefaultBatchSize: Int = 8192
@@ -45,7 +48,14 @@ object LanceOptions {
     val path = lower.getOrElse(Path, throw new IllegalArgumentException(
       "a Lance dataset path is required: spark.read.format(\"lance\").load(\"/path/to/dataset\")"))
     def flag(key: String): Boolean = lower.get(key.toLowerCase(Locale.ROOT)).forall(!_.trim.equalsIgnoreCase("false"))
+    val readAhead = lower.get(ReadAhead.toLowerCase(Locale.ROOT)).map(_.trim.toLowerCase(Locale.ROOT)) match {
+      case None | Some("auto") => None
+      case Some("true")        => Some(true)
+      case Some("false")       => Some(false)
+      case Some(other) =>
+        throw new IllegalArgumentException(s"option '$ReadAhead' must be true, false or auto, got '$other'")
+    }
     LanceOptions(path, num(Version), num(BatchSize).map(_.toInt).getOrElse(DefaultBatchSize), num(SplitRows),
-      flag(Pushdown), flag(ReadAhead))
+      flag(Pushdown), readAhead)
   }
 }

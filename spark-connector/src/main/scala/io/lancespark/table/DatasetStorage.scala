@@ -17,6 +17,10 @@ final class DatasetStorage(val root: Path, val fs: FileSystem) {
 
   def uri: String = root.toString
 
+  /** Whether the dataset is on a local file system (reads from it are page
+    * cache or local disk, not network round trips). */
+  def isLocal: Boolean = fs.getUri.getScheme == "file"
+
   /** Resolves `relative` (e.g. "data/x.lance") under the root, refusing escapes. */
   def resolve(relative: String, what: String): Path = {
     val parts = relative.split('/').filter(_.nonEmpty)

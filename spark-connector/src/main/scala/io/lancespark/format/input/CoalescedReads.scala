@@ -2,7 +2,7 @@ package io.lancespark.format.input
 
 import java.nio.{ByteBuffer, ByteOrder}
 import java.util.concurrent.{CompletableFuture, ExecutionException, Executor, ExecutorService, Executors, ThreadFactory}
-import java.util.concurrent.atomic.{AtomicInteger, AtomicLong}
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger, AtomicLong}
 
 import scala.util.control.NonFatal
 
@@ -21,11 +21,16 @@ object PlannedRead {
 
 /** The storage reads of one batch, issued on the read pool as soon as they are
   * planned: ranges close to each other in the file are merged into one read,
-  * the merged reads run in a few parallel tasks, and each range becomes usable
+  * the merged reads run in a few parallel groups, and each range becomes usable
   * the moment its own read completes, so the decode of one column overlaps the
   * reads of the others (and, planned a batch early, the decode of the batch
   * before). Reads follow in a second round for planned reads with an
   * `andThen`, once their bytes are in.
+  *
+  * A thread that needs bytes whose group of reads no pool thread has started
+  * yet runs that group itself: when every core is busy (reads from the page
+  * cache are CPU work) nothing waits for a pool thread to be scheduled, and
+  * when reads wait on storage they overlap with the decode.
   *
   * As a [[ByteReader]] it serves any range lying inside one merged read (waiting
   * for that read only) and reads anything else directly. Buffers come from
@@ -42,41 +47,32 @@ final class CoalescedReads private (
 
   private val waited = new AtomicLong
 
-  /** Nanoseconds the reading thread spent waiting for storage: for reads not
-    * yet complete when their bytes were needed, and for direct reads. */
+  /** Nanoseconds the calling thread spent on storage: waiting for reads not
+    * complete when their bytes were needed, and making reads itself. */
   def waitNanos: Long = waited.get
-
-  /** Merged reads issued (both rounds; the second only once it is planned). */
-  def requests: Int = first.size + (if (second.isDone && !second.isCompletedExceptionally) second.join().size else 0)
 
   override def read(position: Long, length: Long): ByteBuffer =
     find(first, position, length).orElse(find(secondRound, position, length)) match {
       case Some(e) => e.slice(position, length, waited)
-      case None =>
-        val t0 = System.nanoTime()
-        try source.read(position, length, arena)
-        finally waited.addAndGet(System.nanoTime() - t0)
+      case None => timed(waited)(source.read(position, length, arena))
     }
 
   /** The second round's reads, once planned; none if the first round failed
     * (the direct read then reports the storage error itself). */
   private def secondRound: Vector[Extent] =
     if (second.isDone && !second.isCompletedExceptionally) second.join()
-    else {
-      val t0 = System.nanoTime()
+    else timed(waited) {
+      first.foreach(_.complete())
       try second.get()
       catch { case _: ExecutionException => Vector.empty }
-      finally waited.addAndGet(System.nanoTime() - t0)
     }
 
   /** Waits until no read of this batch is in flight (failures are ignored:
     * they surface when their bytes are asked for). */
-  def awaitAll(): Unit = {
-    def quietly(f: CompletableFuture[_]): Unit =
-      try f.get() catch { case _: ExecutionException => () }
-    first.foreach(e => quietly(e.done))
-    quietly(second)
-    if (!second.isCompletedExceptionally) second.join().foreach(e => quietly(e.done))
+  def awaitAll(): Unit = timed(waited) {
+    first.foreach(_.complete())
+    try second.get().foreach(_.complete())
+    catch { case _: ExecutionException => () }
   }
 }
 
@@ -90,20 +86,43 @@ object CoalescedReads {
   /** No merged read grows beyond this. */
   val MaxRead: Long = 16L * 1024 * 1024
 
-  /** A batch's merged reads run in at most this many parallel tasks. */
-  val TasksPerRound: Int = 4
+  /** A batch's merged reads run in at most this many parallel groups. */
+  val GroupsPerRound: Int = 4
+
+  private def timed[T](into: AtomicLong)(body: => T): T = {
+    val t0 = System.nanoTime()
+    try body finally into.addAndGet(System.nanoTime() - t0)
+  }
+
+  /** Merged reads made one after the other by whichever thread claims them
+    * first: a pool thread, or a thread that needs their bytes. */
+  private[input] final class ReadGroup(source: RandomAccessSource) extends Runnable {
+    private val claimed = new AtomicBoolean
+    private[input] var extents: Vector[Extent] = Vector.empty
+
+    override def run(): Unit =
+      if (claimed.compareAndSet(false, true))
+        extents.foreach { e =>
+          try {
+            source.readInto(e.range.position, e.buf.duplicate())
+            e.done.complete(())
+          } catch { case t: Throwable => e.done.completeExceptionally(t) }
+        }
+  }
 
   /** One merged read: its bytes land in `buf`; `done` completes when they have. */
   private[input] final class Extent(val range: ByteRange, val buf: ByteBuffer) {
     val done: CompletableFuture[Unit] = new CompletableFuture[Unit]
+    private[input] var group: ReadGroup = _
+
+    /** Runs this read's group here if no thread has started it, then waits for it. */
+    def complete(): Unit = if (!done.isDone) {
+      group.run()
+      try done.get() catch { case _: ExecutionException => () }
+    }
 
     def slice(position: Long, length: Long, waited: AtomicLong): ByteBuffer = {
-      if (!done.isDone) {
-        val t0 = System.nanoTime()
-        try done.get()
-        catch { case _: ExecutionException => () }
-        finally waited.addAndGet(System.nanoTime() - t0)
-      }
+      if (!done.isDone) timed(waited)(complete())
       try done.join()
       catch { case e: java.util.concurrent.CompletionException if e.getCause != null => throw e.getCause }
       val off = (position - range.position).toInt
@@ -140,9 +159,10 @@ object CoalescedReads {
     val first = extents(coalesce(planned.map(_.range)), arena)
     submit(source, first, pool)
     val followUps = planned.filter(_.andThen ne PlannedRead.Nothing)
+    // the second round is planned by the thread that completes the first
     val second: CompletableFuture[Vector[Extent]] =
       if (followUps.isEmpty) CompletableFuture.completedFuture(Vector.empty)
-      else CompletableFuture.allOf(first.map(_.done): _*).thenApplyAsync[Vector[Extent]](_ => {
+      else CompletableFuture.allOf(first.map(_.done): _*).thenApply[Vector[Extent]](_ => {
         val more = followUps.flatMap { p =>
           find(first, p.range.position, p.range.length).toSeq.flatMap { e =>
             try p.andThen(e.slice(p.range.position, p.range.length, new AtomicLong))
@@ -153,38 +173,30 @@ object CoalescedReads {
         val ext = extents(coalesce(needed), arena)
         submit(source, ext, pool)
         ext
-      }, pool)
+      })
     new CoalescedReads(source, arena, first, second)
   }
 
   private def extents(ranges: Vector[ByteRange], arena: ReadArena): Vector[Extent] =
     ranges.map(r => new Extent(r, arena.take(r.length.toInt)))
 
-  /** Runs the reads in up to [[TasksPerRound]] tasks of consecutive extents
+  /** Runs the reads in up to [[GroupsPerRound]] groups of consecutive extents
     * with about the same number of bytes each. */
   private def submit(source: RandomAccessSource, extents: Vector[Extent], pool: Executor): Unit = {
     if (extents.isEmpty) return
     val total = extents.map(_.range.length).sum
-    val target = math.max(1L, total / TasksPerRound)
-    val groups = Vector.newBuilder[Vector[Extent]]
-    var group = Vector.empty[Extent]
+    val target = math.max(1L, total / GroupsPerRound)
+    val groups = Vector.newBuilder[ReadGroup]
+    var group = new ReadGroup(source)
     var bytes = 0L
     extents.foreach { e =>
-      group :+= e
+      e.group = group
+      group.extents :+= e
       bytes += e.range.length
-      if (bytes >= target) { groups += group; group = Vector.empty; bytes = 0L }
+      if (bytes >= target) { groups += group; group = new ReadGroup(source); bytes = 0L }
     }
-    if (group.nonEmpty) groups += group
-    groups.result().foreach { g =>
-      pool.execute { () =>
-        g.foreach { e =>
-          try {
-            source.readInto(e.range.position, e.buf.duplicate())
-            e.done.complete(())
-          } catch { case t: Throwable => e.done.completeExceptionally(t) }
-        }
-      }
-    }
+    if (group.extents.nonEmpty) groups += group
+    groups.result().foreach(pool.execute)
   }
 
   /** The extent holding all of [position, position + length), by binary search. */

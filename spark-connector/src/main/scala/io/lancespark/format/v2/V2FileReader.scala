@@ -209,8 +209,11 @@ final class V2FileReader private (
     val current = ahead match {
       case Some(a) if a.from == from && a.until == until && a.fields == fields => a
       case other =>
+        val t0 = System.nanoTime()
         other.foreach(_.reads.awaitAll())
-        issue(fields, from, until, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller)
+        val issued = issue(fields, from, until, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller)
+        waitedNanos += System.nanoTime() - t0 // reads made here, or waited for
+        issued
     }
     ahead = next.filter { case (f, u) => f >= 0 && f < u && u <= numRows }
       .map { case (f, u) => issue(fields, f, u, 1 - current.arena, ReadPool.executor) }

@@ -33,6 +33,9 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
       } finally src.close()
     } else None
 
+  /** Reads on the read pool ahead of the decode: asked for, or storage that is not local. */
+  private val readAhead: Boolean = factory.readAhead.getOrElse(!storage.isLocal)
+
   private val ranges = partition.ranges.iterator.buffered
   private var range: (Long, Long) = (0L, 0L)
   private var position: Long = 0L
@@ -45,7 +48,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     while (!found && factory.limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
       if (position >= range._2) { range = ranges.next(); position = range._1 }
       val end = math.min(range._2, position + factory.batchSize)
-      val batch = scanner.read(position, end, if (factory.readAhead) following(end) else None)
+      val batch = scanner.read(position, end, if (readAhead) following(end) else None)
       position = end
       if (batch.rowCount > 0) {
         current = Some(batch -> toColumnar(batch))

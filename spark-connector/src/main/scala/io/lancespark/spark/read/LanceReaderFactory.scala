@@ -23,7 +23,7 @@ final case class LanceReaderFactory(
     filter: Option[io.lancespark.table.filter.Filter] = None,
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int] = None,
-    readAhead: Boolean = true)
+    readAhead: Option[Boolean] = None)
     extends PartitionReaderFactory {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = true

@@ -138,6 +138,10 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
         val vs = r.read(fields, a, until, allocator, next)
         try checkRows(vs, a, until) finally vs.foreach(_.close())
         if (k > 0) onTaskThread += src.readsWithThreads.drop(before).count(_._3 == Thread.currentThread.getName)
+        // the consumer's work on the batch (Spark's, in a scan): time for a pool thread to
+        // start the next batch's reads; a reader that needs bytes no pool thread has started
+        // reading reads them itself
+        Thread.sleep(20)
       }
       val all = src.readsWithThreads
       info(s"${all.size} reads, ${all.count(_._3.startsWith("lance-read-"))} on the read pool")
