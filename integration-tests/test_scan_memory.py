@@ -45,8 +45,8 @@ def one_file(spark, tmp_path_factory):
     return path, files[0].stat().st_size
 
 
-def _peak(spark, path: str, batch: int) -> int:
-    df = spark.read.format("lance").option("batchSize", batch).load(path)
+def _peak(spark, path: str, batch: int, ahead: str) -> int:
+    df = spark.read.format("lance").option("batchSize", batch).option("readAhead", ahead).load(path)
     row = df.agg(F.count(F.lit(1)), F.sum("id"), F.sum("v"), F.sum("d"), F.max(F.length("s"))).collect()[0]
     assert row[0] == ROWS and row[1] == ROWS * (ROWS - 1) // 2 and row[4] == len(f"row-{ROWS - 1}")
     text = _last_metric(spark, PEAK)
@@ -54,10 +54,13 @@ def _peak(spark, path: str, batch: int) -> int:
     return _bytes(text)
 
 
-def test_peak_reader_memory_follows_batch_size(spark, one_file):
+@pytest.mark.parametrize("ahead", ["false", "true"])
+def test_peak_reader_memory_follows_batch_size(spark, one_file, ahead):
+    """With readAhead the next batch's page bytes are held too, while the current one decodes."""
     path, file_bytes = one_file
     row_bytes = 8 * 3 + 4 + 10      # three 8-byte columns, a string's offset and ~10 characters
-    small, large = _peak(spark, path, 1024), _peak(spark, path, 65536)
+    small, large = _peak(spark, path, 1024, ahead), _peak(spark, path, 65536, ahead)
+    print(f"readAhead={ahead}: peak {small} bytes for 1,024-row batches, {large} for 65,536")
     assert 0 < small < large, (small, large)
     # bounded by a small multiple of the batch (Arrow rounds buffers up to powers of two) ...
     assert small <= 8 * 1024 * row_bytes, small
