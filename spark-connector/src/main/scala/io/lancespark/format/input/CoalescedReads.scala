@@ -1,23 +1,10 @@
 package io.lancespark.format.input
 
 import java.nio.{ByteBuffer, ByteOrder}
-import java.util.concurrent.{CompletableFuture, ExecutionException, Executor, ExecutorService, Executors, ThreadFactory}
-import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger, AtomicLong}
+import java.util.concurrent.{CompletableFuture, ExecutionException, Executor}
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong}
 
 import scala.util.control.NonFatal
-
-/** `length` bytes of a file at `position`. */
-final case class ByteRange(position: Long, length: Long) {
-  def end: Long = position + length
-}
-
-/** A read a batch needs, known before any of its bytes are read, and the reads
-  * its bytes lead to (the value bytes a string page's offsets point at). */
-final case class PlannedRead(range: ByteRange, andThen: ByteBuffer => Seq[ByteRange] = PlannedRead.Nothing)
-
-object PlannedRead {
-  val Nothing: ByteBuffer => Seq[ByteRange] = _ => Seq.empty
-}
 
 /** The storage reads of one batch, issued on the read pool as soon as they are
   * planned: ranges close to each other in the file are merged into one read,
@@ -210,22 +197,4 @@ object CoalescedReads {
     }
     if (best >= 0 && position + length <= extents(best).range.end) Some(extents(best)) else None
   }
-}
-
-/** Daemon threads that run storage reads ahead of the decode, shared by every
-  * reader in the JVM. */
-object ReadPool {
-  val Threads: Int = math.max(4, 2 * Runtime.getRuntime.availableProcessors)
-
-  lazy val executor: ExecutorService = Executors.newFixedThreadPool(Threads, new ThreadFactory {
-    private val n = new AtomicInteger
-    override def newThread(r: Runnable): Thread = {
-      val t = new Thread(r, s"lance-read-${n.incrementAndGet()}")
-      t.setDaemon(true)
-      t
-    }
-  })
-
-  /** Runs each read on the calling thread, at once. */
-  val caller: Executor = (r: Runnable) => r.run()
 }
