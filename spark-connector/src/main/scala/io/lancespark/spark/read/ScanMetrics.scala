@@ -44,8 +44,9 @@ final class StorageWaitMetric extends LanceSumMetric(ScanMetrics.StorageWait, "t
 final class RowsSkippedMetric extends LanceSumMetric(ScanMetrics.RowsSkippedByStats, "rows skipped by statistics")
 
 /** The most memory one task's reader held at once: the peak of its Arrow
-  * allocator (the current batch's vectors) plus the heap buffers of one
-  * batch's storage reads. Shown as the maximum over tasks. */
+  * allocator (the current batch's vectors) plus the heap buffers of its
+  * storage reads (one batch's; with read-ahead, the next batch's too). Shown
+  * as the maximum over tasks. */
 final class PeakTaskMemoryMetric extends CustomMetric {
   override def name(): String = ScanMetrics.PeakTaskMemory
   override def description(): String = "peak reader memory per task"
