@@ -44,14 +44,17 @@ final class PageDecoder(
     decode(page.encoding, page.length, from, until, top = true)
   }
 
+  /** The buffers a buffer reference of this type indexes; None for an unknown type. */
+  private def buffersOf(b: PbBuffer): Option[Vector[Region]] = b.getBufferType match {
+    case PbBuffer.BufferType.page   => Some(page.buffers)
+    case PbBuffer.BufferType.column => Some(column.buffers)
+    case PbBuffer.BufferType.file   => Some(globalBuffers)
+    case _                          => None
+  }
+
   private def region(b: PbBuffer): Region = {
     val idx = b.getBufferIndex
-    val table: Vector[Region] = b.getBufferType match {
-      case PbBuffer.BufferType.page   => page.buffers
-      case PbBuffer.BufferType.column => column.buffers
-      case PbBuffer.BufferType.file   => globalBuffers
-      case other                      => fail(s"unknown buffer type $other")
-    }
+    val table = buffersOf(b).getOrElse(fail(s"unknown buffer type ${b.getBufferType}"))
     if (idx < 0 || idx >= table.size)
       fail(s"encoding refers to ${b.getBufferType} buffer $idx but there are ${table.size}")
     table(idx)
@@ -225,16 +228,10 @@ final class PageDecoder(
   }
 
   /** The file range of bytes [offset, offset + len) of a buffer, if it lies inside it. */
-  private def fileRange(b: PbBuffer, offset: Long, len: Long): Option[ByteRange] = {
-    val table: Vector[Region] = b.getBufferType match {
-      case PbBuffer.BufferType.page   => page.buffers
-      case PbBuffer.BufferType.column => column.buffers
-      case PbBuffer.BufferType.file   => globalBuffers
-      case _                          => Vector.empty
-    }
-    table.lift(b.getBufferIndex).filter(r => offset >= 0 && len > 0 && offset + len <= r.size)
+  private def fileRange(b: PbBuffer, offset: Long, len: Long): Option[ByteRange] =
+    buffersOf(b).flatMap(_.lift(b.getBufferIndex))
+      .filter(r => offset >= 0 && len > 0 && offset + len <= r.size)
       .map(r => ByteRange(r.position + offset, len))
-  }
 
   private def flatRange(enc: ArrayEncoding, from: Long, until: Long): Option[ByteRange] =
     if (!enc.hasFlat) None
@@ -288,11 +285,7 @@ final class PageDecoder(
       if (from > 0 || until < n || !bin.getBytes.hasFlat || bin.getBytes.getFlat.getBitsPerValue != 8) None
       else {
         val b = bin.getBytes.getFlat.getBuffer
-        val size = b.getBufferType match {
-          case PbBuffer.BufferType.page => page.buffers.lift(b.getBufferIndex).map(_.size)
-          case _                        => None
-        }
-        size.flatMap(fileRange(b, 0, _))
+        buffersOf(b).flatMap(_.lift(b.getBufferIndex)).flatMap(r => fileRange(b, 0, r.size))
       }
     wholeBytes.foreach(out += PlannedRead(_))
     flatRange(indices, start, until).foreach { r =>

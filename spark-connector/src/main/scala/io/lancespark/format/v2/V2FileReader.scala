@@ -123,8 +123,8 @@ final class V2FileReader private (
 
   /** Decoded slices of a column's items [from, until). */
   private def slices(field: LanceField, col: ColumnInfo, from: Long, until: Long): Vector[Slice] = {
-    val input = batchInput
     if (until <= from) return Vector.empty
+    val input = batchInput
     if (until > col.numItems)
       fail(s"column ${col.index} (field '${field.name}', id ${field.id}) holds ${col.numItems} items, " +
         s"but items [$from, $until) are needed")
