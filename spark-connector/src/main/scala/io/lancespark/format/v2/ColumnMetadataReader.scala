@@ -56,10 +56,11 @@ final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer) {
     Footer.readRegions(source, footer.columnMetadataTablePos, footer.numColumns, "column metadata")
   private val cache = scala.collection.mutable.Map.empty[Int, ColumnInfo]
 
+  /** A column's metadata, loaded once (the read pool plans list items from it too). */
   def column(index: Int): ColumnInfo = {
     if (index < 0 || index >= footer.numColumns)
       throw LanceFormatException(path, s"column $index does not exist (the file has ${footer.numColumns} columns)")
-    cache.getOrElseUpdate(index, load(index))
+    cache.synchronized(cache.getOrElseUpdate(index, load(index)))
   }
 
   private def load(index: Int): ColumnInfo = {

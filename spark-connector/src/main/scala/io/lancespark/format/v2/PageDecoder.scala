@@ -216,16 +216,22 @@ final class PageDecoder(
 
   /** The reads [[decode]]`(from, until)` will make, as far as they are known
     * before any byte is read: values, validity bitmaps, offsets, dictionary
-    * indices and (if not cached) items; the value bytes of a binary page follow
-    * from its offsets. Planning never fails: whatever it cannot plan is read
-    * when the decode asks for it, and the decode reports what is wrong. */
-  def plan(from: Long, until: Long): Seq[PlannedRead] = {
+    * indices and (if not cached, and `dictionaryItems`) items. What offsets
+    * point at follows once they are read: the value bytes of a binary page, and
+    * for a list page `listItems(first, last)`, the reads of its items [first,
+    * last) (counted from the page's first referenced item). Planning never
+    * fails: whatever it cannot plan is read when the decode asks for it, and
+    * the decode reports what is wrong. */
+  def plan(from: Long, until: Long, listItems: (Long, Long) => Seq[ByteRange] = (_, _) => Nil,
+           dictionaryItems: Boolean = true): Seq[PlannedRead] = {
     val out = ArrayBuffer.empty[PlannedRead]
     if (from >= 0 && from <= until && until <= page.length)
-      try planInto(page.encoding, page.length, from, until, out)
+      try planInto(page.encoding, page.length, from, until, out, new PlanContext(listItems, dictionaryItems))
       catch { case NonFatal(_) => () }
     out.toSeq
   }
+
+  private final class PlanContext(val listItems: (Long, Long) => Seq[ByteRange], val dictionaryItems: Boolean)
 
   /** The file range of bytes [offset, offset + len) of a buffer, if it lies inside it. */
   private def fileRange(b: PbBuffer, offset: Long, len: Long): Option[ByteRange] =
@@ -237,34 +243,37 @@ final class PageDecoder(
     if (!enc.hasFlat) None
     else flatSpan(enc.getFlat, from, until).flatMap { case (o, l) => fileRange(enc.getFlat.getBuffer, o, l) }
 
-  private def planInto(enc: ArrayEncoding, n: Long, from: Long, until: Long, out: ArrayBuffer[PlannedRead]): Unit = {
+  private def planInto(enc: ArrayEncoding, n: Long, from: Long, until: Long, out: ArrayBuffer[PlannedRead],
+                       ctx: PlanContext): Unit = {
     import ArrayEncoding.ArrayEncodingCase._
     enc.getArrayEncodingCase match {
       case FLAT => flatRange(enc, from, until).foreach(out += PlannedRead(_))
       case NULLABLE =>
         val nb = enc.getNullable
         nb.getNullabilityCase match {
-          case Nullable.NullabilityCase.NO_NULLS => planInto(nb.getNoNulls.getValues, n, from, until, out)
+          case Nullable.NullabilityCase.NO_NULLS => planInto(nb.getNoNulls.getValues, n, from, until, out, ctx)
           case Nullable.NullabilityCase.SOME_NULLS =>
-            planInto(nb.getSomeNulls.getValidity, n, from, until, out)
-            planInto(nb.getSomeNulls.getValues, n, from, until, out)
+            planInto(nb.getSomeNulls.getValidity, n, from, until, out, ctx)
+            planInto(nb.getSomeNulls.getValues, n, from, until, out, ctx)
           case _ => ()
         }
       case FIXED_SIZE_LIST =>
         val fsl = enc.getFixedSizeList
         val dim = fsl.getDimension.toLong
         if (!fsl.getHasValidity && dim > 0)
-          planInto(fsl.getItems, Math.multiplyExact(n, dim), from * dim, until * dim, out)
+          planInto(fsl.getItems, Math.multiplyExact(n, dim), from * dim, until * dim, out, ctx)
       case FIXED_SIZE_BINARY =>
         val w = enc.getFixedSizeBinary.getByteWidth.toLong
-        planInto(enc.getFixedSizeBinary.getBytes, Math.multiplyExact(n, w), from * w, until * w, out)
-      case BINARY => planBinary(enc, n, from, until, out)
+        planInto(enc.getFixedSizeBinary.getBytes, Math.multiplyExact(n, w), from * w, until * w, out, ctx)
+      case BINARY => planBinary(enc, n, from, until, out, ctx)
       case DICTIONARY =>
         val dict = enc.getDictionary
-        planInto(dict.getIndices, n, from, until, out)
-        if (!dictionaries.has(column.index, page.index))
-          planInto(dict.getItems, dict.getNumDictionaryItems, 0, dict.getNumDictionaryItems, out)
-      case LIST => planInto(enc.getList.getOffsets, n, math.max(0, from - 1), until, out)
+        planInto(dict.getIndices, n, from, until, out, ctx)
+        if (ctx.dictionaryItems && !dictionaries.has(column.index, page.index))
+          planInto(dict.getItems, dict.getNumDictionaryItems, 0, dict.getNumDictionaryItems, out, ctx)
+      case LIST =>
+        val list = enc.getList
+        planEnds(list.getOffsets, n, from, until, list.getNullOffsetAdjustment, out, ctx)(Some(ctx.listItems))
       case _ => ()
     }
   }
@@ -274,13 +283,12 @@ final class PageDecoder(
   private def withoutNoNulls(enc: ArrayEncoding): ArrayEncoding =
     if (enc.hasNullable && enc.getNullable.hasNoNulls) withoutNoNulls(enc.getNullable.getNoNulls.getValues) else enc
 
-  /** A binary page's offsets (plain integers), then the value bytes they bracket. */
-  private def planBinary(enc: ArrayEncoding, n: Long, from: Long, until: Long, out: ArrayBuffer[PlannedRead]): Unit = {
+  /** A binary page's offsets, then the value bytes they bracket; or, when the
+    * batch takes the whole page, its bytes together with its offsets (so that
+    * the buffers of adjacent whole pages make one read). */
+  private def planBinary(enc: ArrayEncoding, n: Long, from: Long, until: Long, out: ArrayBuffer[PlannedRead],
+                         ctx: PlanContext): Unit = {
     val bin = enc.getBinary
-    val indices = withoutNoNulls(bin.getIndices)
-    val start = math.max(0, from - 1)
-    // all of the array: all of its bytes, read with the offsets (so that the buffers
-    // of adjacent whole pages make one read)
     val wholeBytes: Option[ByteRange] =
       if (from > 0 || until < n || !bin.getBytes.hasFlat || bin.getBytes.getFlat.getBitsPerValue != 8) None
       else {
@@ -288,24 +296,34 @@ final class PageDecoder(
         buffersOf(b).flatMap(_.lift(b.getBufferIndex)).flatMap(r => fileRange(b, 0, r.size))
       }
     wholeBytes.foreach(out += PlannedRead(_))
-    flatRange(indices, start, until).foreach { r =>
-      val width = indices.getFlat.getBitsPerValue / 8
-      val adj = bin.getNullAdjustment
-      val valueBytes: ByteBuffer => Seq[ByteRange] = buf => {
-        def end(i: Long): Long = normalize(width match {
-          case 1 => buf.get(i.toInt) & 0xffL
-          case 2 => buf.getShort((2 * i).toInt) & 0xffffL
-          case 4 => buf.getInt((4 * i).toInt) & 0xffffffffL
-          case _ => buf.getLong((8 * i).toInt)
-        }, adj)
-        if (!Set(1L, 2L, 4L, 8L).contains(width)) Nil
-        else {
+    planEnds(bin.getIndices, n, from, until, bin.getNullAdjustment, out, ctx)(
+      if (wholeBytes.isDefined) None else Some((first, last) => flatRange(bin.getBytes, first, last).toSeq))
+  }
+
+  /** The end offsets of items [from, until) (with the end of item from-1), and
+    * with `follow`, what the range [first, last) they bracket leads to. */
+  private def planEnds(offsets: ArrayEncoding, n: Long, from: Long, until: Long, adj: Long,
+                       out: ArrayBuffer[PlannedRead], ctx: PlanContext)
+                      (follow: Option[(Long, Long) => Seq[ByteRange]]): Unit = {
+    val plain = withoutNoNulls(offsets)
+    val start = math.max(0, from - 1)
+    val width = if (plain.hasFlat) plain.getFlat.getBitsPerValue / 8 else 0L
+    flatRange(plain, start, until) match {
+      case Some(r) if follow.isDefined && until > from && Set(1L, 2L, 4L, 8L).contains(width) =>
+        val next: ByteBuffer => Seq[ByteRange] = buf => {
+          def end(i: Long): Long = normalize(width match {
+            case 1 => buf.get(i.toInt) & 0xffL
+            case 2 => buf.getShort((2 * i).toInt) & 0xffffL
+            case 4 => buf.getInt((4 * i).toInt) & 0xffffffffL
+            case _ => buf.getLong((8 * i).toInt)
+          }, adj)
           val first = if (from > 0) end(0) else 0L
           val last = end(until - start - 1)
-          if (last <= first) Nil else flatRange(bin.getBytes, first, last).toSeq
+          if (last <= first) Nil else follow.get(first, last)
         }
-      }
-      out += (if (until > from && wholeBytes.isEmpty) PlannedRead(r, valueBytes) else PlannedRead(r))
+        out += PlannedRead(r, next)
+      case Some(r) => out += PlannedRead(r)
+      case None    => planInto(offsets, n, start, until, out, ctx)
     }
   }
 

@@ -10,7 +10,7 @@ import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 
 import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema, LogicalType}
-import io.lancespark.format.input.{ByteReader, CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
+import io.lancespark.format.input.{ByteRange, ByteReader, CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
 import io.lancespark.format.v2.Block._
 import io.lancespark.proto.file.FileDescriptor
 
@@ -101,18 +101,45 @@ final class V2FileReader private (
     new PageDecoder(input, col, p, globalBuffers, s"column ${col.index} (field '${field.name}', id ${field.id})",
       directDictionary = LogicalType.isDictionary(field.logicalType), dictionaries)
 
-  /** The reads that decoding rows [from, until) of the fields will make, as
-    * far as the page metadata tells (list items follow from the offsets and
-    * are read when decoded). Fields it cannot plan for plan nothing. */
+  /** The reads that decoding rows [from, until) of the field will make, as
+    * far as the page metadata tells; a list's items follow from its offsets.
+    * Fields it cannot plan for plan nothing. */
   private def plan(field: LanceField, from: Long, until: Long): Seq[PlannedRead] =
     if (until <= from) Nil
     else if (field.isStruct) field.children.flatMap(plan(_, from, until))
-    else scala.util.Try(columnOf(field)).toOption.toSeq.flatMap { col =>
+    else planPages(field, from, until, itemsOf(field), dictionaryItems = true)
+
+  /** Plans rows [from, until) of a field's own column page by page; a list
+    * page's items [first, last) are planned by `items` from the page's base. */
+  private def planPages(field: LanceField, from: Long, until: Long, items: Option[(Long, Long) => Seq[ByteRange]],
+                        dictionaryItems: Boolean): Seq[PlannedRead] =
+    scala.util.Try(columnOf(field)).toOption.toSeq.flatMap { col =>
+      val bases = if (field.isList) col.listItemBases else None
       if (until > col.numItems) Nil
       else col.pagesOverlapping(from, until).flatMap { p =>
+        val listItems: (Long, Long) => Seq[ByteRange] = (for {
+          plan <- items
+          base <- bases.flatMap(_.lift(p.index))
+        } yield (first: Long, last: Long) => plan(base + first, base + last)).getOrElse((_, _) => Nil)
         decoder(source, field, col, p).plan(math.max(from, p.firstItem) - p.firstItem,
-          math.min(until, p.endItem) - p.firstItem)
+          math.min(until, p.endItem) - p.firstItem, listItems, dictionaryItems)
       }
+    }
+
+  /** For a list field: what reading its items [a, b) takes, as far as known
+    * before any of them is read (their offsets and values, not what nested
+    * offsets point at). Built here, on the reading thread, because it runs on
+    * the read pool once the list's offsets are in: it touches only column
+    * metadata loaded now, and no dictionary cache. */
+  private def itemsOf(field: LanceField): Option[(Long, Long) => Seq[ByteRange]] =
+    if (!field.isList || field.children.size != 1) None
+    else {
+      def leaves(f: LanceField): Seq[LanceField] = if (f.isStruct) f.children.flatMap(leaves) else Seq(f)
+      val itemFields = leaves(field.children.head)
+      itemFields.foreach(f => scala.util.Try(columnOf(f))) // loaded now, read-only later
+      Some((a: Long, b: Long) =>
+        if (b <= a) Nil
+        else itemFields.flatMap(f => planPages(f, a, b, None, dictionaryItems = false).map(_.range)))
     }
 
   private def issue(fields: Seq[LanceField], from: Long, until: Long, arena: Int, pool: Executor): BatchReads = {

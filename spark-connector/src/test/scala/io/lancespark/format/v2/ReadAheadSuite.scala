@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.RootAllocator
 import org.apache.arrow.vector.{BigIntVector, FieldVector, VarCharVector}
+import org.apache.arrow.vector.complex.ListVector
 import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
@@ -152,6 +153,54 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
       // bytes are read again only where a gap of at most MaxGap between two ranges was bridged
       assert(src.bytesRead <= Files.size(p) + all.size * CoalescedReads.MaxGap, src.reads)
       assert(r.storageWaitNanos >= 0)
+    } finally r.close()
+  }
+
+  test("a list column's items are planned from its offsets and read ahead on the read pool too") {
+    val listSchema = LanceSchema.fromArrow(new Schema(Seq(
+      new Field("tags", FieldType.nullable(ArrowType.List.INSTANCE),
+        java.util.List.of(new Field("item", FieldType.nullable(new ArrowType.Int(64, true)), null)))).asJava))
+    def tags(i: Int): Seq[Long] = (0 until i % 5).map(j => i * 10L + j) // row i: i % 5 items
+    val p = tmp.resolve("lists.lance")
+    val w = new V2FileWriter(Files.newOutputStream(p), p.toString, listSchema, 1000, V2FileWriter.DefaultMaxPageBytes,
+      statistics = true, allocator)
+    try {
+      val lv = listSchema.fields.head.toArrow.createVector(allocator).asInstanceOf[ListVector]
+      try {
+        val lw = lv.getWriter
+        lw.allocate()
+        (0 until rows).foreach { i =>
+          lw.setPosition(i); lw.startList(); tags(i).foreach(v => lw.bigInt().writeBigInt(v)); lw.endList()
+        }
+        lw.setValueCount(rows)
+        w.write(Seq(lv))
+      } finally lv.close()
+      w.finish()
+    } finally w.close()
+
+    val (src, r) = open(p)
+    try {
+      val fields = r.fileSchema.fields
+      val batch = 1500
+      val starts = (0 until rows by batch).toVector
+      var onTaskThread = 0
+      starts.zipWithIndex.foreach { case (a, k) =>
+        val until = math.min(rows, a + batch)
+        val next = starts.lift(k + 1).map(b => (b.toLong, math.min(rows, b + batch).toLong))
+        val before = src.readsWithThreads.size
+        val vs = r.read(fields, a, until, allocator, next)
+        try {
+          val lv = vs.head.asInstanceOf[ListVector]
+          (a until until).foreach { i =>
+            val got = lv.getObject(i - a).asScala.map(_.asInstanceOf[Long]).toSeq
+            assert(got == tags(i), s"row $i")
+          }
+        } finally vs.foreach(_.close())
+        if (k > 0) onTaskThread += src.readsWithThreads.drop(before).count(_._3 == Thread.currentThread.getName)
+        Thread.sleep(20)
+      }
+      // the offsets of each batch, then the item pages they point into: all read by the pool
+      assert(onTaskThread == 0, src.readsWithThreads)
     } finally r.close()
   }
 
