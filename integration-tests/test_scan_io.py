@@ -117,3 +117,18 @@ def test_without_read_ahead_the_reads_are_made_by_the_task(spark, small_pages):
 def test_read_ahead_option_is_checked(spark, small_pages):
     with pytest.raises(Exception, match="readAhead.*true, false or auto"):
         spark.read.format("lance").option("readAhead", "sometimes").load(small_pages).count()
+
+
+def test_lists_and_structs_read_ahead_equal_pylance(spark, tmp_path):
+    path = str(tmp_path / "nested.lance")
+    (spark.range(0, 20_000, numPartitions=2)
+     .selectExpr("id", "IF(id % 7 = 0, NULL, sequence(id, id + id % 4)) AS xs",
+                 "named_struct('a', id * 2, 's', concat('s', id)) AS st",
+                 "transform(sequence(0, CAST(id % 3 AS INT)), k -> concat('t', id, '-', k)) AS tags")
+     .write.format("lance").option("maxRowsPerPage", 300).save(path))
+    got = (spark.read.format("lance").option("readAhead", "true").option("batchSize", 1000).load(path)
+           .orderBy("id").collect())
+    exp = sorted(lance.dataset(path).to_table().to_pylist(), key=lambda r: r["id"])
+    assert len(got) == len(exp) == 20_000
+    for g, e in zip(got, exp):
+        assert (g.id, g.xs, g.st.a, g.st.s, g.tags) == (e["id"], e["xs"], e["st"]["a"], e["st"]["s"], e["tags"]), g
