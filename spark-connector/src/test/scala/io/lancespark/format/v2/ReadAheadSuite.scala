@@ -124,26 +124,33 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally r.close()
   }
 
+  /** Reads the whole file in 1,500-row batches, each announcing the next, checking each batch
+    * with `check`; returns how many reads after the first batch the reading thread made. */
+  private def readAnnounced(src: CountingSource, r: V2FileReader)(check: (Seq[FieldVector], Int, Int) => Unit): Int = {
+    val fields = r.fileSchema.fields
+    val batch = 1500
+    val starts = (0 until rows by batch).toVector
+    var onTaskThread = 0
+    starts.zipWithIndex.foreach { case (a, k) =>
+      val until = math.min(rows, a + batch)
+      val next = starts.lift(k + 1).map(b => (b.toLong, math.min(rows, b + batch).toLong))
+      val before = src.readsWithThreads.size
+      val vs = r.read(fields, a, until, allocator, next)
+      try check(vs, a, until) finally vs.foreach(_.close())
+      if (k > 0) onTaskThread += src.readsWithThreads.drop(before).count(_._3 == Thread.currentThread.getName)
+      // the consumer's work on the batch (Spark's, in a scan): time for a pool thread to
+      // start the next batch's reads; a reader that needs bytes no pool thread has started
+      // reading reads them itself
+      Thread.sleep(20)
+    }
+    onTaskThread
+  }
+
   test("the next batch is read on the read pool while the current one decodes; values are exact") {
     val p = write("ahead", pageRows = 1000)
     val (src, r) = open(p)
     try {
-      val fields = r.fileSchema.fields
-      val batch = 1500
-      val starts = (0 until rows by batch).toVector
-      var onTaskThread = 0
-      starts.zipWithIndex.foreach { case (a, k) =>
-        val until = math.min(rows, a + batch)
-        val next = starts.lift(k + 1).map(b => (b.toLong, math.min(rows, b + batch).toLong))
-        val before = src.readsWithThreads.size
-        val vs = r.read(fields, a, until, allocator, next)
-        try checkRows(vs, a, until) finally vs.foreach(_.close())
-        if (k > 0) onTaskThread += src.readsWithThreads.drop(before).count(_._3 == Thread.currentThread.getName)
-        // the consumer's work on the batch (Spark's, in a scan): time for a pool thread to
-        // start the next batch's reads; a reader that needs bytes no pool thread has started
-        // reading reads them itself
-        Thread.sleep(20)
-      }
+      val onTaskThread = readAnnounced(src, r)(checkRows)
       val all = src.readsWithThreads
       info(s"${all.size} reads, ${all.count(_._3.startsWith("lance-read-"))} on the read pool")
       // after the first batch every page byte (offsets, validity, values and string bytes)
@@ -180,24 +187,12 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
 
     val (src, r) = open(p)
     try {
-      val fields = r.fileSchema.fields
-      val batch = 1500
-      val starts = (0 until rows by batch).toVector
-      var onTaskThread = 0
-      starts.zipWithIndex.foreach { case (a, k) =>
-        val until = math.min(rows, a + batch)
-        val next = starts.lift(k + 1).map(b => (b.toLong, math.min(rows, b + batch).toLong))
-        val before = src.readsWithThreads.size
-        val vs = r.read(fields, a, until, allocator, next)
-        try {
-          val lv = vs.head.asInstanceOf[ListVector]
-          (a until until).foreach { i =>
-            val got = lv.getObject(i - a).asScala.map(_.asInstanceOf[Long]).toSeq
-            assert(got == tags(i), s"row $i")
-          }
-        } finally vs.foreach(_.close())
-        if (k > 0) onTaskThread += src.readsWithThreads.drop(before).count(_._3 == Thread.currentThread.getName)
-        Thread.sleep(20)
+      val onTaskThread = readAnnounced(src, r) { (vs, a, until) =>
+        val lv = vs.head.asInstanceOf[ListVector]
+        (a until until).foreach { i =>
+          val got = lv.getObject(i - a).asScala.map(_.asInstanceOf[Long]).toSeq
+          assert(got == tags(i), s"row $i")
+        }
       }
       // the offsets of each batch, then the item pages they point into: all read by the pool
       assert(onTaskThread == 0, src.readsWithThreads)
