@@ -73,7 +73,7 @@ object CoalescedReads {
   /** No merged read grows beyond this. */
   val MaxRead: Long = 16L * 1024 * 1024
 
-  /** A batch's merged reads run in at most this many parallel groups. */
+  /** A batch's merged reads run in about this many parallel groups. */
   val GroupsPerRound: Int = 4
 
   private def timed[T](into: AtomicLong)(body: => T): T = {
@@ -82,10 +82,12 @@ object CoalescedReads {
   }
 
   /** Merged reads made one after the other by whichever thread claims them
-    * first: a pool thread, or a thread that needs their bytes. */
-  private[input] final class ReadGroup(source: RandomAccessSource) extends Runnable {
+    * first: a pool thread, or a thread that needs their bytes. Their buffers
+    * are taken from `arena` by the thread that creates the group. */
+  private[input] final class ReadGroup(source: RandomAccessSource, ranges: Vector[ByteRange], arena: ReadArena)
+      extends Runnable {
     private val claimed = new AtomicBoolean
-    private[input] var extents: Vector[Extent] = Vector.empty
+    val extents: Vector[Extent] = ranges.map(r => new Extent(r, arena.take(r.length.toInt), this))
 
     override def run(): Unit =
       if (claimed.compareAndSet(false, true))
@@ -98,9 +100,8 @@ object CoalescedReads {
   }
 
   /** One merged read: its bytes land in `buf`; `done` completes when they have. */
-  private[input] final class Extent(val range: ByteRange, val buf: ByteBuffer) {
+  private[input] final class Extent(val range: ByteRange, val buf: ByteBuffer, group: ReadGroup) {
     val done: CompletableFuture[Unit] = new CompletableFuture[Unit]
-    private[input] var group: ReadGroup = _
 
     /** Runs this read's group here if no thread has started it, then waits for it. */
     def complete(): Unit = if (!done.isDone) {
@@ -143,8 +144,7 @@ object CoalescedReads {
     * the calling thread reads them all before this returns). */
   def start(source: RandomAccessSource, planned: Seq[PlannedRead], arena: ReadArena,
             pool: Executor = ReadPool.executor): CoalescedReads = {
-    val first = extents(coalesce(planned.map(_.range)), arena)
-    submit(source, first, pool)
+    val first = issue(source, coalesce(planned.map(_.range)), arena, pool)
     val followUps = planned.filter(_.andThen ne PlannedRead.Nothing)
     // the second round is planned by the thread that completes the first
     val second: CompletableFuture[Vector[Extent]] =
@@ -157,33 +157,29 @@ object CoalescedReads {
           }
         }
         val needed = more.filter(r => r.position >= 0 && r.end <= source.size && find(first, r.position, r.length).isEmpty)
-        val ext = extents(coalesce(needed), arena)
-        submit(source, ext, pool)
-        ext
+        issue(source, coalesce(needed), arena, pool)
       })
     new CoalescedReads(source, arena, first, second)
   }
 
-  private def extents(ranges: Vector[ByteRange], arena: ReadArena): Vector[Extent] =
-    ranges.map(r => new Extent(r, arena.take(r.length.toInt)))
-
-  /** Runs the reads in up to [[GroupsPerRound]] groups of consecutive extents
-    * with about the same number of bytes each. */
-  private def submit(source: RandomAccessSource, extents: Vector[Extent], pool: Executor): Unit = {
-    if (extents.isEmpty) return
-    val total = extents.map(_.range.length).sum
-    val target = math.max(1L, total / GroupsPerRound)
-    val groups = Vector.newBuilder[ReadGroup]
-    var group = new ReadGroup(source)
+  /** Runs the reads of `ranges` (sorted) in about [[GroupsPerRound]] groups of
+    * consecutive ranges with about the same number of bytes each; returns
+    * their extents, in order. */
+  private def issue(source: RandomAccessSource, ranges: Vector[ByteRange], arena: ReadArena,
+                    pool: Executor): Vector[Extent] = {
+    val target = math.max(1L, ranges.map(_.length).sum / GroupsPerRound)
+    val runs = Vector.newBuilder[Vector[ByteRange]]
+    var run = Vector.empty[ByteRange]
     var bytes = 0L
-    extents.foreach { e =>
-      e.group = group
-      group.extents :+= e
-      bytes += e.range.length
-      if (bytes >= target) { groups += group; group = new ReadGroup(source); bytes = 0L }
+    ranges.foreach { r =>
+      run :+= r
+      bytes += r.length
+      if (bytes >= target) { runs += run; run = Vector.empty; bytes = 0L }
     }
-    if (group.extents.nonEmpty) groups += group
-    groups.result().foreach(pool.execute)
+    if (run.nonEmpty) runs += run
+    val groups = runs.result().map(new ReadGroup(source, _, arena))
+    groups.foreach(pool.execute)
+    groups.flatMap(_.extents)
   }
 
   /** The extent holding all of [position, position + length), by binary search. */
