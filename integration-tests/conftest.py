@@ -17,16 +17,23 @@ os.environ["TZ"] = "UTC"
 time.tzset()
 
 
-@pytest.fixture(scope="module")
-def spark():
+def new_session(conf: dict[str, str] | None = None, app: str = "lance-spark-interop"):
+    """A local Spark session with the connector; `conf` adds settings."""
     import lance_spark
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master("local[2]").appName("lance-spark-interop")
+    builder = (SparkSession.builder.master("local[2]").appName(app)
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.memory", "2g"))
-    session = lance_spark.configure(builder).getOrCreate()
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    return lance_spark.configure(builder).getOrCreate()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = new_session()
     yield session
     session.stop()

@@ -126,6 +126,31 @@ def test_append_mismatched_columns_is_refused(spark, tmp_path):
     assert lance.dataset(path).version == 1
 
 
+@pytest.mark.parametrize("where", ["top", "nested"])
+def test_append_of_null_into_non_nullable_column_is_refused(spark, tmp_path, where):
+    """Regression: the append's schema check dropped nullability, so a NULL in a
+    column pylance declared non-nullable was committed and the version became
+    unreadable to pylance ("unmasked nulls")."""
+    path = str(tmp_path / "notnull.lance")
+    inner = pa.struct([pa.field("x", pa.int64(), nullable=False)])
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", inner, nullable=False)])
+    lance.write_dataset(pa.table({"id": [1, 2], "p": [{"x": 1}, {"x": 2}]}, schema=schema), path,
+                        data_storage_version="2.0")
+    before = set(Path(path, "data").iterdir())
+    sschema = T.StructType([T.StructField("id", T.LongType()),
+                            T.StructField("p", T.StructType([T.StructField("x", T.LongType())]))])
+    rows = [(3, (3,)), (None, (4,))] if where == "top" else [(3, (3,)), (4, (None,))]
+    column = "'id'" if where == "top" else "'p.x'"
+    with pytest.raises(Exception, match=f"column {column} is declared non-nullable"):
+        spark.createDataFrame(rows, sschema).write.format("lance").mode("append").save(path)
+    ds = lance.dataset(path)
+    assert ds.version == 1 and ds.to_table().to_pylist() == [{"id": 1, "p": {"x": 1}}, {"id": 2, "p": {"x": 2}}]
+    assert set(Path(path, "data").iterdir()) == before           # the failed job's files are removed
+    # rows without NULLs still append, and pylance reads them
+    spark.createDataFrame([(3, (3,))], sschema).write.format("lance").mode("append").save(path)
+    assert lance.dataset(path).to_table()["id"].to_pylist() == [1, 2, 3]
+
+
 def test_null_struct_is_refused_naming_the_column(spark, tmp_path):
     path = str(tmp_path / "nullstruct.lance")
     schema = T.StructType([T.StructField("id", T.LongType()),

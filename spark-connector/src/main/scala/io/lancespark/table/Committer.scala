@@ -69,8 +69,10 @@ object Committer {
     * file, describing exactly the version it tries to create (a retry may
     * merge deletion sets or renumber fragments). */
   def commit(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
-      settings: CommitSettings): Snapshot =
+      settings: CommitSettings): Snapshot = {
+    storage.requireAtomicPut()
     attempt(storage, readVersion, op, settings, 1)
+  }
 
   @tailrec
   private def attempt(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
@@ -102,21 +104,38 @@ object Committer {
         if (n >= settings.maxAttempts)
           throw new CommitConflictException(
             s"${storage.uri}: gave up committing after $n attempts: other writers kept committing version $version first")
+        backOff(n)
         attempt(storage, readVersion, op, settings, n + 1)
     }
   }
 
-  /** Create-if-absent of the manifest. If the put fails ambiguously (e.g. the
-    * stream's close throws), the manifest counts as ours only if it names our
-    * transaction file; otherwise the error propagates and nothing is committed. */
-  private def put(storage: DatasetStorage, path: org.apache.hadoop.fs.Path, bytes: Array[Byte], txnName: String): Boolean =
-    try AtomicPut.putIfAbsent(storage, path, bytes)
+  /** After losing the race for a version: a randomized, growing pause (25 ms
+    * doubling up to 1 s), so that writers that keep colliding spread out
+    * instead of retrying in lock step. */
+  private def backOff(lostAttempts: Int): Unit = {
+    val ceiling = math.min(1000L, 25L << math.min(lostAttempts - 1, 6))
+    Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextLong(ceiling / 2, ceiling + 1))
+  }
+
+  /** Create-if-absent of the manifest. A put that reports the file as already
+    * there, or fails ambiguously (a close that throws, a retried request that
+    * meets its own first attempt), is ours exactly when the manifest there names
+    * our transaction file. Another writer's manifest there: we lost the race.
+    * Nothing there after an error: the error propagates, nothing is committed. */
+  private def put(storage: DatasetStorage, path: org.apache.hadoop.fs.Path, bytes: Array[Byte], txnName: String): Boolean = {
+    val atomic = storage.requireAtomicPut()
+    def present: Boolean = storage.fs.exists(path)
+    def ours: Boolean =
+      try present && ManifestFile.read(storage, path).getTransactionFile == txnName
+      catch { case _: Exception => false }
+    try atomic.putIfAbsent(storage.fs, path, bytes) || ours
     catch {
       case e: java.io.IOException =>
-        val ours = try storage.fs.exists(path) && ManifestFile.read(storage, path).getTransactionFile == txnName
-          catch { case _: Exception => false }
-        if (ours) true else throw e
+        if (ours) true
+        else if (present || AtomicPut.isPreconditionFailure(e)) false
+        else throw e
     }
+  }
 
   /** Throws on a conflict; returns the fragments that concurrent row-level
     * changes also touched where ours may only land if the rows differ, each

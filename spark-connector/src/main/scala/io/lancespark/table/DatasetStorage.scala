@@ -13,9 +13,17 @@ import io.lancespark.format.input.RandomAccessSource
 /** The files of one dataset directory, through Hadoop's FileSystem API (so
   * `file:`, `hdfs:` and object stores work alike). Paths inside the dataset
   * are relative strings; anything that would escape the directory is refused. */
-final class DatasetStorage(val root: Path, val fs: FileSystem) {
+final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configuration) {
 
   def uri: String = root.toString
+
+  /** How this store creates a manifest only if absent (the commit point), or
+    * why it cannot; asked only by writers, so reads work on any store. */
+  lazy val atomicPut: Either[String, AtomicPut] = AtomicPut.forStore(fs, root, conf)
+
+  /** The store's atomic create-if-absent; refuses writing where there is none. */
+  def requireAtomicPut(): AtomicPut =
+    atomicPut.fold(reason => throw new UnsupportedOperationException(reason), identity)
 
   /** Whether the dataset is on a local file system (reads from it are page
     * cache or local disk, not network round trips). */
@@ -61,7 +69,7 @@ object DatasetStorage {
       case local: LocalFileSystem => local.getRawFileSystem  // no .crc side files in the dataset
       case other => other
     }
-    new DatasetStorage(fs.makeQualified(p), fs)
+    new DatasetStorage(fs.makeQualified(p), fs, conf)
   }
 
   /** Plain local paths become file: URIs; trailing slashes are dropped. */

@@ -17,8 +17,17 @@ import io.lancespark.format.LanceFormatException
   * error naming the column, never silently changed. */
 abstract class ArrowFieldWriter(val vector: ValueVector, val column: String) {
 
+  private val nullable: Boolean = vector.getField.isNullable
+
+  /** A NULL for a field the dataset declares non-nullable fails the task (and so
+    * the write, before anything is committed): pylance refuses to read a file
+    * holding one, so writing it would corrupt the dataset. */
   final def write(in: SpecializedGetters, ordinal: Int, index: Int): Unit =
-    if (in.isNullAt(ordinal)) setNull(index) else setValue(in, ordinal, index)
+    if (!in.isNullAt(ordinal)) setValue(in, ordinal, index)
+    else if (nullable) setNull(index)
+    else throw new LanceFormatException(
+      s"column '$column' is declared non-nullable by the dataset, but the data being written has a NULL " +
+        "in it; nothing was committed (filter or fill the NULLs, or write to a nullable column)")
 
   protected def setValue(in: SpecializedGetters, ordinal: Int, index: Int): Unit
 

@@ -21,6 +21,7 @@ object LanceWriteJob {
     val spark = data.sparkSession
     val conf = spark.sessionState.newHadoopConf()
     val storage = DatasetStorage(opts.path, conf)
+    storage.requireAtomicPut()  // before any data is written
     val existing: Option[Snapshot] =
       if (Dataset.isDataset(opts.path, conf)) Some(Dataset.open(storage, None)) else None
 
