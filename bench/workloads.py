@@ -200,7 +200,7 @@ def lance_column_bytes(path: str, column: str) -> int:
     """Bytes of one column's pages, column buffers and column metadata in every data file of a
     2.0 dataset (read with lance_spark's own reader: its file/column metadata, not the data)."""
     from lance_spark import reader
-    from lance_spark.reader.file_v2 import FileV2Reader
+    from lance_spark.reader.format.file_v2 import FileV2Reader
 
     ds = reader.dataset(path)
     fid = ds._select([column])[0].id

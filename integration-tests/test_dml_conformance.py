@@ -106,16 +106,9 @@ CARD = "ON search condition of the MERGE statement|MERGE_CARDINALITY_VIOLATION"
 
 def test_delete_from_table_containing_added_column_with_default_value(t):
     t.create("pk INT NOT NULL, dep STRING", [(1, "hr")])
-    try:
-        t.sql("ALTER TABLE {t} ADD COLUMN txt STRING DEFAULT 'initial-text'")
-    except Exception as e:  # noqa: BLE001  refusing defaults (as CREATE TABLE does) conforms too
-        assert "default" in str(e).lower()
-        return
-    t.append("pk INT, dep STRING", [(2, "hr"), (3, "software"), (4, "hr")])
-    t.check([(1, "hr", "initial-text"), (2, "hr", "initial-text"), (3, "software", "initial-text"),
-             (4, "hr", "initial-text")])
-    t.sql("DELETE FROM {t} WHERE pk IN (2, 5)")
-    t.check([(1, "hr", "initial-text"), (3, "software", "initial-text"), (4, "hr", "initial-text")])
+    # Lance tables refuse column DEFAULT values (as CREATE TABLE does): the
+    # statement fails naming the column, and the table is left as it was
+    t.fails("ALTER TABLE {t} ADD COLUMN txt STRING DEFAULT 'initial-text'", "DEFAULT values are not supported.*'txt'")
 
 
 def test_delete_range_predicates(t):            # "delete from table with table constraints", minus the constraint
@@ -348,19 +341,9 @@ def test_delete_with_null_safe_equality_on_nulls(t):
 
 def test_update_table_containing_added_column_with_default_value(t):
     t.create(PSD, [(1, 100, "hr"), (2, 200, "software")])
-    try:
-        t.sql("ALTER TABLE {t} ADD COLUMN txt STRING DEFAULT 'initial-text'")
-    except Exception as e:  # noqa: BLE001  refusing defaults (as CREATE TABLE does) conforms too
-        assert "default" in str(e).lower()
-        return
-    t.append("pk INT, salary INT, dep STRING, txt STRING",
-             [(3, 300, "hr", "explicit-text"), (4, 400, "software", "explicit-text"), (5, 500, "hr", None)])
-    t.check([(1, 100, "hr", "initial-text"), (2, 200, "software", "initial-text"), (3, 300, "hr", "explicit-text"),
-             (4, 400, "software", "explicit-text"), (5, 500, "hr", None)])
-    t.sql("ALTER TABLE {t} ALTER COLUMN txt SET DEFAULT 'new-text'")
-    t.sql("UPDATE {t} SET txt = DEFAULT WHERE pk IN (2, 8, 11)")
-    t.check([(1, 100, "hr", "initial-text"), (2, 200, "software", "new-text"), (3, 300, "hr", "explicit-text"),
-             (4, 400, "software", "explicit-text"), (5, 500, "hr", None)])
+    # Lance tables refuse column DEFAULT values (as CREATE TABLE does): the
+    # statement fails naming the column, and the table is left as it was
+    t.fails("ALTER TABLE {t} ADD COLUMN txt STRING DEFAULT 'initial-text'", "DEFAULT values are not supported.*'txt'")
 
 
 def test_explain_only_update(t):

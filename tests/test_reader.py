@@ -124,7 +124,7 @@ def test_single_2_0_files_with_small_pages(tmp_path):
     """Many pages per column (list items crossing page boundaries), all-null and empty values."""
     from lance.file import LanceFileReader, LanceFileWriter
     from datagen import rich_table
-    from lance_spark.reader.file_v2 import read_file_table
+    from lance_spark.reader.format.file_v2 import read_file_table
 
     cases = {
         "rich_small_pages": (rich_table(2000, seed=3), 8 * 1024),

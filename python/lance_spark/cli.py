@@ -36,7 +36,7 @@ def _fragment_dict(frag) -> dict:
 
 def _page_statistics(ds, frags) -> List[dict]:
     """Per column: pages with statistics, nulls, and the overall bounds, over every 2.x data file."""
-    from .reader.file_v2 import FileV2Reader
+    from .reader.format.file_v2 import FileV2Reader
     names = {f.id: f.name for f in ds.fields}
     acc: dict = {}
     for frag in frags:
@@ -140,8 +140,7 @@ def _verify(path: str, problems: List[str], counts: dict) -> None:
     from rich.progress import Progress
 
     reader = _reader()
-    from .reader.dataset import read_data_file
-    from .reader.manifest import version_files
+    from .reader.table.manifest import version_files
 
     try:
         versions = sorted(version_files(os.path.abspath(path)))
@@ -183,7 +182,7 @@ def _verify(path: str, problems: List[str], counts: dict) -> None:
 
 def _check_data_file(ds, frag, df) -> Optional[str]:
     reader = _reader()
-    from .reader.dataset import read_data_file
+    from .reader.table.fragment import read_data_file
     if not os.path.isfile(df.full_path):
         return f"{df.full_path}: data file is missing"
     size = os.path.getsize(df.full_path)

@@ -9,7 +9,10 @@ import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, Da
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
-import io.lancespark.spark.write.{LanceWriteJob, LanceWriteOptions}
+import scala.jdk.CollectionConverters._
+
+import io.lancespark.spark.options.{ReadOptions, ReadTarget}
+import io.lancespark.spark.write.LanceWriteJob
 import io.lancespark.table.{Dataset, Snapshot}
 
 /** `spark.read.format("lance")` and `df.write.format("lance")`: the entry point
@@ -24,7 +27,7 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
   override def shortName(): String = "lance"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(LanceOptions(options)).schema)
+    TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(ReadOptions.target(options.asCaseSensitiveMap().asScala.toMap)).schema)
 
   /** Lets DataFrameWriter hand us the DataFrame's schema instead of inferring
     * one from a dataset that may not exist yet. */
@@ -34,14 +37,14 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
       schema: StructType,
       partitioning: Array[Transform],
       properties: util.Map[String, String]): Table =
-    new LanceTable(LanceOptions(new CaseInsensitiveStringMap(properties)))
+    new LanceTable(ReadOptions.target(properties.asScala.toMap), properties.asScala.toMap)
 
   override def createRelation(
       ctx: SQLContext,
       mode: SaveMode,
       parameters: Map[String, String],
       data: DataFrame): BaseRelation = {
-    LanceWriteJob.run(data, LanceWriteOptions(parameters), mode)
+    LanceWriteJob.run(data, parameters, mode)
     new BaseRelation {
       override def sqlContext: SQLContext = ctx
       override def schema: StructType = data.schema
@@ -50,8 +53,8 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
 }
 
 object LanceDataSource {
-  def snapshot(opts: LanceOptions): Snapshot = {
+  def snapshot(target: ReadTarget): Snapshot = {
     val conf = SparkSession.active.sessionState.newHadoopConf()
-    Dataset.open(opts.path, opts.version, conf)
+    Dataset.open(target.path, target.version, conf)
   }
 }

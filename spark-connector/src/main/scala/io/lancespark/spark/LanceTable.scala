@@ -12,6 +12,7 @@ import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperation
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
+import io.lancespark.spark.options.{OptionSource, ReadConf, ReadOptions, ReadTarget}
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.spark.write.{LanceDeltaOperation, LanceWriteBuilder, MetadataDelete}
 import io.lancespark.table.Snapshot
@@ -22,14 +23,25 @@ import io.lancespark.table.Snapshot
   * Tables from the catalog are writable through DataSourceV2 (INSERT INTO,
   * INSERT OVERWRITE, CTAS). Tables from `format("lance")` paths report read
   * capabilities only, which sends DataFrameWriter saves to the
-  * CreatableRelationProvider route that handles every save mode. */
-final class LanceTable(val options: LanceOptions, writable: Boolean = false)
+  * CreatableRelationProvider route that handles every save mode.
+  *
+  * `tableOptions`: the options the table was opened with (a DataFrame read's);
+  * each scan adds its own, and the session and the dataset's properties fill
+  * in the rest (see OptionSource). */
+final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String] = Map.empty,
+    writable: Boolean = false)
     extends SupportsRead with SupportsWrite with SupportsMetadataColumns
     with SupportsRowLevelOperations with SupportsDeleteV2 {
 
-  lazy val snapshot: Snapshot = LanceDataSource.snapshot(options)
+  lazy val snapshot: Snapshot = LanceDataSource.snapshot(target)
 
-  override def name(): String = s"lance.`${options.path}`"
+  private def path: String = target.path
+
+  /** The settings of a scan given its own options. */
+  def readConf(scanOptions: Map[String, String]): ReadConf =
+    ReadOptions.conf(tableOptions ++ scanOptions, OptionSource.activeSession, snapshot.config)
+
+  override def name(): String = s"lance.`$path`"
 
   override lazy val schema: StructType = TypeMapping.forActiveSession().toSpark(snapshot.schema)
 
@@ -37,25 +49,25 @@ final class LanceTable(val options: LanceOptions, writable: Boolean = false)
     if (writable) util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE)
     else util.EnumSet.of(TableCapability.BATCH_READ)
 
-  override def properties(): util.Map[String, String] = Map(
+  override def properties(): util.Map[String, String] = (Map(
     "provider" -> "lance",
     "location" -> snapshot.storage.uri,
     "lance.version" -> snapshot.version.toString,
-    "lance.file_version" -> snapshot.fileVersion).asJava
+    "lance.file_version" -> snapshot.fileVersion) ++ snapshot.config).asJava
 
   override def metadataColumns(): Array[MetadataColumn] = MetadataColumns.all
 
   override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder =
-    new LanceScanBuilder(snapshot, schema, options)
+    new LanceScanBuilder(snapshot, schema, readConf(opts.asCaseSensitiveMap().asScala.toMap))
 
   private def hadoopConf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
 
   private def requireWritable(): Unit = {
     if (!writable)
       throw new UnsupportedOperationException(
-        s"${options.path}: row-level changes go through the Lance catalog: use lance.`${options.path}`")
-    if (options.version.isDefined)
-      throw new IllegalArgumentException(s"${options.path}: cannot change an old version (version ${options.version.get})")
+        s"$path: row-level changes go through the Lance catalog: use lance.`$path`")
+    if (target.version.isDefined)
+      throw new IllegalArgumentException(s"$path: cannot change an old version (version ${target.version.get})")
   }
 
   override def newRowLevelOperationBuilder(info: RowLevelOperationInfo): RowLevelOperationBuilder = {
@@ -66,20 +78,20 @@ final class LanceTable(val options: LanceOptions, writable: Boolean = false)
   private var metadataDelete: Option[Seq[io.lancespark.table.FragmentInfo]] = None
 
   override def canDeleteWhere(predicates: Array[Predicate]): Boolean = {
-    metadataDelete = if (writable && options.version.isEmpty) MetadataDelete.plan(snapshot, predicates) else None
+    metadataDelete = if (writable && target.version.isEmpty) MetadataDelete.plan(snapshot, predicates) else None
     metadataDelete.isDefined
   }
 
   override def deleteWhere(predicates: Array[Predicate]): Unit = {
     requireWritable()
     val drop = metadataDelete.orElse(MetadataDelete.plan(snapshot, predicates)).getOrElse(
-      throw new IllegalStateException(s"${options.path}: the DELETE condition does not cover whole fragments"))
+      throw new IllegalStateException(s"$path: the DELETE condition does not cover whole fragments"))
     MetadataDelete.commit(snapshot, drop)
   }
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
-    if (options.version.isDefined)
-      throw new IllegalArgumentException(s"${options.path}: cannot write to an old version (version ${options.version.get})")
+    if (target.version.isDefined)
+      throw new IllegalArgumentException(s"$path: cannot write to an old version (version ${target.version.get})")
     new LanceWriteBuilder(snapshot, info, hadoopConf)
   }
 }

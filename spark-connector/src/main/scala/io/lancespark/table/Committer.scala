@@ -25,7 +25,7 @@ final case class AppendFragments(fragments: Seq[WrittenFragment]) extends Pendin
 /** Replaces the dataset's contents and schema (creates it when absent).
   * `schema` is the depth-first field list with the ids the files were written with. */
 final case class OverwriteDataset(fragments: Seq[WrittenFragment], schema: Seq[PbField],
-    schemaMetadata: Map[String, String]) extends PendingOperation
+    schemaMetadata: Map[String, String], config: Map[String, String] = Map.empty) extends PendingOperation
 
 /** Changes only the schema (ALTER TABLE ADD/DROP/RENAME COLUMN): data files
   * stay; added fields read as nulls, dropped fields are no longer read. */
@@ -230,20 +230,22 @@ object Committer {
         keepMaxId()
         txn.setAppend(Transaction.Append.newBuilder().addAllFragments(added.asJava))
         Built(b.build(), base.flatMap(_.indexSection), txn.build())
-      case OverwriteDataset(_, schema, schemaMetadata) =>
+      case OverwriteDataset(_, schema, schemaMetadata, config) =>
+        b.putAllConfig(config.asJava)
         val flags = if (stable) FeatureFlags.StableRowIds else 0L
         b.clearFragments().addAllFragments(added.asJava)
           .clearFields().addAllFields(schema.asJava)
           .clearSchemaMetadata()
           .putAllSchemaMetadata(utf8(schemaMetadata))
-          .setReaderFeatureFlags(flags).setWriterFeatureFlags(flags)
+          .setReaderFeatureFlags(flags)
+          .setWriterFeatureFlags(flags | (if (b.getConfigCount > 0) FeatureFlags.TableConfig else 0L))
           .setDataFormat(Manifest.DataStorageFormat.newBuilder().setFileFormat("lance").setVersion(FileFormatVersion))
         lastId.orElse(if (firstId > 0) Some(firstId - 1) else None) match {
           case Some(id) => b.setMaxFragmentId(id.toInt)
           case None => b.clearMaxFragmentId()
         }
         txn.setOverwrite(Transaction.Overwrite.newBuilder().addAllFragments(added.asJava).addAllSchema(schema.asJava)
-          .putAllSchemaMetadata(utf8(schemaMetadata)))
+          .putAllSchemaMetadata(utf8(schemaMetadata)).putAllConfigUpsertValues(config.asJava))
         Built(b.build(), None, txn.build())  // indices describe the replaced data
       case ReplaceSchema(schema, schemaMetadata) =>
         b.clearFields().addAllFields(schema.asJava)
@@ -306,7 +308,7 @@ object Committer {
     val t = TransactionFile.newTransaction(readVersion)
     op match {
       case AppendFragments(_) => t.setAppend(Transaction.Append.getDefaultInstance)
-      case OverwriteDataset(_, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
+      case OverwriteDataset(_, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
       case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
       case change: RowLevelChange =>
         val touched = change.deletions.map(d => DataFragment.newBuilder().setId(d.fragmentId).build()).asJava

@@ -66,6 +66,9 @@ final class Snapshot(val storage: DatasetStorage, val manifest: Manifest, val na
 
   def fileVersion: String = manifest.getDataFormat.getVersion
 
+  /** The dataset's configuration (manifest `config`): table properties. */
+  def config: Map[String, String] = manifest.getConfigMap.asScala.toMap
+
   private def dataFile(d: DataFile): DataFileRef = {
     storage.resolve(s"data/${d.getPath}", "data file")  // refuses escapes early
     DataFileRef(d.getPath, d.getFieldsList.asScala.map(_.toInt).toVector,

@@ -13,8 +13,9 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import io.lancespark.format.LanceSchema
-import io.lancespark.spark.{LanceOptions, LanceTable}
-import io.lancespark.spark.write.{LanceWriteOptions, SparkToArrow}
+import io.lancespark.spark.LanceTable
+import io.lancespark.spark.options.{OptionSource, ReadTarget, WriteOptions}
+import io.lancespark.spark.write.SparkToArrow
 import io.lancespark.table._
 
 /** A Spark catalog of Lance datasets under a warehouse directory
@@ -60,8 +61,9 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces {
 
   /** TIMESTAMP AS OF: the newest version committed at or before `timestamp` (microseconds). */
   override def loadTable(ident: Identifier, timestamp: Long): Table = {
-    if (!exists(ident)) throw new NoSuchTableException(ident)
+    if (!LanceCatalog.isPath(ident) && !exists(ident)) throw new NoSuchTableException(ident)
     val storage = DatasetStorage(location(ident), conf)
+    Dataset.open(storage, None)  // a path that holds no dataset: an error naming it
     val (_, versions) = Dataset.versions(storage)
     val at = versions.reverseIterator.map(v => Dataset.open(storage, Some(v))).find { s =>
       s.timestamp.exists(t => t.getEpochSecond * 1000000L + t.getNano / 1000 <= timestamp)
@@ -70,9 +72,15 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces {
     load(ident, Some(at.version))
   }
 
+  /** A warehouse table that does not exist is Spark's NoSuchTableException. A
+    * path that holds no dataset is an error naming the path: were it
+    * NoSuchTableException, Spark would go on to try the name as a file query
+    * and report "Unsupported data source type for direct query on files". */
   private def load(ident: Identifier, version: Option[Long]): Table = {
-    if (!exists(ident)) throw new NoSuchTableException(ident)
-    new LanceTable(LanceOptions(location(ident), version, LanceOptions.DefaultBatchSize, None), writable = true)
+    if (!LanceCatalog.isPath(ident) && !exists(ident)) throw new NoSuchTableException(ident)
+    val table = new LanceTable(ReadTarget(location(ident), version), writable = true)
+    table.snapshot
+    table
   }
 
   override def tableExists(ident: Identifier): Boolean = exists(ident)
@@ -84,11 +92,12 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces {
     if (!LanceCatalog.isPath(ident) && !namespaceExists(ident.namespace()))
       throw new NoSuchNamespaceException(ident.namespace())
     if (exists(ident)) throw new TableAlreadyExistsException(ident)
-    val props = properties.asScala.toMap
-    val opts = LanceWriteOptions(props ++ Map("path" -> location(ident)))
+    // TBLPROPERTIES and OPTIONS (which Spark prefixes with "option.") alike: known write options only
+    val kept = WriteOptions.tableProperties(properties.asScala.toMap.map { case (k, v) => k.stripPrefix("option.") -> v })
+    val opts = WriteOptions.conf(kept, OptionSource.activeSession, Map.empty)
     val lance = LanceSchema.fromArrow(SparkToArrow.schema(schema, opts.vectorColumns))
     val storage = DatasetStorage(location(ident), conf)
-    Committer.commit(storage, None, OverwriteDataset(Nil, lance.toProto, lance.metadata),
+    Committer.commit(storage, None, OverwriteDataset(Nil, lance.toProto, lance.metadata, kept),
       CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths))
     loadTable(ident)
   }

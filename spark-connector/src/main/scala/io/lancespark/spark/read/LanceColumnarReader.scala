@@ -34,7 +34,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     } else None
 
   /** Reads on the read pool ahead of the decode: asked for, or storage that is not local. */
-  private val readAhead: Boolean = factory.readAhead.getOrElse(!storage.isLocal)
+  private val readAhead: Boolean = factory.read.readAhead.getOrElse(!storage.isLocal)
 
   private val ranges = partition.ranges.iterator.buffered
   private var range: (Long, Long) = (0L, 0L)
@@ -47,7 +47,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     var found = false
     while (!found && factory.limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
       if (position >= range._2) { range = ranges.next(); position = range._1 }
-      val end = math.min(range._2, position + factory.batchSize)
+      val end = math.min(range._2, position + factory.read.batchSize)
       val batch = scanner.read(position, end, if (readAhead) following(end) else None)
       position = end
       if (batch.rowCount > 0) {
@@ -62,8 +62,8 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
   /** The batch after the one ending at `end`, if any. */
   private def following(end: Long): Option[(Long, Long)] =
     if (factory.limit.exists(returned >= _)) None
-    else if (end < range._2) Some((end, math.min(range._2, end + factory.batchSize)))
-    else if (ranges.hasNext) Some((ranges.head._1, math.min(ranges.head._2, ranges.head._1 + factory.batchSize)))
+    else if (end < range._2) Some((end, math.min(range._2, end + factory.read.batchSize)))
+    else if (ranges.hasNext) Some((ranges.head._1, math.min(ranges.head._2, ranges.head._1 + factory.read.batchSize)))
     else None
 
   override def get(): ColumnarBatch = current.map(_._2).getOrElse(throw new NoSuchElementException)

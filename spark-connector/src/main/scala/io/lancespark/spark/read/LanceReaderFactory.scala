@@ -7,6 +7,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
 
 import io.lancespark.format.{LanceField, LanceSchema}
 import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.options.ReadConf
 
 /** Serialized to executors; creates columnar readers for Lance partitions. */
 final case class LanceReaderFactory(
@@ -18,12 +19,11 @@ final case class LanceReaderFactory(
     metadataColumns: Seq[String],
     outputSchema: StructType,
     stableRowIds: Boolean,
-    batchSize: Int,
+    read: ReadConf,
     hadoopConf: SerializableHadoopConf,
     filter: Option[io.lancespark.table.filter.Filter] = None,
     filterFields: Seq[LanceField] = Nil,
-    limit: Option[Int] = None,
-    readAhead: Option[Boolean] = None)
+    limit: Option[Int] = None)
     extends PartitionReaderFactory {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = true

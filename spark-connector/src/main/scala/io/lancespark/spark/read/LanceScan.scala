@@ -9,7 +9,8 @@ import org.apache.spark.sql.types.StructType
 import io.lancespark.format.LanceField
 import io.lancespark.table.ScanPlanner
 import io.lancespark.table.filter.Filter
-import io.lancespark.spark.{LanceOptions, SerializableHadoopConf}
+import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.Snapshot
 
 /** A scan of one version: one input partition per fragment, large fragments
@@ -20,7 +21,7 @@ final class LanceScan(
     fields: Seq[LanceField],
     metadataColumns: Seq[String],
     outputSchema: StructType,
-    options: LanceOptions,
+    options: ReadConf,
     filter: Option[Filter] = None,
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int],
@@ -65,8 +66,7 @@ final class LanceScan(
   override def createReaderFactory(): PartitionReaderFactory = {
     val conf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
-      metadataColumns, outputSchema, snapshot.hasStableRowIds, options.batchSize, conf, filter, filterFields, limit,
-      options.readAhead)
+      metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf, filter, filterFields, limit)
   }
 
   override def estimateStatistics(): Statistics = new Statistics {
@@ -80,6 +80,7 @@ final class LanceScan(
 object LanceScan {
   /** Groups row ranges into partitions of at most `split` rows (long ranges are cut). */
   def chunks(ranges: Vector[(Long, Long)], split: Long): Vector[Vector[(Long, Long)]] = {
+    require(split > 0, s"rows per partition must be positive, got $split")
     val out = Vector.newBuilder[Vector[(Long, Long)]]
     var cur = Vector.empty[(Long, Long)]
     var rows = 0L

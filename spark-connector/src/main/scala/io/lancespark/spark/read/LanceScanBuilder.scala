@@ -6,7 +6,8 @@ import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownA
 import org.apache.spark.sql.types.{ArrayType, DataType, StructType}
 
 import io.lancespark.format.{LanceField, LanceFormatException}
-import io.lancespark.spark.{LanceOptions, MetadataColumns}
+import io.lancespark.spark.MetadataColumns
+import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.{ScanPlanner, Snapshot}
 import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
 
@@ -14,7 +15,7 @@ import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
   * (it prunes fragments and pages with statistics, then filters the rows it
   * reads, so Spark need not re-evaluate them); LIMIT; COUNT(*) answered from
   * the manifest, or from statistics when they decide every row. */
-final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, options: LanceOptions)
+final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, options: ReadConf)
     extends ScanBuilder with SupportsPushDownRequiredColumns with SupportsPushDownAggregates
     with SupportsPushDownV2Filters with SupportsPushDownLimit {
 

@@ -4,6 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.write._
 
 import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.options.{OptionSource, WriteOptions}
 import io.lancespark.table._
 
 /** What one task reports: the data files it wrote (not yet visible). */
@@ -29,8 +30,9 @@ final class LanceWriteBuilder(snapshot: Snapshot, info: LogicalWriteInfo, hadoop
 final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopConf: SerializableHadoopConf,
     overwrite: Boolean) extends BatchWrite {
 
-  private val opts = LanceWriteOptions(Map("path" -> snapshot.storage.uri) ++
-    scala.jdk.CollectionConverters.MapHasAsScala(info.options().asCaseSensitiveMap()).asScala)
+  private val opts = WriteOptions.conf(
+    scala.jdk.CollectionConverters.MapHasAsScala(info.options().asCaseSensitiveMap()).asScala.toMap,
+    OptionSource.activeSession, snapshot.config)
 
   override def createBatchWriterFactory(physical: PhysicalWriteInfo): DataWriterFactory =
     LanceDataWriterFactory(task)

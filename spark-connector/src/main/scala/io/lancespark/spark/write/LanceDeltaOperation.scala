@@ -1,6 +1,7 @@
 package io.lancespark.spark.write
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.distributions.{Distribution, Distributions}
@@ -12,6 +13,7 @@ import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.spark.{LanceTable, MetadataColumns, SerializableHadoopConf}
 import io.lancespark.proto.table.DeletionFile
+import io.lancespark.spark.options.{OptionSource, WriteOptions}
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.table._
 
@@ -31,7 +33,7 @@ final class LanceDeltaOperation(table: LanceTable, cmd: RowLevelOperation.Comman
   override def description(): String = s"Lance merge-on-read $cmd read at version ${snapshot.version}"
 
   override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder =
-    new LanceScanBuilder(snapshot, table.schema, table.options)
+    new LanceScanBuilder(snapshot, table.schema, table.readConf(options.asCaseSensitiveMap().asScala.toMap))
 
   override def rowId(): Array[NamedReference] = Array(Expressions.column(MetadataColumns.RowAddr))
 
@@ -64,7 +66,7 @@ final case class FragmentState(physicalRows: Long, deletion: Option[DeletionFile
 final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, conf: SerializableHadoopConf,
     cmd: RowLevelOperation.Command) extends DeltaBatchWrite {
 
-  private val opts = LanceWriteOptions(Map("path" -> snapshot.storage.uri))
+  private val opts = WriteOptions.conf(Map.empty, OptionSource.activeSession, snapshot.config)
   private val task = WriteTask(snapshot.storage.uri, conf, snapshot.schema, info.schema(),
     opts.maxRowsPerFile, opts.maxRowsPerPage)
   private val fragments: Map[Long, FragmentState] =

@@ -10,6 +10,7 @@ import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
 import io.lancespark.format.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
+import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
 import io.lancespark.table._
 
 /** A DataFrame write: executors write data files, the driver commits one
@@ -17,13 +18,16 @@ import io.lancespark.table._
   * commits nothing and deletes the files its tasks wrote. */
 object LanceWriteJob {
 
-  def run(data: DataFrame, opts: LanceWriteOptions, mode: SaveMode): Option[Snapshot] = {
+  /** `parameters`: the DataFrameWriter's options (with the path). */
+  def run(data: DataFrame, parameters: Map[String, String], mode: SaveMode): Option[Snapshot] = {
     val spark = data.sparkSession
     val conf = spark.sessionState.newHadoopConf()
-    val storage = DatasetStorage(opts.path, conf)
+    val path = WriteOptions.path(parameters)
+    val storage = DatasetStorage(path, conf)
     storage.requireAtomicPut()  // before any data is written
     val existing: Option[Snapshot] =
-      if (Dataset.isDataset(opts.path, conf)) Some(Dataset.open(storage, None)) else None
+      if (Dataset.isDataset(path, conf)) Some(Dataset.open(storage, None)) else None
+    val opts = WriteOptions.conf(parameters, OptionSource.activeSession, existing.map(_.config).getOrElse(Map.empty))
 
     (mode, existing) match {
       case (SaveMode.ErrorIfExists, Some(s)) =>
@@ -73,7 +77,7 @@ object LanceWriteJob {
     case other => other
   }
 
-  private def writeFiles(data: DataFrame, schema: LanceSchema, storage: DatasetStorage, opts: LanceWriteOptions,
+  private def writeFiles(data: DataFrame, schema: LanceSchema, storage: DatasetStorage, opts: WriteConf,
       conf: SerializableHadoopConf): Seq[WrittenFragment] = {
     val task = WriteTask(storage.uri, conf, schema, data.schema, opts.maxRowsPerFile, opts.maxRowsPerPage)
     val rdd = data.queryExecution.toRdd
@@ -106,7 +110,7 @@ object LanceWriteJob {
   }
 
   private def commitOrClean(storage: DatasetStorage, files: Seq[WrittenFragment], readVersion: Option[Long],
-      op: PendingOperation, opts: LanceWriteOptions): Snapshot =
+      op: PendingOperation, opts: WriteConf): Snapshot =
     try Committer.commit(storage, readVersion, op,
       CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths))
     catch {

@@ -7,6 +7,7 @@ import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 import org.apache.spark.sql.types._
 
 import io.lancespark.format.LanceFormatException
+import io.lancespark.spark.options.WriteOptions
 
 /** The Lance (Arrow) type each Spark type is written as, for new datasets.
   * Documented in docs/type-mapping.md ("Writing"). */
@@ -46,8 +47,8 @@ object SparkToArrow {
 
   private def dimension(f: StructField, vectors: Map[String, Int]): Option[Int] =
     vectors.get(f.name).orElse(
-      if (f.metadata.contains(LanceWriteOptions.VectorDimensionMetadata))
-        Some(f.metadata.getLong(LanceWriteOptions.VectorDimensionMetadata).toInt)
+      if (f.metadata.contains(WriteOptions.VectorDimensionMetadata))
+        Some(f.metadata.getLong(WriteOptions.VectorDimensionMetadata).toInt)
       else None)
 
   private def field(name: String, dt: DataType, nullable: Boolean, path: String, vectorDim: Option[Int] = None): Field = {

@@ -19,8 +19,8 @@ object LegacyFixtures {
 
   private val howTo =
     "create them from the repository root with: " +
-      "/work/main/.venv/bin/python tests/fixtures/codec_fixtures.py target/fixtures && " +
-      "/work/main/.venv/bin/python tests/fixtures/legacy_fixtures.py target/fixtures " +
+      "<repo>/.venv/bin/python (make venv) tests/fixtures/codec_fixtures.py target/fixtures && " +
+      "<repo>/.venv/bin/python (make venv) tests/fixtures/legacy_fixtures.py target/fixtures " +
       "(or point LANCE_FIXTURES at such a directory)"
 
   /** `LANCE_FIXTURES`, else target/fixtures of the sbt build root. */

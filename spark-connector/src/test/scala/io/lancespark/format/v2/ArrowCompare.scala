@@ -29,8 +29,8 @@ object ArrowCompare {
     if (!Seq("v2_0", "v2_0_extra", "v2_other_versions", "datasets").forall(d => Files.isDirectory(dir.resolve(d))))
       throw new AssertionError(
         s"Lance fixtures missing at $dir. Make them from the project root with: " +
-          "/work/main/.venv/bin/python tests/fixtures/codec_fixtures.py target/fixtures && " +
-          "/work/main/.venv/bin/python tests/fixtures/v2_fixtures.py target/fixtures " +
+          "<repo>/.venv/bin/python (make venv) tests/fixtures/codec_fixtures.py target/fixtures && " +
+          "<repo>/.venv/bin/python (make venv) tests/fixtures/v2_fixtures.py target/fixtures " +
           "(or any python with pylance 14.0.2), or point LANCE_FIXTURES / -Dlance.fixtures at them.")
     dir
   }

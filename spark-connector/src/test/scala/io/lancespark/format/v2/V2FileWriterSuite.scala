@@ -98,8 +98,27 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
       }
       if (pylance) writeIpc(pylanceDir.resolve(s"$name.arrow"), expected)
     }
-    if (pylance) Files.copy(p, pylanceDir.resolve(s"$name.lance"))
+    if (pylance) {
+      Files.copy(p, pylanceDir.resolve(s"$name.lance"))
+      pylanceReads(name)
+    }
     p
+  }
+
+  /** pylance (the oracle) reads `<name>.lance` in the pylance directory as the
+    * Arrow IPC file `<name>.arrow` beside it says: each test checks its own files. */
+  private def pylanceReads(name: String): Unit = {
+    val python = sys.env.get("LANCE_PYTHON").map(Path.of(_)).getOrElse(repoRoot.resolve(".venv/bin/python"))
+    if (!Files.isExecutable(python))
+      fail(s"the pylance check needs a python with pylance 14: $python is missing; run `make venv` " +
+        "or set LANCE_PYTHON")
+    val lance = pylanceDir.resolve(s"$name.lance")
+    val expected = pylanceDir.resolve(s"$name.arrow")
+    val proc = new ProcessBuilder(python.toString, repoRoot.resolve("tests/fixtures/pylance_reads.py").toString,
+      lance.toString, expected.toString).redirectErrorStream(true).start()
+    val output = new String(proc.getInputStream.readAllBytes(), UTF_8)
+    val rc = proc.waitFor()
+    assert(rc == 0, s"pylance could not read $lance as expected (exit $rc):\n$output")
   }
 
   private def writeIpc(p: Path, vs: Seq[FieldVector]): Unit = {
@@ -271,7 +290,9 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
     // empty batches and no rows at all
     val (e, wf) = withVectors(vectors(s, richColumns(0, 1))) { vs =>
       writeIpc(pylanceDir.resolve("empty.arrow"), vs)
-      writeFile("empty", s, Seq(vs, vs), dir = pylanceDir)
+      val written = writeFile("empty", s, Seq(vs, vs), dir = pylanceDir)
+      pylanceReads("empty")
+      written
     }
     assert(wf.numRows == 0)
     val (_, got) = readBack(e)
@@ -420,27 +441,10 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
       try assert(PageStatistics.read(src, allocator).isEmpty) finally src.close()
       val (p2, _) = writeFile("with_stats", s, Seq(vs), maxRows = 100, dir = pylanceDir)
       writeIpc(pylanceDir.resolve("with_stats.arrow"), vs)
+      pylanceReads("no_stats")
+      pylanceReads("with_stats")
       val st = statsOf(p2)
       assert(st.forField(s.field("i64").get.id).size == 10)
-    }
-  }
-
-  test("pylance reads the files the writer wrote (LANCE_PYTHON)") {
-    val python = sys.env.get("LANCE_PYTHON").map(Path.of(_)).getOrElse(repoRoot.resolve(".venv/bin/python"))
-    if (!Files.isExecutable(python))
-      fail(s"pylance check needs a python with pylance 14: $python is missing; set LANCE_PYTHON " +
-        "(e.g. LANCE_PYTHON=/work/main/.venv/bin/python)")
-    val script = repoRoot.resolve("tests/fixtures/pylance_reads.py")
-    val files = Files.list(pylanceDir).iterator.asScala.filter(_.toString.endsWith(".lance")).toVector.sorted
-    assert(files.size >= 5, files)
-    files.foreach { lance =>
-      val expected = Path.of(lance.toString.stripSuffix(".lance") + ".arrow")
-      val pb = new ProcessBuilder(python.toString, script.toString, lance.toString, expected.toString)
-        .redirectErrorStream(true)
-      val proc = pb.start()
-      val output = new String(proc.getInputStream.readAllBytes(), UTF_8)
-      val rc = proc.waitFor()
-      assert(rc == 0, s"pylance could not read $lance as expected (exit $rc):\n$output")
     }
   }
 }

@@ -16,7 +16,7 @@ import io.lancespark.table.filter.Filter._
 /** The statistics pylance writes into 0.1 (legacy) files: read them, check
   * every page's bounds hold for its rows in the Spark-visible domain, and
   * that pruning with them is sound (against the row evaluator). Needs
-  * pylance: LANCE_PYTHON or /work/main/.venv/bin/python; canceled without. */
+  * pylance: LANCE_PYTHON or the repository's .venv (make venv); canceled without. */
 class LegacyStatisticsSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private val allocator = new RootAllocator()
@@ -31,7 +31,8 @@ class LegacyStatisticsSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   private lazy val python: Option[String] =
-    (sys.env.get("LANCE_PYTHON").toSeq :+ "/work/main/.venv/bin/python").find(p => Files.isExecutable(Paths.get(p)))
+    (sys.env.get("LANCE_PYTHON").toSeq :+ io.lancespark.format.v2.V2FileWriterSuite.repoRoot.resolve(".venv/bin/python").toString)
+      .find(p => Files.isExecutable(Paths.get(p)))
 
   private val script =
     """import sys, random, decimal, math

@@ -1,14 +1,15 @@
-"""Manifests: finding them under _versions/ and decoding them."""
+"""Manifests: finding them under _versions/ (one per version), decoding them, checking their
+reader feature flags, and reading the transaction each one records."""
 from __future__ import annotations
 
 import os
 import struct
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 from google.protobuf.message import DecodeError
 
-from .._protos import table_pb2, transaction_pb2
-from .errors import LanceFormatError
+from ..._protos import table_pb2, transaction_pb2
+from ..errors import LanceFormatError
 
 MAGIC = b"LANC"
 U64_MAX = 2**64 - 1
@@ -136,8 +137,3 @@ def operation_name(txn) -> Optional[str]:
         return None
     which = txn.WhichOneof("operation")
     return _OPERATION_NAMES.get(which, which) if which else None
-
-
-def footer_version(path: str, data: bytes) -> Tuple[int, int]:
-    _, major, minor, _ = struct.unpack("<qHH4s", data[-16:])
-    return major, minor

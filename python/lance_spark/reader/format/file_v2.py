@@ -1,8 +1,13 @@
-"""Reader for Lance data files at file version 2.0 (footer says 0.3)."""
+"""Reader for Lance data files at file version 2.0 (footer says 0.3): the container.
+
+Footer, column metadata, global buffers (file descriptor, page statistics) and where each page's
+buffers lie; a page's ArrayEncoding is decoded by `encodings_v2.PageDecoder`. Struct and list
+columns are assembled here from their own pages and their children's columns.
+"""
 from __future__ import annotations
 
 import struct
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -10,18 +15,16 @@ import pyarrow.compute as pc
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 
-from .._protos import encodings_pb2, file2_pb2, file_pb2
+from ..._protos import encodings_pb2, file2_pb2, file_pb2
+from ..errors import LanceFormatError
 from . import _arrow
 from ._mapped import MappedFile
-from .errors import LanceFormatError
-from .schema import LanceField, arrow_field
+from .encodings_v2 import BufferFn, PageDecoder
+from .schema import LanceField, arrow_field, build_fields, to_arrow_schema
 
 MAGIC = b"LANC"
 FOOTER_LEN = 40
 _FOOTER = struct.Struct("<QQQIIHH4s")
-
-BufferFn = Callable[[object], pa.Buffer]
-
 
 PAGE_STATS_KEY = "lance_spark:page_stats_buffer"
 PAGE_STATS_VERSION_KEY = b"lance_spark:page_stats_version"
@@ -53,6 +56,7 @@ class FileV2Reader(MappedFile):
             self._check(int(pos), int(sz), f"global buffer {i}")
         self._columns: Dict[int, object] = {}
         self._descriptor = None
+        self._decoder = PageDecoder(path)
 
     # -- raw access -------------------------------------------------------------------------
 
@@ -159,117 +163,6 @@ class FileV2Reader(MappedFile):
             enc = self._unwrap(page.encoding, encodings_pb2.ArrayEncoding(), where)
             yield where, page, enc, self._page_buffers(cm, page, where)
 
-    # -- array decoding ---------------------------------------------------------------------
-    def _unsupported(self, where: str, enc) -> LanceFormatError:
-        return LanceFormatError(self.path, f"{where}: unsupported encoding {enc.WhichOneof('array_encoding')!r}")
-
-    def _flat_buffer(self, flat, n: int, bits: int, bufs: BufferFn, where: str) -> pa.Buffer:
-        if flat.HasField("compression") and flat.compression.scheme:
-            raise LanceFormatError(self.path, f"{where}: unsupported buffer compression {flat.compression.scheme!r}")
-        buf = bufs(flat.buffer)
-        need = (n * bits + 7) // 8
-        if buf.size < need:
-            raise LanceFormatError(self.path, f"{where}: buffer holds {buf.size} bytes, {n} values of "
-                                              f"{bits} bits need {need}")
-        return buf
-
-    def _uints(self, enc, n: int, bufs: BufferFn, where: str) -> np.ndarray:
-        """Unsigned integers (offsets, indices) of any width as uint64."""
-        kind = enc.WhichOneof("array_encoding")
-        if kind == "nullable":
-            nn = enc.nullable.WhichOneof("nullability")
-            if nn == "no_nulls":
-                return self._uints(enc.nullable.no_nulls.values, n, bufs, where)
-            raise LanceFormatError(self.path, f"{where}: offsets/indices may not contain nulls ({nn})")
-        if kind != "flat":
-            raise self._unsupported(where, enc)
-        bits = enc.flat.bits_per_value
-        dtypes = {8: "<u1", 16: "<u2", 32: "<u4", 64: "<u8"}
-        if bits not in dtypes:
-            raise LanceFormatError(self.path, f"{where}: {bits}-bit offsets/indices are not supported")
-        buf = self._flat_buffer(enc.flat, n, bits, bufs, where)
-        return np.frombuffer(buf, dtype=dtypes[bits], count=n).astype(np.uint64, copy=False)
-
-    def _bitmap(self, enc, n: int, bufs: BufferFn, where: str) -> pa.Buffer:
-        kind = enc.WhichOneof("array_encoding")
-        if kind != "flat" or enc.flat.bits_per_value != 1:
-            raise LanceFormatError(self.path, f"{where}: validity must be a 1-bit flat buffer, not {kind}")
-        return self._flat_buffer(enc.flat, n, 1, bufs, where)
-
-    def decode(self, enc, n: int, typ: pa.DataType, bufs: BufferFn, where: str) -> pa.Array:
-        kind = enc.WhichOneof("array_encoding")
-        if kind == "nullable":
-            nullable = enc.nullable
-            nn = nullable.WhichOneof("nullability")
-            if nn == "no_nulls":
-                return self.decode(nullable.no_nulls.values, n, typ, bufs, where)
-            if nn == "all_nulls":
-                return pa.nulls(n, typ)
-            if nn == "some_nulls":
-                validity = self._bitmap(nullable.some_nulls.validity, n, bufs, where)
-                values = self.decode(nullable.some_nulls.values, n, typ, bufs, where)
-                return _arrow.with_validity(values, validity)
-            raise LanceFormatError(self.path, f"{where}: nullable encoding without a case")
-        if kind == "flat":
-            bits = enc.flat.bits_per_value
-            if pa.types.is_boolean(typ):
-                if bits != 1:
-                    raise LanceFormatError(self.path, f"{where}: boolean data with {bits} bits per value")
-            elif pa.types.is_null(typ):
-                return pa.nulls(n)
-            else:
-                try:
-                    width = typ.bit_width
-                except ValueError:
-                    raise LanceFormatError(self.path, f"{where}: flat encoding for non fixed-width type {typ}") from None
-                if width != bits:
-                    raise LanceFormatError(self.path, f"{where}: {bits}-bit values for {typ} ({width} bits)")
-            buf = self._flat_buffer(enc.flat, n, bits, bufs, where)
-            return pa.Array.from_buffers(typ, n, [None, buf])
-        if kind == "fixed_size_list":
-            fsl = enc.fixed_size_list
-            if not pa.types.is_fixed_size_list(typ):
-                raise LanceFormatError(self.path, f"{where}: fixed_size_list encoding for {typ}")
-            if fsl.dimension != typ.list_size:
-                raise LanceFormatError(self.path, f"{where}: dimension {fsl.dimension} != {typ.list_size}")
-            if fsl.has_validity:
-                raise LanceFormatError(self.path, f"{where}: fixed_size_list with inline validity is not supported")
-            items = self.decode(fsl.items, n * fsl.dimension, typ.value_type, bufs, where)
-            return pa.Array.from_buffers(typ, n, [None], children=[items])
-        if kind == "binary":
-            return self._binary(enc.binary, n, typ, bufs, where)
-        if kind == "dictionary":
-            d = enc.dictionary
-            idx = self._uints(d.indices, n, bufs, where)
-            items = self.decode(d.items, d.num_dictionary_items, typ, bufs, where)
-            if idx.size and int(idx.max()) > d.num_dictionary_items:
-                raise LanceFormatError(self.path, f"{where}: dictionary index out of range")
-            null = idx == 0
-            take = pa.array(np.where(null, 0, idx.astype(np.int64) - 1), mask=null if null.any() else None)
-            return pc.take(items, take)
-        raise self._unsupported(where, enc)
-
-    def _binary(self, b, n: int, typ: pa.DataType, bufs: BufferFn, where: str) -> pa.Array:
-        if not (pa.types.is_string(typ) or pa.types.is_binary(typ) or pa.types.is_large_string(typ)
-                or pa.types.is_large_binary(typ)):
-            raise LanceFormatError(self.path, f"{where}: binary encoding for {typ}")
-        raw = self._uints(b.indices, n, bufs, where)
-        adj = int(b.null_adjustment)
-        if adj:
-            valid = raw < adj
-            ends = raw % np.uint64(adj)
-        else:
-            valid = np.ones(n, dtype=bool)
-            ends = raw
-        total = int(ends[-1]) if n else 0
-        data = self._flat_buffer(b.bytes.flat, total, 8, bufs, where) if b.bytes.WhichOneof(
-            "array_encoding") == "flat" else None
-        if data is None:
-            raise self._unsupported(where + " (binary bytes)", b.bytes)
-        large = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
-        offsets = _arrow.offsets_buffer(ends, large, f"{self.path}: {where}")
-        return pa.Array.from_buffers(typ, n, [_arrow.bitmap_from_bools(valid), offsets, data])
-
     # -- fields -----------------------------------------------------------------------------
     def read_field(self, field: LanceField, columns: Dict[int, int]) -> pa.Array:
         """All rows of a (possibly nested) field; `columns` maps field id -> column index."""
@@ -288,7 +181,7 @@ class FileV2Reader(MappedFile):
             n = 0
             for where, page, enc, _ in self._pages(col, what):
                 if enc.WhichOneof("array_encoding") != "struct":
-                    raise self._unsupported(where, enc)
+                    raise self._decoder.unsupported(where, enc)
                 n += page.length
             kids = [self._read_field(c, typ.field(i).type, columns) for i, c in enumerate(field.children)]
             for c, k in zip(field.children, kids):
@@ -301,19 +194,11 @@ class FileV2Reader(MappedFile):
             base = 0
             for where, page, enc, bufs in self._pages(col, what):
                 if enc.WhichOneof("array_encoding") != "list":
-                    raise self._unsupported(where, enc)
+                    raise self._decoder.unsupported(where, enc)
                 lst = enc.list
-                raw = self._uints(lst.offsets, page.length, bufs, where)
-                adj = int(lst.null_offset_adjustment)
-                if adj:
-                    valid_parts.append(raw < adj)
-                    raw = raw % np.uint64(adj)
-                else:
-                    valid_parts.append(np.ones(page.length, dtype=bool))
-                if raw.size and int(raw[-1]) > lst.num_items:
-                    raise LanceFormatError(self.path, f"{where}: offsets reference {int(raw[-1])} items, "
-                                                      f"page has {lst.num_items}")
-                ends_parts.append(raw.astype(np.int64) + base)
+                page_ends, page_valid = self._decoder.list_offsets(lst, page.length, bufs, where)
+                ends_parts.append(page_ends + base)
+                valid_parts.append(page_valid)
                 base += int(lst.num_items)
             ends = np.concatenate(ends_parts) if ends_parts else np.empty(0, np.int64)
             valid = np.concatenate(valid_parts) if valid_parts else np.empty(0, bool)
@@ -325,7 +210,7 @@ class FileV2Reader(MappedFile):
             return pa.Array.from_buffers(typ, len(ends), [_arrow.bitmap_from_bools(valid), offsets],
                                          children=[child])
         value_type = typ.value_type if pa.types.is_dictionary(typ) else typ
-        chunks = [self.decode(enc, page.length, value_type, bufs, where)
+        chunks = [self._decoder.decode(enc, page.length, value_type, bufs, where)
                   for where, page, enc, bufs in self._pages(col, what)]
         arr = _arrow.concat(chunks, value_type)
         if pa.types.is_dictionary(typ):
@@ -338,8 +223,6 @@ def read_file_table(path: str) -> pa.Table:
 
     Columns are assigned to the schema's fields in depth-first order.
     """
-    from .schema import build_fields, to_arrow_schema
-
     r = FileV2Reader(path)
     try:
         d = r.descriptor

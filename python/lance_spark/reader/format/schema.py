@@ -1,4 +1,5 @@
-"""Lance schemas: the depth-first Field list of a manifest, and its Arrow form."""
+"""Lance schemas (the depth-first Field list of a manifest or file descriptor) and logical types
+(``int32``, ``timestamp:us:UTC``, ``fixed_size_list:float:4``, ...), and their Arrow forms."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
@@ -6,7 +7,7 @@ from typing import Dict, List, Optional
 
 import pyarrow as pa
 
-from .errors import LanceFormatError
+from ..errors import LanceFormatError
 
 PARENT, REPEATED, LEAF = 0, 1, 2
 
@@ -45,10 +46,6 @@ class LanceField:
     def is_nested(self) -> bool:
         lt = self.logical_type
         return lt == "struct" or lt in ("list", "list.struct", "large_list", "large_list.struct")
-
-    @property
-    def is_dictionary(self) -> bool:
-        return self.logical_type.startswith("dict:")
 
 
 def _unit(u: str, lt: str, where: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .errors import LanceFormatError
+from ..errors import LanceFormatError
 
 
 class MappedFile:

@@ -1,12 +1,10 @@
 """Deletion files: `_deletions/{fragment_id}-{read_version}-{id}.{arrow|bin}`."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pyarrow as pa
 
-from .errors import LanceFormatError
+from ..errors import LanceFormatError
 
 ARROW_ARRAY = 0
 BITMAP = 1
@@ -50,7 +48,3 @@ def read_deletions(path: str, file_type: int) -> np.ndarray:
     if vals.size and vals.min() < 0:
         raise LanceFormatError(path, "negative deletion offset")
     return np.unique(vals.astype(np.uint32))
-
-
-def deletion_path(root: str, fragment_id: int, df) -> str:
-    return os.path.join(root, "_deletions", deletion_file_name(fragment_id, df))

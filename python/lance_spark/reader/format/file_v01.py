@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import struct
-from typing import Dict, List
+from typing import List
 
 import numpy as np
 import pyarrow as pa
 from google.protobuf.message import DecodeError
 
-from .._protos import file_pb2
+from ..._protos import file_pb2
+from ..errors import LanceFormatError
 from . import _arrow
 from ._mapped import MappedFile
-from .errors import LanceFormatError
 from .schema import LanceField, arrow_field
 
 MAGIC = b"LANC"
@@ -57,7 +57,6 @@ class FileV01Reader(MappedFile):
                                             dtype="<i8").reshape(ncols, self.num_batches, 2)
         else:
             self.page_table = np.zeros((0, 0, 2), dtype=np.int64)
-
 
     def _page(self, field: LanceField, batch: int):
         row = field.id - self.min_field
@@ -148,11 +147,3 @@ class FileV01Reader(MappedFile):
                                                   f"metadata says {n}")
             chunks.append(arr)
         return _arrow.concat(chunks, typ)
-
-
-def read_fields_v01(path: str, field_ids: List[int], fields: List[LanceField]) -> Dict[int, pa.Array]:
-    r = FileV01Reader(path, field_ids)
-    try:
-        return {f.id: r.read_field(f) for f in fields}
-    finally:
-        r.close()

@@ -6,17 +6,14 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
+from ..errors import LanceFormatError
+
 
 def bitmap_from_bools(valid: np.ndarray) -> Optional[pa.Buffer]:
     """Arrow validity bitmap (LSB first) of a bool mask, or None when everything is valid."""
     if valid.all():
         return None
     return pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
-
-
-def bools_from_bitmap(buf, n: int, offset: int = 0) -> np.ndarray:
-    bits = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")
-    return bits[offset:offset + n].astype(bool)
 
 
 def with_validity(arr: pa.Array, validity: Optional[pa.Buffer]) -> pa.Array:
@@ -48,7 +45,6 @@ def concat(chunks, typ: pa.DataType) -> pa.Array:
 
 def offsets_buffer(ends: np.ndarray, large: bool, where: str):
     """Arrow offsets (leading 0) from end offsets."""
-    from .errors import LanceFormatError
     dtype = np.int64 if large else np.int32
     if not large and ends.size and int(ends.max()) > np.iinfo(np.int32).max:
         raise LanceFormatError(where, "offsets exceed the 32-bit range of the declared type")

@@ -1,0 +1,83 @@
+"""Fragments as a manifest lists them (data files, deletion file), and reading one data file
+with the reader of its file format."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field as dc_field
+from typing import Dict, List, Optional
+
+import pyarrow as pa
+
+from ..errors import LanceFormatError
+from ..format.file_v01 import FileV01Reader
+from ..format.file_v2 import FileV2Reader
+from ..format.schema import LanceField
+
+
+@dataclass
+class DataFileInfo:
+    path: str                    # as written in the manifest (relative to data/)
+    full_path: str
+    fields: List[int]
+    column_indices: List[int]
+    file_major_version: int
+    file_minor_version: int
+    file_size_bytes: int
+
+    @property
+    def file_version(self) -> str:
+        return "legacy" if self.is_legacy else f"{self.file_major_version}.{self.file_minor_version}"
+
+    @property
+    def is_legacy(self) -> bool:
+        return self.file_major_version < 2
+
+
+@dataclass
+class DeletionFileInfo:
+    path: str
+    file_type: str               # "arrow" or "bitmap"
+    read_version: int
+    id: int
+    num_deleted_rows: int
+
+
+@dataclass
+class FragmentInfo:
+    id: int
+    physical_rows: int
+    deleted_rows: int
+    files: List[DataFileInfo] = dc_field(default_factory=list)
+    deletion_file: Optional[DeletionFileInfo] = None
+
+    @property
+    def num_rows(self) -> int:
+        return self.physical_rows - self.deleted_rows
+
+
+def _check_size(df: DataFileInfo) -> None:
+    if not os.path.isfile(df.full_path):
+        raise LanceFormatError(df.full_path, "data file is missing")
+
+
+def read_data_file(df: DataFileInfo, fields: List[LanceField]) -> Dict[int, pa.Array]:
+    """Read top-level fields (with their children) from one data file."""
+    _check_size(df)
+    if df.is_legacy:
+        r = FileV01Reader(df.full_path, df.fields)
+        try:
+            return {f.id: r.read_field(f) for f in fields}
+        finally:
+            r.close()
+    if (df.file_major_version, df.file_minor_version) != (2, 0):
+        raise LanceFormatError(df.full_path, f"unsupported data file version {df.file_version} "
+                                             "(this reader handles legacy and 2.0)")
+    r = FileV2Reader(df.full_path)
+    try:
+        if df.column_indices:
+            columns = {fid: ci for fid, ci in zip(df.fields, df.column_indices) if fid >= 0 and ci >= 0}
+        else:
+            columns = {fid: i for i, fid in enumerate(df.fields) if fid >= 0}
+        return {f.id: r.read_field(f, columns) for f in fields}
+    finally:
+        r.close()

@@ -1,0 +1,53 @@
+package io.lancespark.spark.options
+
+/** A read's settings, resolved once on the driver; serializable, so the scan
+  * hands it to the reader factory whole. */
+final case class ReadConf(
+    batchSize: Int = ReadOptions.DefaultBatchSize,
+    splitRows: Option[Long] = None,
+    pushdown: Boolean = true,
+    readAhead: Option[Boolean] = None)
+
+/** Which dataset a read opens: its path and version (only from the read's own options). */
+final case class ReadTarget(path: String, version: Option[Long])
+
+/** The options of `spark.read.format("lance")` and of scans of catalog tables. */
+object ReadOptions {
+  /** Dataset version to read (time travel); default: the latest. Only a read's own option. */
+  val Version: LanceOption[Long] = LanceOption.nonNegativeLong("version")
+  /** Rows per columnar batch handed to Spark. */
+  val BatchSize: LanceOption[Int] = LanceOption.positiveInt("batchSize")
+  /** Most rows one input partition reads; default: sized so every core gets work. */
+  val SplitRows: LanceOption[Long] = LanceOption.positiveLong("splitRows")
+  /** false turns predicate pushdown off (Spark then filters every row read). */
+  val Pushdown: LanceOption[Boolean] = LanceOption.boolean("pushdown")
+  /** true: storage reads run on the read pool, the next batch's while the
+    * current one decodes; false: each task reads a batch, then decodes it;
+    * auto (default): true except for local files, whose reads are CPU work
+    * that competes with the decode for the same cores. */
+  val ReadAhead: LanceOption[Option[Boolean]] =
+    LanceOption.choice("readAhead", "auto" -> None, "true" -> Some(true), "false" -> Some(false))
+
+  val All: Seq[LanceOption[_]] = Seq(Version, BatchSize, SplitRows, Pushdown, ReadAhead)
+
+  val DefaultBatchSize: Int = 8192
+
+  def target(explicit: Map[String, String]): ReadTarget = {
+    val own = new OptionSource(explicit, _ => None, Map.empty, All, "read")
+    val path = explicit.collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }.getOrElse(
+      throw new IllegalArgumentException(
+        "a Lance dataset path is required: spark.read.format(\"lance\").load(\"/path/to/dataset\")"))
+    ReadTarget(path, own.get(Version))
+  }
+
+  def conf(source: OptionSource): ReadConf = ReadConf(
+    batchSize = source.getOrElse(BatchSize, DefaultBatchSize),
+    splitRows = source.get(SplitRows),
+    pushdown = source.getOrElse(Pushdown, true),
+    readAhead = source.get(ReadAhead).flatten)
+
+  /** A read's settings from its own options, the session and the table's properties. */
+  def conf(explicit: Map[String, String], session: String => Option[String],
+      tableProperties: Map[String, String]): ReadConf =
+    conf(new OptionSource(explicit, session, tableProperties, All, "read").warnUnknown())
+}

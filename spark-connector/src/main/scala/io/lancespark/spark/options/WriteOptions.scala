@@ -1,0 +1,80 @@
+package io.lancespark.spark.options
+
+/** A write's settings, resolved once on the driver. */
+final case class WriteConf(
+    maxRowsPerFile: Long,
+    maxRowsPerPage: Int,
+    vectorColumns: Map[String, Int],
+    enableStableRowIds: Boolean,
+    v2ManifestPaths: Boolean)
+
+/** The options of `df.write.format("lance")`, of catalog writes and of
+  * `CREATE TABLE ... TBLPROPERTIES` (which keeps them as table properties). */
+object WriteOptions {
+  /** Most rows in one data file (fragment); a task writes several when it has more. */
+  val MaxRowsPerFile: LanceOption[Long] = LanceOption.positiveLong("maxRowsPerFile")
+  /** Most rows in one page of a column. */
+  val MaxRowsPerPage: LanceOption[Int] = LanceOption.positiveInt("maxRowsPerPage")
+  /** Lance file version to write; only 2.0 is written today. */
+  val FileVersion: LanceOption[String] =
+    LanceOption.string("fileVersion", "2.0 (or stable; this connector writes Lance file version 2.0)") { v =>
+      Some(v).filter(x => x == "2.0" || x.equalsIgnoreCase("stable"))
+    }
+  /** "emb:768,other:128": ARRAY<FLOAT|DOUBLE> columns stored as fixed-size lists (vectors). */
+  val VectorColumns: LanceOption[Map[String, Int]] =
+    LanceOption("vectorColumns", "a list of name:dimension entries (e.g. emb:768,other:128)", parseVectors)
+  /** New datasets only: assign stable row ids. */
+  val EnableStableRowIds: LanceOption[Boolean] = LanceOption.boolean("enableStableRowIds")
+  /** New datasets only: V2 manifest naming (default) or the legacy V1 scheme. */
+  val V2ManifestPaths: LanceOption[Boolean] = LanceOption.boolean("v2ManifestPaths")
+
+  val All: Seq[LanceOption[_]] =
+    Seq(MaxRowsPerFile, MaxRowsPerPage, FileVersion, VectorColumns, EnableStableRowIds, V2ManifestPaths)
+
+  /** Column metadata key that marks an ARRAY<FLOAT|DOUBLE> column as a vector of that dimension. */
+  val VectorDimensionMetadata = "lance.vector.dimension"
+
+  val DefaultMaxRowsPerFile: Long = 1024L * 1024L
+  val DefaultMaxRowsPerPage: Int = 65536
+
+  def path(explicit: Map[String, String]): String =
+    explicit.collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }.getOrElse(
+      throw new IllegalArgumentException(
+        "a Lance dataset path is required: df.write.format(\"lance\").save(\"/path/to/dataset\")"))
+
+  def conf(source: OptionSource): WriteConf = {
+    source.get(FileVersion)
+    WriteConf(
+      maxRowsPerFile = source.getOrElse(MaxRowsPerFile, DefaultMaxRowsPerFile),
+      maxRowsPerPage = source.getOrElse(MaxRowsPerPage, DefaultMaxRowsPerPage),
+      vectorColumns = source.getOrElse(VectorColumns, Map.empty[String, Int]),
+      enableStableRowIds = source.getOrElse(EnableStableRowIds, false),
+      v2ManifestPaths = source.getOrElse(V2ManifestPaths, true))
+  }
+
+  /** A write's settings from its own options, the session and the table's properties. */
+  def conf(explicit: Map[String, String], session: String => Option[String],
+      tableProperties: Map[String, String]): WriteConf =
+    conf(new OptionSource(explicit, session, tableProperties, All, "write").warnUnknown())
+
+  /** The properties a new catalog table keeps: known write options only, each checked. */
+  def tableProperties(properties: Map[String, String]): Map[String, String] = {
+    val source = new OptionSource(properties, _ => None, Map.empty, All, "table property")
+    val unknown = source.unknown
+    if (unknown.nonEmpty)
+      throw new IllegalArgumentException(
+        s"unknown Lance table properties ${unknown.mkString(", ")}; accepted: ${All.map(_.name).mkString(", ")}")
+    conf(source)
+    properties.filter { case (k, _) => All.exists(_.key == k.toLowerCase(java.util.Locale.ROOT)) }
+  }
+
+  private def parseVectors(v: String): Option[Map[String, Int]] = {
+    val entries = v.split(",").map(_.trim).filter(_.nonEmpty).toSeq.map { spec =>
+      spec.split(":") match {
+        case Array(name, dim) if name.trim.nonEmpty => dim.trim.toIntOption.filter(_ > 0).map(name.trim -> _)
+        case _ => None
+      }
+    }
+    if (entries.forall(_.isDefined)) Some(entries.flatten.toMap) else None
+  }
+}

@@ -1,0 +1,115 @@
+package io.lancespark.spark
+
+import org.apache.spark.sql.connector.expressions.{Expression, Expressions, Literal}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.types.{DataType, DateType, IntegerType, LongType, StringType}
+import org.apache.spark.unsafe.types.UTF8String
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.spark.options.{OptionSource, ReadConf, ReadOptions, ReadTarget, WriteOptions}
+import io.lancespark.spark.read.{LanceScan, PredicateTranslation}
+
+/** The Spark layer's pure parts, without a Spark session: option parsing and
+  * precedence, partition planning, predicate translation. */
+class SparkLayerSuite extends AnyFunSuite {
+
+  private def read(explicit: Map[String, String], session: Map[String, String] = Map.empty,
+      table: Map[String, String] = Map.empty): ReadConf =
+    ReadOptions.conf(explicit, session.get, table)
+
+  test("read options: defaults, case-insensitive names, each value parsed") {
+    assert(read(Map.empty) == ReadConf())
+    assert(read(Map("BATCHSIZE" -> "100", "splitrows" -> "7", "pushDown" -> "FALSE", "readahead" -> "true")) ==
+      ReadConf(batchSize = 100, splitRows = Some(7L), pushdown = false, readAhead = Some(true)))
+    assert(read(Map("readAhead" -> "auto")).readAhead.isEmpty)
+    assert(ReadOptions.target(Map("path" -> "/x", "Version" -> "3")) == ReadTarget("/x", Some(3L)))
+  }
+
+  test("a bad value names the option, its source and what is accepted") {
+    def error(explicit: Map[String, String], session: Map[String, String] = Map.empty,
+        table: Map[String, String] = Map.empty): String =
+      intercept[IllegalArgumentException](read(explicit, session, table)).getMessage
+    // regression: splitRows <= 0 made partition planning loop until the driver ran out of heap
+    for (bad <- Seq("0", "-5", "1e3", "")) {
+      val m = error(Map("splitRows" -> bad))
+      assert(m.contains("'splitRows'") && m.contains("positive integer") && m.contains(s"'$bad'"), m)
+    }
+    // regression: pushdown took any value but "false" as true
+    assert(error(Map("pushdown" -> "flase")).contains("one of true, false"))
+    assert(error(Map("readAhead" -> "yes")).contains("one of auto, true, false"))
+    assert(error(Map("batchSize" -> "99999999999")).contains("'batchSize'"))
+    val fromSession = error(Map.empty, session = Map("spark.lance.batchSize" -> "0"))
+    assert(fromSession.contains("session configuration spark.lance.batchSize"), fromSession)
+    assert(error(Map.empty, table = Map("splitRows" -> "x")).contains("table property"))
+    assert(intercept[IllegalArgumentException](ReadOptions.target(Map("path" -> "/x", "version" -> "-1")))
+      .getMessage.contains("'version'"))
+  }
+
+  test("precedence: the read's own option, then the session, then the table property") {
+    val table = Map("batchSize" -> "10", "splitRows" -> "1000")
+    val session = Map("spark.lance.batchSize" -> "20")
+    assert(read(Map.empty, session, table) == ReadConf(batchSize = 20, splitRows = Some(1000L)))
+    assert(read(Map("batchSize" -> "30"), session, table).batchSize == 30)
+    assert(read(Map.empty, Map.empty, table).batchSize == 10)
+  }
+
+  test("unknown options are reported; Spark's own keys are not") {
+    val src = new OptionSource(Map("path" -> "/x", "batchsize" -> "1", "bachSize" -> "2", "mergeSchema" -> "true"),
+      _ => None, Map.empty, ReadOptions.All, "read")
+    assert(src.unknown == Seq("bachSize", "mergeSchema"))
+  }
+
+  test("write options: strict values, vector columns, table properties checked") {
+    val w = WriteOptions.conf(Map("maxRowsPerFile" -> "10", "vectorColumns" -> "emb:4, v2:128"), _ => None, Map.empty)
+    assert(w.maxRowsPerFile == 10 && w.vectorColumns == Map("emb" -> 4, "v2" -> 128))
+    for ((k, v) <- Seq("maxRowsPerFile" -> "0", "maxRowsPerPage" -> "-1", "vectorColumns" -> "emb",
+        "vectorColumns" -> "emb:0", "enableStableRowIds" -> "1", "fileVersion" -> "2.1")) {
+      val m = intercept[IllegalArgumentException](WriteOptions.conf(Map(k -> v), _ => None, Map.empty)).getMessage
+      assert(m.contains(s"'$k'") && m.contains(s"'$v'"), m)
+    }
+    assert(WriteOptions.tableProperties(Map("maxRowsPerFile" -> "5", "provider" -> "lance")) ==
+      Map("maxRowsPerFile" -> "5"))
+    val m = intercept[IllegalArgumentException](WriteOptions.tableProperties(Map("maxRowPerFile" -> "5"))).getMessage
+    assert(m.contains("maxRowPerFile") && m.contains("maxRowsPerFile"), m)
+  }
+
+  test("partition planning cuts row ranges into partitions of at most splitRows rows") {
+    val ranges = Vector(0L -> 10L, 20L -> 25L, 30L -> 31L)
+    assert(LanceScan.chunks(ranges, 4) ==
+      Vector(Vector(0L -> 4L), Vector(4L -> 8L), Vector(8L -> 10L, 20L -> 22L), Vector(22L -> 25L, 30L -> 31L)))
+    assert(LanceScan.chunks(ranges, 100) == Vector(ranges))
+    assert(LanceScan.chunks(Vector.empty, 3).isEmpty)
+    // every row once, in order, whatever the split
+    for (split <- 1L to 17L) {
+      val rows = LanceScan.chunks(ranges, split).flatten.flatMap { case (s, e) => s until e }
+      assert(rows == ranges.flatMap { case (s, e) => s until e })
+      assert(LanceScan.chunks(ranges, split).forall(_.map { case (s, e) => e - s }.sum <= split))
+    }
+    intercept[IllegalArgumentException](LanceScan.chunks(ranges, 0))
+  }
+
+  private def col(name: String): Expression = Expressions.column(name)
+  private final case class LiteralValue[T](v: T, t: DataType) extends Literal[T] {
+    override def value(): T = v
+    override def dataType(): DataType = t
+    override def children(): Array[Expression] = Array.empty
+  }
+  private def pred(name: String, kids: Expression*): Predicate = new Predicate(name, kids.toArray)
+
+  test("predicate translation: what the connector evaluates exactly, and what stays with Spark") {
+    val eq = pred("=", col("id"), LiteralValue(5L, LongType))
+    assert(PredicateTranslation(eq).map(_.toString).contains("id = 5"))
+    val in = pred("IN", col("s"), LiteralValue(UTF8String.fromString("a"), StringType),
+      LiteralValue(UTF8String.fromString("b"), StringType))
+    assert(PredicateTranslation(in).isDefined)
+    val and = pred("AND", pred(">=", col("d"), LiteralValue(19000, DateType)), pred("IS_NOT_NULL", col("x")))
+    assert(PredicateTranslation(and).isDefined)
+    // an expression on the column, not the column itself: Spark evaluates it
+    val udfLike = pred("=", pred("UPPER", col("s")), LiteralValue(UTF8String.fromString("A"), StringType))
+    assert(PredicateTranslation(udfLike).isEmpty)
+    // a metadata column only where asked for
+    val frag = pred("=", col("_fragid"), LiteralValue(3, IntegerType))
+    assert(PredicateTranslation(frag).isEmpty)
+    assert(PredicateTranslation.translate(frag, Set("_fragid")).isDefined)
+  }
+}
