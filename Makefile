@@ -10,7 +10,8 @@ SBT := build/sbt
 JAR := spark-connector/target/scala-2.13/lance-spark-bundle_2.13-0.1.0.jar
 FIXTURES := spark-connector/target/fixtures
 
-.PHONY: all venv jar python fixtures test test-scala test-python test-integration demo bench bench-quick clean
+
+.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration demo bench bench-quick clean
 
 all: python
 
@@ -34,6 +35,14 @@ python: venv jar
 	$(PY) -m pip install -q --no-deps --no-build-isolation --force-reinstall ./python
 	$(PY) python/gen_protos.py
 	mkdir -p python/lance_spark/jars && cp $(JAR) python/lance_spark/jars/
+
+# An installable wheel with the connector jar inside: python/dist/lance_spark-*.whl
+# (pip install it offline on a cluster or notebook; its only dependencies are
+# pyarrow, numpy, protobuf, pyroaring and rich).
+wheel: venv jar
+	rm -rf python/dist python/build
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w python/dist ./python
+	@ls python/dist/*.whl
 
 fixtures: venv
 	$(PY) tests/fixtures/codec_fixtures.py $(FIXTURES)   # first: it empties the directory

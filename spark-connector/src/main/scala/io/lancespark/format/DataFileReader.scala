@@ -3,6 +3,8 @@ package io.lancespark.format
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
 
+import io.lancespark.schema.LanceField
+
 /** Reads one Lance data file (any file version) into Arrow vectors.
   *
   * `fields` are top-level fields of the dataset schema, possibly pruned (a struct

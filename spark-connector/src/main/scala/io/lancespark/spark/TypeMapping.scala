@@ -4,7 +4,7 @@ import org.apache.arrow.vector.types.{DateUnit, FloatingPointPrecision, TimeUnit
 import org.apache.arrow.vector.types.pojo.ArrowType
 import org.apache.spark.sql.types._
 
-import io.lancespark.format.{LanceField, LanceFormatException, LanceSchema, LogicalType}
+import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema, LogicalType}
 
 /** Lance (Arrow) types as Spark types. Documented in docs/type-mapping.md.
   * Unsigned integers widen (uint64 to DECIMAL(20,0)); half floats read as FLOAT;

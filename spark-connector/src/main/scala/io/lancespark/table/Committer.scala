@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 
 import com.google.protobuf.Timestamp
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
 
@@ -62,7 +62,7 @@ final class CommitConflictException(message: String) extends RuntimeException(me
   * the race, check again and retry, a bounded number of times. */
 object Committer {
 
-  val FileFormatVersion: String = "2.0"
+  val FileFormatVersion: String = FragmentWriter.FileVersion
 
   /** Commits `op` read at `readVersion` (None: the dataset is being created).
     * Returns the committed snapshot. Each attempt writes its own transaction

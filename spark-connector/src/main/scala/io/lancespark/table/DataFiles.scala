@@ -1,6 +1,7 @@
 package io.lancespark.table
 
-import io.lancespark.format.{DataFileReader, LanceFormatException, LanceSchema}
+import io.lancespark.format.DataFileReader
+import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.format.v01.LegacyFileReader
 import io.lancespark.format.v2.V2FileReader
 

@@ -3,7 +3,7 @@ package io.lancespark.table
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 
 /** Opens versions of a Lance dataset directory. */
 object Dataset {

@@ -7,7 +7,7 @@ import java.nio.ByteBuffer
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, LocalFileSystem, Path}
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.RandomAccessSource
 
 /** The files of one dataset directory, through Hadoop's FileSystem API (so
@@ -28,6 +28,9 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
   /** Whether the dataset is on a local file system (reads from it are page
     * cache or local disk, not network round trips). */
   def isLocal: Boolean = fs.getUri.getScheme == "file"
+
+  /** The data file `name` (as a manifest lists it) under the data directory. */
+  def dataFile(name: String): Path = resolve(s"${DatasetStorage.DataDir}/$name", "data file")
 
   /** Resolves `relative` (e.g. "data/x.lance") under the root, refusing escapes. */
   def resolve(relative: String, what: String): Path = {
@@ -63,6 +66,8 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
 }
 
 object DatasetStorage {
+  /** The directory of a dataset's data files. */
+  val DataDir: String = "data"
   def apply(uri: String, conf: Configuration): DatasetStorage = {
     val p = new Path(new URI(normalize(uri)))
     val fs = p.getFileSystem(conf) match {

@@ -11,7 +11,7 @@ import org.apache.arrow.vector.ipc.{ArrowFileReader, SeekableReadChannel}
 import org.apache.arrow.vector.util.ByteArrayReadableSeekableByteChannel
 import org.roaringbitmap.RoaringBitmap
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.DeletionFile
 
 /** Row offsets deleted from one fragment. Two file flavours:

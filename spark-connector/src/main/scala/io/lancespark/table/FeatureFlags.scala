@@ -1,6 +1,6 @@
 package io.lancespark.table
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 
 /** Manifest feature flags (reader_feature_flags / writer_feature_flags). */
 object FeatureFlags {

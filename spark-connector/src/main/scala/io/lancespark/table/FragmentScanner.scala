@@ -6,7 +6,8 @@ import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
 import org.roaringbitmap.RoaringBitmap
 
-import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException}
+import io.lancespark.format.DataFileReader
+import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.{Filter, RowEvaluator}
 
 /** Rows of one fragment, read in ranges: the requested (possibly pruned)

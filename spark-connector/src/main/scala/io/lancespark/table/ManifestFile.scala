@@ -3,7 +3,7 @@ package io.lancespark.table
 import com.google.protobuf.InvalidProtocolBufferException
 import org.apache.hadoop.fs.Path
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.Manifest
 
 /** The manifest file layout: ... | u32 length | Manifest protobuf | i64 position

@@ -1,6 +1,6 @@
 package io.lancespark.table
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 
 /** How manifest files under `_versions/` are named.
   *  - V1: `{version}.manifest`

@@ -19,6 +19,14 @@ final case class FragmentDeletion(
   def removesFragment: Boolean = result.isEmpty
 }
 
+/** A fragment as a row-level change's scan read it: what a task merges its
+  * deletions into. */
+final case class FragmentState(physicalRows: Long, deletion: Option[DeletionFile])
+
+object FragmentState {
+  def apply(f: FragmentInfo): FragmentState = FragmentState(f.physicalRows, f.deletion)
+}
+
 /** Deletion files for row-level changes. */
 object RowDeletions {
 

@@ -4,7 +4,7 @@ import java.nio.{ByteBuffer, ByteOrder}
 
 import scala.jdk.CollectionConverters._
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.{EncodedU64Array, U64Segment, RowIdSequence => PbSequence}
 
 /** The stable row ids of one fragment, in row order: a list of segments, each

@@ -4,7 +4,7 @@ import java.time.Instant
 
 import scala.jdk.CollectionConverters._
 
-import io.lancespark.format.{LanceFormatException, LanceSchema}
+import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest}
 
 /** A data file of a fragment, as the manifest lists it. */
@@ -17,7 +17,7 @@ final case class DataFileRef(
     sizeBytes: Long) {
   // 0.0 (old writers), 0.1 and 0.2 (what pylance records for legacy files) are all file format 0.1
   def isLegacy: Boolean = majorVersion == 0 && minorVersion <= 2
-  def relativePath: String = s"data/$path"
+  def relativePath: String = s"${DatasetStorage.DataDir}/$path"
 }
 
 /** A fragment of one version: its data files, deletions and row ids. */
@@ -70,7 +70,7 @@ final class Snapshot(val storage: DatasetStorage, val manifest: Manifest, val na
   def config: Map[String, String] = manifest.getConfigMap.asScala.toMap
 
   private def dataFile(d: DataFile): DataFileRef = {
-    storage.resolve(s"data/${d.getPath}", "data file")  // refuses escapes early
+    storage.dataFile(d.getPath)  // refuses escapes early
     DataFileRef(d.getPath, d.getFieldsList.asScala.map(_.toInt).toVector,
       d.getColumnIndicesList.asScala.map(_.toInt).toVector, d.getFileMajorVersion, d.getFileMinorVersion,
       d.getFileSizeBytes)

@@ -2,7 +2,7 @@ package io.lancespark.table
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 
 class ManifestNamingSuite extends AnyFunSuite {
 

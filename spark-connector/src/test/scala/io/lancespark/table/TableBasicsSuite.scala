@@ -6,7 +6,7 @@ import com.google.protobuf.ByteString
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.{EncodedU64Array, U64Segment, RowIdSequence => PbSeq}
 
 class TableBasicsSuite extends AnyFunSuite {

@@ -6,7 +6,7 @@ import java.nio.channels.FileChannel
 import java.nio.file.{Path, StandardOpenOption}
 import java.util.concurrent.atomic.AtomicLong
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 
 /** Positional reads of one immutable file. Reads may come from several threads
   * at once (a batch's reads are issued ahead of its decode), so `readFully`

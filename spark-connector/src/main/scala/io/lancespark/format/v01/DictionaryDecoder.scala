@@ -5,7 +5,7 @@ import java.nio.{ByteBuffer, ByteOrder}
 import org.apache.arrow.memory.ArrowBuf
 import org.apache.arrow.vector.types.pojo.ArrowType
 
-import io.lancespark.format.{LanceField, LogicalType}
+import io.lancespark.schema.{LanceField, LogicalType}
 
 /** The values of a dictionary column, read once per file. */
 private[v01] sealed trait DictionaryValues { def size: Int }

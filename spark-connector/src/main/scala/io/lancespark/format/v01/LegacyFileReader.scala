@@ -9,7 +9,8 @@ import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVect
 import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector, StructVector}
 import org.apache.arrow.vector.types.pojo.ArrowType
 
-import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema, LogicalType}
+import io.lancespark.format.DataFileReader
+import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema, LogicalType}
 import io.lancespark.format.input.RandomAccessSource
 import io.lancespark.proto.file.{Encoding, Field => PbField}
 

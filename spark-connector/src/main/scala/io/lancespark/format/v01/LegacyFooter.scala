@@ -4,7 +4,7 @@ import java.nio.charset.StandardCharsets
 
 import com.google.protobuf.InvalidProtocolBufferException
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.RandomAccessSource
 import io.lancespark.proto.file.Metadata
 import io.lancespark.proto.table.Manifest

@@ -6,7 +6,7 @@ import org.apache.arrow.memory.{BufferAllocator, RootAllocator}
 import org.apache.arrow.vector.BigIntVector
 import org.apache.arrow.vector.complex.StructVector
 
-import io.lancespark.format.{LanceFormatException, LanceSchema}
+import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.format.input.RandomAccessSource
 import io.lancespark.format.v2.{PageStat, PageStatistics}
 import io.lancespark.proto.file.Encoding

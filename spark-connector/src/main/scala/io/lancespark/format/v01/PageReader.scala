@@ -2,7 +2,7 @@ package io.lancespark.format.v01
 
 import java.nio.ByteBuffer
 
-import io.lancespark.format.{LanceField, LanceFormatException}
+import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.format.input.RandomAccessSource
 
 /** Rows `[start, end)` of one batch's page (or of a nested field's page, whose

@@ -1,6 +1,6 @@
 package io.lancespark.format.v01
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.RandomAccessSource
 
 /** Where one field's data for one batch lives: a file position and a count

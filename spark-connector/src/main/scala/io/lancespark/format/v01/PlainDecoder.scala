@@ -4,7 +4,7 @@ import org.apache.arrow.memory.ArrowBuf
 import org.apache.arrow.vector.types.{DateUnit, FloatingPointPrecision}
 import org.apache.arrow.vector.types.pojo.ArrowType
 
-import io.lancespark.format.LanceField
+import io.lancespark.schema.LanceField
 
 /** Plain encoding: fixed-width values back to back, booleans bit-packed from
   * the page start; a fixed-size list stores its items this way, `listSize` per

@@ -1,6 +1,6 @@
 package io.lancespark.format.v01
 
-import io.lancespark.format.LanceField
+import io.lancespark.schema.LanceField
 
 /** What to read for one (possibly nested) field, and how many values result:
   * built before any vector is allocated, so vectors get their exact sizes. */

@@ -4,7 +4,7 @@ import java.nio.{ByteBuffer, ByteOrder}
 
 import org.apache.arrow.memory.ArrowBuf
 
-import io.lancespark.format.LanceField
+import io.lancespark.schema.LanceField
 
 /** Var-binary encoding: the value bytes, then `rows + 1` i64 absolute file
   * positions; the page points at the positions. When the field is nullable, a

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import com.google.protobuf.{Any => PbAny, ByteString, InvalidProtocolBufferException}
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.RandomAccessSource
 import io.lancespark.proto.encodings.{ArrayEncoding, ColumnEncoding}
 import io.lancespark.proto.file2.{ColumnMetadata, Encoding}

@@ -2,7 +2,7 @@ package io.lancespark.format.v2
 
 import java.nio.charset.StandardCharsets
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.RandomAccessSource
 
 /** Position and size of one region of the file. */

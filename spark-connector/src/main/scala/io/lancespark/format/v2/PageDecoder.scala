@@ -5,7 +5,7 @@ import java.nio.{ByteBuffer, ByteOrder}
 import scala.collection.mutable.ArrayBuffer
 import scala.util.control.NonFatal
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.{ByteRange, ByteReader, PlannedRead}
 import io.lancespark.proto.encodings.{ArrayEncoding, Buffer => PbBuffer, Flat, Nullable}
 import io.lancespark.format.v2.Block._

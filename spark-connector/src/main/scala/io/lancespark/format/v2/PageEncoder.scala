@@ -4,7 +4,7 @@ import org.apache.arrow.memory.ArrowBuf
 import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BitVector, FieldVector}
 import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector}
 
-import io.lancespark.format.{LanceField, LanceFormatException}
+import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.proto.encodings.{ArrayEncoding, Binary, Buffer => PbBuffer, FixedSizeList, Flat, Nullable, SimpleStruct}
 import io.lancespark.proto.encodings.{List => PbList}
 

@@ -14,7 +14,7 @@ import org.apache.arrow.vector.ipc.{ArrowStreamReader, ArrowStreamWriter}
 import org.apache.arrow.vector.types.FloatingPointPrecision
 import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 
-import io.lancespark.format.{LanceField, LanceFormatException}
+import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.format.input.RandomAccessSource
 import io.lancespark.proto.file.FileDescriptor
 

@@ -9,7 +9,8 @@ import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 
-import io.lancespark.format.{DataFileReader, LanceField, LanceFormatException, LanceSchema, LogicalType}
+import io.lancespark.format.DataFileReader
+import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema, LogicalType}
 import io.lancespark.format.input.{ByteRange, ByteReader, CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
 import io.lancespark.format.v2.Block._
 import io.lancespark.proto.file.FileDescriptor

@@ -11,7 +11,7 @@ import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 import org.apache.arrow.vector.types.pojo.ArrowType
 
-import io.lancespark.format.{LanceField, LanceFormatException, LanceSchema}
+import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.proto.encodings.{ArrayEncoding, ColumnEncoding}
 import io.lancespark.proto.file.{FileDescriptor, Schema => PbSchema}
 import io.lancespark.proto.file2.{ColumnMetadata, DirectEncoding, Encoding}

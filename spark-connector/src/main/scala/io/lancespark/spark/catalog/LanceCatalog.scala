@@ -12,7 +12,7 @@ import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
-import io.lancespark.format.LanceSchema
+import io.lancespark.schema.LanceSchema
 import io.lancespark.spark.LanceTable
 import io.lancespark.spark.options.{OptionSource, ReadTarget, WriteOptions}
 import io.lancespark.spark.write.SparkToArrow
@@ -109,7 +109,8 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces {
     val storage = DatasetStorage(location(ident), conf)
     val snapshot = Dataset.open(storage, None)
     val fields = SchemaChanges.apply(snapshot.schema, changes, ident.toString)
-    Committer.commit(storage, Some(snapshot.version), ReplaceSchema(fields, snapshot.schema.metadata), CommitSettings())
+    Committer.commit(storage, Some(snapshot.version), ReplaceSchema(fields.fields, snapshot.schema.metadata),
+      CommitSettings())
     loadTable(ident)
   }
 

@@ -5,7 +5,7 @@ import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, Par
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
-import io.lancespark.format.{LanceField, LanceSchema}
+import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
 

@@ -6,7 +6,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, Statistics, SupportsReportStatistics}
 import org.apache.spark.sql.types.StructType
 
-import io.lancespark.format.LanceField
+import io.lancespark.schema.LanceField
 import io.lancespark.table.ScanPlanner
 import io.lancespark.table.filter.Filter
 import io.lancespark.spark.SerializableHadoopConf

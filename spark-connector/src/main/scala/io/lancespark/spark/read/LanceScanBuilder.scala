@@ -5,7 +5,7 @@ import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownAggregates, SupportsPushDownLimit, SupportsPushDownRequiredColumns, SupportsPushDownV2Filters}
 import org.apache.spark.sql.types.{ArrayType, DataType, StructType}
 
-import io.lancespark.format.{LanceField, LanceFormatException}
+import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.{ScanPlanner, Snapshot}

@@ -8,7 +8,7 @@ import org.apache.arrow.vector.types.TimeUnit
 import org.apache.spark.sql.catalyst.expressions.SpecializedGetters
 import org.apache.spark.sql.types._
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 
 /** Writes Spark values (from an InternalRow or ArrayData) into one Arrow
   * vector of the target Lance type. The target may be narrower or differently

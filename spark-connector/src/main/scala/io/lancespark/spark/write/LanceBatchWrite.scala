@@ -64,17 +64,9 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
 
 object LanceBatchWrite {
   def delete(storage: DatasetStorage, files: Seq[WrittenFragment]): Unit =
-    files.foreach { f =>
-      try storage.fs.delete(storage.resolve(s"data/${f.path}", "data file"), false)
-      catch { case _: Exception => () }
-    }
+    files.foreach(f => FragmentWriter.delete(storage, f.path))
 
-  /** Deletes every data file a failed job's tasks wrote (their names start with
-    * the job's prefix), including those of tasks whose results never arrived. */
-  def sweep(storage: DatasetStorage, prefix: String): Unit =
-    storage.list("data").filter(_.getPath.getName.startsWith(prefix + "-")).foreach { st =>
-      try storage.fs.delete(st.getPath, false) catch { case _: Exception => () }
-    }
+  def sweep(storage: DatasetStorage, prefix: String): Unit = FragmentWriter.sweep(storage, prefix)
 }
 
 final case class LanceDataWriterFactory(task: WriteTask) extends DataWriterFactory {

@@ -7,15 +7,13 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.VectorSchemaRoot
-import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType
 
-import io.lancespark.format.LanceSchema
-import io.lancespark.format.v2.V2FileWriter
+import io.lancespark.schema.LanceSchema
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
-import io.lancespark.table.{DatasetStorage, WrittenFragment}
+import io.lancespark.table.{DatasetStorage, FragmentWriter, WrittenFragment}
 
 /** What every task of one write needs; serialized to executors. `schema`
   * carries the field ids the files are written with, `sparkSchema` the
@@ -43,7 +41,7 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
     ArrowFieldWriter(v, f.dataType, f.name)
   }.toArray
 
-  private final class OpenFile(val name: String, val writer: V2FileWriter, var rows: Long)
+  private final class OpenFile(val writer: FragmentWriter, var rows: Long)
   private var current: Option[OpenFile] = None
   private val written = ArrayBuffer.empty[WrittenFragment]
   private var inBatch = 0
@@ -66,10 +64,8 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
 
   /** Removes every file this task wrote (used when the task or the job fails). */
   def abort(): Unit = {
-    current.foreach(f => try f.writer.close() catch { case _: Exception => () })
-    (current.map(_.name).toSeq ++ written.map(_.path)).foreach { name =>
-      try storage.fs.delete(dataPath(name), false) catch { case _: Exception => () }
-    }
+    current.foreach(_.writer.abort())
+    written.foreach(f => FragmentWriter.delete(storage, f.path))
     current = None
     written.clear()
   }
@@ -97,20 +93,15 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
   }
 
   private def openFile(): OpenFile = {
-    val name = s"${task.filePrefix}-${UUID.randomUUID()}.lance"
-    val out = storage.fs.create(dataPath(name), false)
-    val f = new OpenFile(name, new V2FileWriter(out, dataPath(name).toString, task.schema, task.maxRowsPerPage), 0L)
+    val f = new OpenFile(new FragmentWriter(storage, task.schema, task.maxRowsPerPage, task.filePrefix), 0L)
     current = Some(f)
     f
   }
 
   private def closeFile(): Unit = current.foreach { f =>
-    val done = f.writer.finish()
-    written += WrittenFragment(f.name, done.fieldIds, done.columnIndices, done.numRows, done.sizeBytes)
+    written += f.writer.finish()
     current = None
   }
-
-  private def dataPath(name: String): Path = storage.resolve(s"data/$name", "data file")
 }
 
 object LanceDataWriter {

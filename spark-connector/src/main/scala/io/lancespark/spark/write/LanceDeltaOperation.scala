@@ -12,7 +12,6 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.spark.{LanceTable, MetadataColumns, SerializableHadoopConf}
-import io.lancespark.proto.table.DeletionFile
 import io.lancespark.spark.options.{OptionSource, WriteOptions}
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.table._
@@ -60,9 +59,6 @@ final class LanceDeltaOperation(table: LanceTable, cmd: RowLevelOperation.Comman
 final case class LanceDeltaMessage(deletions: Seq[FragmentDeletion], files: Seq[WrittenFragment])
     extends WriterCommitMessage
 
-/** A fragment as the scan read it: what a task needs to merge deletions into. */
-final case class FragmentState(physicalRows: Long, deletion: Option[DeletionFile])
-
 final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, conf: SerializableHadoopConf,
     cmd: RowLevelOperation.Command) extends DeltaBatchWrite {
 
@@ -70,7 +66,7 @@ final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, con
   private val task = WriteTask(snapshot.storage.uri, conf, snapshot.schema, info.schema(),
     opts.maxRowsPerFile, opts.maxRowsPerPage)
   private val fragments: Map[Long, FragmentState] =
-    snapshot.fragments.map(f => f.id -> FragmentState(f.physicalRows, f.deletion)).toMap
+    snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap
 
   override def createBatchWriterFactory(physical: PhysicalWriteInfo): DeltaWriterFactory =
     LanceDeltaWriterFactory(task, snapshot.version, fragments)

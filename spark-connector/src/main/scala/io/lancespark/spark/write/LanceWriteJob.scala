@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
-import io.lancespark.format.{LanceFormatException, LanceSchema}
+import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
 import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
 import io.lancespark.table._

@@ -1,6 +1,6 @@
 package io.lancespark.table.filter
 
-import io.lancespark.format.{LanceField, LanceSchema}
+import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.v01.LegacyStatistics
 import io.lancespark.format.v2.PageStatistics
 import io.lancespark.table.{DataFileRef, DatasetStorage, FragmentInfo}

@@ -10,7 +10,7 @@ import org.apache.arrow.vector.{FieldVector, ValueVector}
 import org.apache.arrow.vector.ipc.ArrowFileReader
 import org.apache.arrow.vector.util.Text
 
-import io.lancespark.format.LanceSchema
+import io.lancespark.schema.LanceSchema
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.proto.table.Manifest
 

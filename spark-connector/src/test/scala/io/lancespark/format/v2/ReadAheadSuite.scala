@@ -12,7 +12,7 @@ import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.format.LanceSchema
+import io.lancespark.schema.LanceSchema
 import io.lancespark.format.input.CoalescedReads
 
 /** How a 2.0 file's pages are read: the reads of a batch are merged where the

@@ -3,7 +3,7 @@ package io.lancespark.format.v2
 import com.google.protobuf.ByteString
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.format.LanceFormatException
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.proto.encodings._
 

@@ -10,7 +10,7 @@ import org.apache.arrow.vector.FieldVector
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.format.{LanceField, LanceFormatException, LanceSchema}
+import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.proto.table.Manifest
 

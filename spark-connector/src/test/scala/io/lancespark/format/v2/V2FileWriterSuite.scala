@@ -16,7 +16,7 @@ import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.format.{LanceFormatException, LanceSchema}
+import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.proto.file.{Encoding => PbEncoding}
 

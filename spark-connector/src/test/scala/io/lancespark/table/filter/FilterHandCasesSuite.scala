@@ -220,7 +220,7 @@ class FilterHandCasesSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("FragmentStats: the file that stores a column, absent columns, nested paths") {
     import scala.jdk.CollectionConverters._
-    import io.lancespark.format.LanceSchema
+    import io.lancespark.schema.LanceSchema
     import io.lancespark.format.v2.PageStatistics
     import io.lancespark.table.{DataFileRef, FragmentInfo}
     val arrow = new org.apache.arrow.vector.types.pojo.Schema(java.util.List.of(

@@ -14,7 +14,7 @@ import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.format.LanceSchema
+import io.lancespark.schema.LanceSchema
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.format.v2.{PageStatistics, V2FileReader, V2FileWriter, V2FileWriterSuite}
 import io.lancespark.table.filter.Filter._

@@ -94,7 +94,7 @@ class LegacyStatisticsSuite extends AnyFunSuite with BeforeAndAfterAll {
         val n = reader.numRows.toInt
         val vectors = reader.read(schema.fields, 0, n, allocator)
         try {
-          val leaves: Seq[(Column, io.lancespark.format.LanceField)] = schema.fields.flatMap { f =>
+          val leaves: Seq[(Column, io.lancespark.schema.LanceField)] = schema.fields.flatMap { f =>
             if (f.isStruct) f.children.map(c => Vector(f.name, c.name) -> c) else Seq(Vector(f.name) -> f)
           }
           val stats: Map[Column, ColumnStats] = leaves.flatMap { case (c, f) =>

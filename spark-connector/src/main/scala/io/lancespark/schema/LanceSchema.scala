@@ -1,4 +1,4 @@
-package io.lancespark.format
+package io.lancespark.schema
 
 import scala.jdk.CollectionConverters._
 

@@ -1,4 +1,4 @@
-package io.lancespark.format
+package io.lancespark.schema
 
 import org.apache.arrow.vector.types.{DateUnit, FloatingPointPrecision, TimeUnit}
 import org.apache.arrow.vector.types.pojo.{ArrowType, Field}

@@ -1,4 +1,4 @@
-package io.lancespark.format
+package io.lancespark.schema
 
 /** A Lance file or dataset that cannot be read: the message names the file (or
   * version, column) and the problem. Never thrown for programming errors. */
