@@ -120,32 +120,13 @@ def peak_rss(pid: int | str = "self") -> Optional[int]:
 
 #: Delta Lake, the comparator of the DML workloads: its jars come from Maven Central through Ivy
 #: (cached under ~/.cache/lance-spark/ivy); Delta is the session catalog, Lance is `lance`.
-DELTA_PACKAGE = "io.delta:delta-spark_4.2_2.13:4.4.0"
-IVY_DIR = Path(os.environ.get("LANCE_SPARK_IVY", Path.home() / ".cache" / "lance-spark" / "ivy"))
-DELTA_SETTINGS = {
-    "spark.jars.packages": DELTA_PACKAGE,
-    "spark.jars.ivy": str(IVY_DIR),
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-}
-
-
 def spark_session(driver_memory: str, cores: str = "*"):
     """local[*] session with the connector and Delta Lake; the driver JVM is also the only executor."""
-    from pyspark.sql import SparkSession
-
-    import lance_spark
+    from lance_spark.testing import delta_settings, local_session
 
     ensure_jar()
-    IVY_DIR.mkdir(parents=True, exist_ok=True)
-    builder = (SparkSession.builder.appName("lance-spark-bench").master(f"local[{cores}]")
-               .config("spark.driver.memory", driver_memory)
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.ui.enabled", "true")
-               .config("spark.ui.showConsoleProgress", "false"))
-    for k, v in DELTA_SETTINGS.items():
-        builder = builder.config(k, v)
-    spark = lance_spark.configure(builder).getOrCreate()
+    spark = local_session({**delta_settings(), "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "true"},
+                          app="lance-spark-bench", cores=cores, driver_memory=driver_memory)
     spark.sparkContext.setLogLevel("WARN")
     return spark
 

@@ -69,14 +69,10 @@ def main(argv=None) -> int:
     from bench import env
 
     env.use_in_tree_package()   # the same lance_spark (and jar) as the parent measures
-    import lance_spark
-    from pyspark.sql import SparkSession
+    from lance_spark.testing import local_session
 
-    builder = (SparkSession.builder.master(f"local[{args.cores}]").appName("bench-scan-child")
-               .config("spark.driver.memory", args.heap)
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", str(args.cores)))
-    spark = lance_spark.configure(builder).getOrCreate()
+    spark = local_session({"spark.sql.shuffle.partitions": str(args.cores)}, app="bench-scan-child",
+                          cores=str(args.cores), driver_memory=args.heap)
     out: Dict[str, object] = {"format": args.format, "heap_setting": args.heap}
     try:
         jvm = spark._jvm

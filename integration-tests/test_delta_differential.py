@@ -24,19 +24,11 @@ import random
 import shutil
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import pytest
 
-DELTA_PACKAGE = "io.delta:delta-spark_4.2_2.13:4.4.0"
-IVY_DIR = Path(os.environ.get("LANCE_SPARK_IVY", Path.home() / ".cache" / "lance-spark" / "ivy"))
-DELTA_SETTINGS = {
-    "spark.jars.packages": DELTA_PACKAGE,
-    "spark.jars.ivy": str(IVY_DIR),
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-}
+from lance_spark.testing import DELTA_PACKAGE, delta_settings, local_session, restart_jvm
 
 SEED = int(os.environ.get("DIFF_SEED", "20240611"))
 SEQUENCES = int(os.environ.get("DIFF_SEQUENCES", "50"))
@@ -52,58 +44,19 @@ D0 = dt.date(2020, 1, 1)
 
 # -- the JVM with Delta + Lance -----------------------------------------------------------------
 
-def _shutdown_jvm() -> None:
-    """Stop the active SparkContext and the py4j gateway's JVM, so that the next session starts a
-    JVM with its own launch settings (spark.jars.packages is read only at JVM start)."""
-    from pyspark import SparkContext
-
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
-    gw = SparkContext._gateway
-    if gw is None:
-        return
-    proc = getattr(gw, "proc", None)
-    try:
-        gw.shutdown()
-    except Exception:  # noqa: BLE001 - the JVM may already be gone
-        pass
-    if proc is not None:
-        try:
-            proc.stdin.close()       # the gateway JVM exits on EOF of its stdin
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            proc.wait(timeout=60)
-        except Exception:  # noqa: BLE001
-            proc.kill()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-
-
 @pytest.fixture(scope="module")
 def delta_spark(tmp_path_factory):
     """A local session with Delta as the session catalog and Lance as `lance` (not conftest's
     `spark`, which has no Delta settings)."""
-    import lance_spark
-    from pyspark.sql import SparkSession
-
-    _shutdown_jvm()
     root = tmp_path_factory.mktemp("delta_diff")
-    IVY_DIR.mkdir(parents=True, exist_ok=True)
-    builder = (SparkSession.builder.master("local[2]").appName("lance-spark-delta-diff")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.memory", "2g")
-               .config("spark.sql.warehouse.dir", str(root / "spark-warehouse"))
-               .config("spark.sql.catalog.lance.warehouse", str(root / "lance"))
-               # small tables: Delta's snapshot reconstruction in 1 task instead of 50
-               .config("spark.databricks.delta.snapshotPartitions", "1"))
-    for k, v in DELTA_SETTINGS.items():
-        builder = builder.config(k, v)
-    session = lance_spark.configure(builder).getOrCreate()
+    session = local_session({
+        **delta_settings(),
+        "spark.default.parallelism": "2",
+        "spark.sql.warehouse.dir": str(root / "spark-warehouse"),
+        "spark.sql.catalog.lance.warehouse": str(root / "lance"),
+        # small tables: Delta's snapshot reconstruction in 1 task instead of 50
+        "spark.databricks.delta.snapshotPartitions": "1",
+    }, app="lance-spark-delta-diff")
     session.sparkContext.setLogLevel("ERROR")
     try:
         session._jvm.java.lang.Class.forName("io.delta.sql.DeltaSparkSessionExtension", True,
@@ -113,7 +66,7 @@ def delta_spark(tmp_path_factory):
         pytest.fail(f"Delta Lake's jar ({DELTA_PACKAGE}) did not load: {e}")
     session.root = root  # type: ignore[attr-defined]
     yield session
-    _shutdown_jvm()
+    restart_jvm()
 
 
 def test_catalogs_coexist(delta_spark):

@@ -13,7 +13,8 @@ import scala.jdk.CollectionConverters._
 
 import io.lancespark.spark.options.{ReadOptions, ReadTarget}
 import io.lancespark.spark.write.LanceWriteJob
-import io.lancespark.table.{Dataset, Snapshot}
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.Dataset
 
 /** `spark.read.format("lance")` and `df.write.format("lance")`: the entry point
   * Spark finds through META-INF/services and the short name "lance".

@@ -15,7 +15,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import io.lancespark.spark.options.{OptionSource, ReadConf, ReadOptions, ReadTarget}
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.spark.write.{LanceDeltaOperation, LanceWriteBuilder, MetadataDelete}
-import io.lancespark.table.Snapshot
+import io.lancespark.table.model.Snapshot
 
 /** One version of a Lance dataset as a Spark table, opened on first use (a
   * DataFrameWriter asks for the table of a path that may not exist yet).
@@ -75,7 +75,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
     () => new LanceDeltaOperation(this, info.command(), hadoopConf)
   }
 
-  private var metadataDelete: Option[Seq[io.lancespark.table.FragmentInfo]] = None
+  private var metadataDelete: Option[Seq[io.lancespark.table.model.FragmentInfo]] = None
 
   override def canDeleteWhere(predicates: Array[Predicate]): Boolean = {
     metadataDelete = if (writable && target.version.isEmpty) MetadataDelete.plan(snapshot, predicates) else None

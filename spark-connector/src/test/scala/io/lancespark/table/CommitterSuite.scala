@@ -10,6 +10,9 @@ import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.proto.file.{Field => PbField}
+import io.lancespark.table.commit.{AppendFragments, CommitConflictException, CommitSettings, Committer, OverwriteDataset, RowLevelChange, WrittenFragment}
+import io.lancespark.table.model.{FeatureFlags, RowIdSequence, Snapshot}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, DeletionVector, FragmentDeletion, RowDeletions, TransactionFile}
 
 class CommitterSuite extends AnyFunSuite {
 

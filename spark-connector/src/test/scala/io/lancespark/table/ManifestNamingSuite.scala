@@ -3,6 +3,7 @@ package io.lancespark.table
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.LanceFormatException
+import io.lancespark.table.storage.ManifestNaming
 
 class ManifestNamingSuite extends AnyFunSuite {
 

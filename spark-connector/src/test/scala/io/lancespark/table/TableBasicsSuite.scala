@@ -8,6 +8,8 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.{EncodedU64Array, U64Segment, RowIdSequence => PbSeq}
+import io.lancespark.table.model.{FeatureFlags, RowIdSequence}
+import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 class TableBasicsSuite extends AnyFunSuite {
 

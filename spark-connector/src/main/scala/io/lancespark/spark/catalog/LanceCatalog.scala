@@ -16,7 +16,8 @@ import io.lancespark.schema.LanceSchema
 import io.lancespark.spark.LanceTable
 import io.lancespark.spark.options.{OptionSource, ReadTarget, WriteOptions}
 import io.lancespark.spark.write.SparkToArrow
-import io.lancespark.table._
+import io.lancespark.table.commit.{CommitSettings, Committer, OverwriteDataset, ReplaceSchema}
+import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** A Spark catalog of Lance datasets under a warehouse directory
   * (`spark.sql.catalog.lance.warehouse`): namespaces are directories, tables

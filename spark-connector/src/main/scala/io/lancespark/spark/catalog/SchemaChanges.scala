@@ -5,7 +5,7 @@ import org.apache.spark.sql.types.{StructField, StructType}
 
 import io.lancespark.schema.LanceSchema
 import io.lancespark.spark.write.SparkToArrow
-import io.lancespark.table.FieldList
+import io.lancespark.table.model.FieldList
 
 /** ALTER TABLE changes (ADD COLUMNS at the top level, DROP COLUMN, RENAME
   * COLUMN) applied to the dataset's field list; see FieldList. */

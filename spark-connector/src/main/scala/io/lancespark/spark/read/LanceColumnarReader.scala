@@ -6,7 +6,9 @@ import org.apache.spark.sql.types.{IntegerType, LongType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 
 import io.lancespark.spark.MetadataColumns
-import io.lancespark.table.{DataFiles, DatasetStorage, FragmentBatch, FragmentScanner, RowIdSequence}
+import io.lancespark.table.model.RowIdSequence
+import io.lancespark.table.scan.{FragmentBatch, FragmentScanner}
+import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 
 /** Reads one partition (a row range of a fragment) as columnar batches. */
 final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInputPartition)

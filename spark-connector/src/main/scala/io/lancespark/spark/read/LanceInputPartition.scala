@@ -2,7 +2,8 @@ package io.lancespark.spark.read
 
 import org.apache.spark.sql.connector.read.InputPartition
 
-import io.lancespark.table.FragmentInfo
+import io.lancespark.table.model.FragmentInfo
+
 
 /** Physical row ranges [from, until) of one fragment; `first` marks the
   * fragment's first partition (for the fragments-scanned metric). */

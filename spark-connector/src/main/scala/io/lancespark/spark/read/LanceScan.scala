@@ -7,11 +7,11 @@ import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionRead
 import org.apache.spark.sql.types.StructType
 
 import io.lancespark.schema.LanceField
-import io.lancespark.table.ScanPlanner
 import io.lancespark.table.filter.Filter
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
-import io.lancespark.table.Snapshot
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.scan.ScanPlanner
 
 /** A scan of one version: one input partition per fragment, large fragments
   * split into row ranges so every core has work. */

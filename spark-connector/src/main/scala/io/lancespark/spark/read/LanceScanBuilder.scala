@@ -8,8 +8,9 @@ import org.apache.spark.sql.types.{ArrayType, DataType, StructType}
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.options.ReadConf
-import io.lancespark.table.{ScanPlanner, Snapshot}
 import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.scan.ScanPlanner
 
 /** Column pruning (nested too); predicates the connector can evaluate exactly
   * (it prunes fragments and pages with statistics, then filters the rows it

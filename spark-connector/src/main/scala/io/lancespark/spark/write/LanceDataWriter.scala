@@ -13,7 +13,8 @@ import org.apache.spark.sql.types.StructType
 import io.lancespark.schema.LanceSchema
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
-import io.lancespark.table.{DatasetStorage, FragmentWriter, WrittenFragment}
+import io.lancespark.table.commit.WrittenFragment
+import io.lancespark.table.storage.{DatasetStorage, FragmentWriter}
 
 /** What every task of one write needs; serialized to executors. `schema`
   * carries the field ids the files are written with, `sparkSchema` the

@@ -14,7 +14,9 @@ import org.roaringbitmap.RoaringBitmap
 import io.lancespark.spark.{LanceTable, MetadataColumns, SerializableHadoopConf}
 import io.lancespark.spark.options.{OptionSource, WriteOptions}
 import io.lancespark.spark.read.LanceScanBuilder
-import io.lancespark.table._
+import io.lancespark.table.commit.{CommitSettings, Committer, RowLevelChange, WrittenFragment}
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.{DatasetStorage, FragmentDeletion, FragmentState, RowDeletions}
 
 /** DELETE / UPDATE / MERGE as merge-on-read (SupportsDelta): the row id is
   * `_rowaddr`. The write asks Spark to cluster rows by `_fragid`, so each

@@ -11,7 +11,9 @@ import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
 import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
-import io.lancespark.table._
+import io.lancespark.table.commit.{AppendFragments, CommitSettings, Committer, OverwriteDataset, PendingOperation, WrittenFragment}
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** A DataFrame write: executors write data files, the driver commits one
   * version with a transaction file (see Committer). A failed or cancelled job

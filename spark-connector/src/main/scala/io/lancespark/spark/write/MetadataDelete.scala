@@ -4,8 +4,10 @@ import org.apache.spark.sql.connector.expressions.filter.Predicate
 
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.read.PredicateTranslation
-import io.lancespark.table._
 import io.lancespark.table.filter.{Filter, FragmentPruner}
+import io.lancespark.table.commit.{CommitSettings, Committer, RowLevelChange}
+import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.storage.FragmentDeletion
 
 /** DELETE whose condition statistics or `_fragid` prove to cover whole
   * fragments: the fragments are dropped from the manifest, no job runs. */

@@ -19,6 +19,12 @@ object ColumnStats {
   final case class Pages(arrowType: ArrowType, pages: IndexedSeq[PageStat]) extends ColumnStats
   /** The column is in no data file of the fragment: every row reads as NULL. */
   case object Absent extends ColumnStats
+
+  /** Every one of the fragment's `rows` rows holds the integer `value` (e.g.
+    * the `_fragid` metadata column): one page spanning them, min = max = value. */
+  def constant(value: Long, rows: Long): ColumnStats =
+    Pages(new ArrowType.Int(64, true), IndexedSeq(PageStat(-1, -1, 0, 0L, rows, 0L,
+      Some(java.lang.Long.valueOf(value)), Some(java.lang.Long.valueOf(value)))))
 }
 
 /** Bounds of the non-null values of one page in the Spark-visible domain. */

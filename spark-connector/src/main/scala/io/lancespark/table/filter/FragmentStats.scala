@@ -3,8 +3,9 @@ package io.lancespark.table.filter
 import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.v01.LegacyStatistics
 import io.lancespark.format.v2.PageStatistics
-import io.lancespark.table.{DataFileRef, DatasetStorage, FragmentInfo}
 import io.lancespark.table.filter.Filter.Column
+import io.lancespark.table.model.{DataFileRef, FragmentInfo}
+import io.lancespark.table.storage.DatasetStorage
 
 /** Gathers the [[ColumnStats]] of a fragment's columns for [[StatsPruner]]. */
 object FragmentStats {

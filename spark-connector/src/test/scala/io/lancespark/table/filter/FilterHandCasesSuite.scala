@@ -222,7 +222,7 @@ class FilterHandCasesSuite extends AnyFunSuite with BeforeAndAfterAll {
     import scala.jdk.CollectionConverters._
     import io.lancespark.schema.LanceSchema
     import io.lancespark.format.v2.PageStatistics
-    import io.lancespark.table.{DataFileRef, FragmentInfo}
+    import io.lancespark.table.model.{DataFileRef, FragmentInfo}
     val arrow = new org.apache.arrow.vector.types.pojo.Schema(java.util.List.of(
       new org.apache.arrow.vector.types.pojo.Field("a", FieldType.nullable(I64), null),
       new org.apache.arrow.vector.types.pojo.Field("st", FieldType.nullable(ArrowType.Struct.INSTANCE),

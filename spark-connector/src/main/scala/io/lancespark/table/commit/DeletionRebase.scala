@@ -1,8 +1,9 @@
-package io.lancespark.table
+package io.lancespark.table.commit
 
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.proto.table.{DataFragment, DeletionFile}
+import io.lancespark.table.storage.{DatasetStorage, FragmentDeletion, RowDeletions}
 
 /** What becomes of a prepared deletion when the commit builds on a version
   * other writers changed since the read version. */

@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.model
 
 import java.nio.{ByteBuffer, ByteOrder}
 

@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.commit
 
 import java.time.Instant
 
@@ -10,6 +10,8 @@ import com.google.protobuf.Timestamp
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
+import io.lancespark.table.model.{FeatureFlags, Snapshot}
+import io.lancespark.table.storage.{AtomicPut, Dataset, DatasetStorage, FragmentDeletion, FragmentWriter, ManifestFile, ManifestNaming, RowDeletions, TransactionFile}
 
 /** A data file a task wrote, before the commit gives it a fragment id. */
 final case class WrittenFragment(

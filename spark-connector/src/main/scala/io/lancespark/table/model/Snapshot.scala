@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.model
 
 import java.time.Instant
 
@@ -6,6 +6,7 @@ import scala.jdk.CollectionConverters._
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest}
+import io.lancespark.table.storage.{DatasetStorage, ManifestNaming}
 
 /** A data file of a fragment, as the manifest lists it. */
 final case class DataFileRef(

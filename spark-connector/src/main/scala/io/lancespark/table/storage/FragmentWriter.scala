@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.storage
 
 import java.util.UUID
 
@@ -7,6 +7,7 @@ import org.apache.hadoop.fs.Path
 
 import io.lancespark.format.v2.V2FileWriter
 import io.lancespark.schema.LanceSchema
+import io.lancespark.table.commit.WrittenFragment
 
 /** Writes the data file of one new fragment: named `<prefix>-<uuid>.lance`
   * under the dataset's data directory, in the file version this connector

@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.storage
 
 import com.google.protobuf.InvalidProtocolBufferException
 import org.apache.hadoop.fs.Path

@@ -1,10 +1,11 @@
-package io.lancespark.table
+package io.lancespark.table.storage
 
 import scala.util.Random
 
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.proto.table.DeletionFile
+import io.lancespark.table.model.FragmentInfo
 
 /** One fragment's deletions as a writer prepared them against the version it
   * read: `base` is the deletion file the fragment had then (merged in), and

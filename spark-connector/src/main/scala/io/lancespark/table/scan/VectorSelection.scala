@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.scan
 
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector

@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.storage
 
 import java.io.FileNotFoundException
 import java.net.URI

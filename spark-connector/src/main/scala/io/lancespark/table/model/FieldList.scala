@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.model
 
 import org.apache.arrow.vector.types.pojo.{Field, Schema}
 

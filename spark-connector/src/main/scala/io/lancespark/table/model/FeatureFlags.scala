@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.model
 
 import io.lancespark.schema.LanceFormatException
 

@@ -1,9 +1,10 @@
-package io.lancespark.table
+package io.lancespark.table.storage
 
 import io.lancespark.format.DataFileReader
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.format.v01.LegacyFileReader
 import io.lancespark.format.v2.V2FileReader
+import io.lancespark.table.model.DataFileRef
 
 /** Opens a fragment's data file with the reader for its file version. */
 object DataFiles {

@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.commit
 
 import scala.jdk.CollectionConverters._
 

@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.storage
 
 import java.nio.file.{FileAlreadyExistsException => NioExists, Files, Paths}
 import java.util.UUID

@@ -1,4 +1,4 @@
-package io.lancespark.table
+package io.lancespark.table.scan
 
 import scala.collection.mutable
 
@@ -9,6 +9,8 @@ import org.roaringbitmap.RoaringBitmap
 import io.lancespark.format.DataFileReader
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.{Filter, RowEvaluator}
+import io.lancespark.table.model.{DataFileRef, FragmentInfo}
+import io.lancespark.table.storage.{DatasetStorage, DeletionVector}
 
 /** Rows of one fragment, read in ranges: the requested (possibly pruned)
   * top-level fields, with fields absent from every data file read as nulls and

@@ -1,6 +1,8 @@
-package io.lancespark.table
+package io.lancespark.table.scan
 
 import io.lancespark.table.filter.{ColumnStats, Filter, FragmentStats, RowRanges, StatsPruner}
+import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.storage.DeletionVector
 
 /** A fragment to scan: the physical row ranges that may hold matching rows
   * (all rows without a filter) and those where statistics prove every row matches. */

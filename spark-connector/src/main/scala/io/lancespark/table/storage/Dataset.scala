@@ -1,9 +1,10 @@
-package io.lancespark.table
+package io.lancespark.table.storage
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.lancespark.schema.LanceFormatException
+import io.lancespark.table.model.Snapshot
 
 /** Opens versions of a Lance dataset directory. */
 object Dataset {
