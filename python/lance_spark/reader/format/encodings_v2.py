@@ -120,14 +120,7 @@ class PageDecoder:
         if not (pa.types.is_string(typ) or pa.types.is_binary(typ) or pa.types.is_large_string(typ)
                 or pa.types.is_large_binary(typ)):
             raise LanceFormatError(self.path, f"{where}: binary encoding for {typ}")
-        raw = self._uints(b.indices, n, bufs, where)
-        adj = int(b.null_adjustment)
-        if adj:
-            valid = raw < adj
-            ends = raw % np.uint64(adj)
-        else:
-            valid = np.ones(n, dtype=bool)
-            ends = raw
+        ends, valid = self._adjusted_ends(self._uints(b.indices, n, bufs, where), int(b.null_adjustment), n)
         total = int(ends[-1]) if n else 0
         data = self._flat_buffer(b.bytes.flat, total, 8, bufs, where) if b.bytes.WhichOneof(
             "array_encoding") == "flat" else None
@@ -137,16 +130,18 @@ class PageDecoder:
         offsets = _arrow.offsets_buffer(ends, large, f"{self.path}: {where}")
         return pa.Array.from_buffers(typ, n, [_arrow.bitmap_from_bools(valid), offsets, data])
 
+    @staticmethod
+    def _adjusted_ends(raw: np.ndarray, adjustment: int, n: int) -> Tuple[np.ndarray, np.ndarray]:
+        """End offsets and validity from 2.0's null-adjusted offsets: a value at or
+        above `adjustment` (when non-zero) marks a null whose end is value % adjustment."""
+        if not adjustment:
+            return raw, np.ones(n, dtype=bool)
+        return raw % np.uint64(adjustment), raw < adjustment
+
     def list_offsets(self, lst, n: int, bufs: BufferFn, where: str) -> Tuple[np.ndarray, np.ndarray]:
         """End offsets (int64, into the page's `lst.num_items` items) and validity of the `n` lists
         of a `list` page."""
-        raw = self._uints(lst.offsets, n, bufs, where)
-        adj = int(lst.null_offset_adjustment)
-        if adj:
-            valid = raw < adj
-            raw = raw % np.uint64(adj)
-        else:
-            valid = np.ones(n, dtype=bool)
+        raw, valid = self._adjusted_ends(self._uints(lst.offsets, n, bufs, where), int(lst.null_offset_adjustment), n)
         if raw.size and int(raw[-1]) > lst.num_items:
             raise LanceFormatError(self.path, f"{where}: offsets reference {int(raw[-1])} items, "
                                               f"page has {lst.num_items}")

@@ -6,7 +6,6 @@ import org.apache.spark.sql.types.{IntegerType, LongType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 
 import io.lancespark.spark.MetadataColumns
-import io.lancespark.table.model.RowIdSequence
 import io.lancespark.table.scan.{FragmentBatch, FragmentScanner}
 import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 
@@ -21,19 +20,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
   private val scanner = new FragmentScanner(storage, factory.version, fragment, factory.fields, allocator,
     ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields)
 
-  private lazy val rowIds: Option[RowIdSequence] =
-    if (factory.stableRowIds && fragment.proto.hasInlineRowIds)
-      Some(RowIdSequence.parse(fragment.proto.getInlineRowIds.toByteArray, s"${factory.uri} fragment ${fragment.id}"))
-    else if (factory.stableRowIds && fragment.proto.hasExternalRowIds) {
-      val ext = fragment.proto.getExternalRowIds
-      val path = storage.resolve(ext.getPath, "row id file")
-      val src = storage.open(path)
-      try {
-        val b = src.read(ext.getOffset, ext.getSize)
-        val bytes = new Array[Byte](b.remaining()); b.get(bytes)
-        Some(RowIdSequence.parse(bytes, path.toString))
-      } finally src.close()
-    } else None
+  private lazy val rowIds = scanner.rowIds(factory.stableRowIds)
 
   /** Reads on the read pool ahead of the decode: asked for, or storage that is not local. */
   private val readAhead: Boolean = factory.read.readAhead.getOrElse(!storage.isLocal)

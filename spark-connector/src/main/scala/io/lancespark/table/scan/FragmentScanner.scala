@@ -9,7 +9,7 @@ import org.roaringbitmap.RoaringBitmap
 import io.lancespark.format.DataFileReader
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.{Filter, RowEvaluator}
-import io.lancespark.table.model.{DataFileRef, FragmentInfo}
+import io.lancespark.table.model.{DataFileRef, FragmentInfo, RowIdSequence}
 import io.lancespark.table.storage.{DatasetStorage, DeletionVector}
 
 /** Rows of one fragment, read in ranges: the requested (possibly pruned)
@@ -133,6 +133,23 @@ final class FragmentScanner(
   def readRequests: Long = readers.values.map(_.readRequests).sum
 
   /** Nanoseconds the reads of this fragment waited for storage so far. */
+  /** The fragment's stable row ids (inline in the manifest or in a row id
+    * file), when the dataset has them. */
+  def rowIds(stableRowIds: Boolean): Option[RowIdSequence] =
+    if (!stableRowIds) None
+    else if (fragment.proto.hasInlineRowIds)
+      Some(RowIdSequence.parse(fragment.proto.getInlineRowIds.toByteArray, s"${storage.uri} fragment ${fragment.id}"))
+    else if (fragment.proto.hasExternalRowIds) {
+      val ext = fragment.proto.getExternalRowIds
+      val path = storage.resolve(ext.getPath, "row id file")
+      val src = storage.open(path)
+      try {
+        val b = src.read(ext.getOffset, ext.getSize)
+        val bytes = new Array[Byte](b.remaining()); b.get(bytes)
+        Some(RowIdSequence.parse(bytes, path.toString))
+      } finally src.close()
+    } else None
+
   def storageWaitNanos: Long = readers.values.map(_.storageWaitNanos).sum
 
   override def close(): Unit = readers.values.foreach(_.close())
