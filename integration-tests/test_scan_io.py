@@ -115,7 +115,7 @@ def test_without_read_ahead_the_reads_are_made_by_the_task(spark, small_pages):
 
 
 def test_read_ahead_option_is_checked(spark, small_pages):
-    with pytest.raises(Exception, match="readAhead.*true, false or auto"):
+    with pytest.raises(Exception, match="option .readAhead.*one of auto, true, false, got .sometimes."):
         spark.read.format("lance").option("readAhead", "sometimes").load(small_pages).count()
 
 
