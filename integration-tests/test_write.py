@@ -141,8 +141,9 @@ def test_append_of_null_into_non_nullable_column_is_refused(spark, tmp_path, whe
                             T.StructField("p", T.StructType([T.StructField("x", T.LongType())]))])
     rows = [(3, (3,)), (None, (4,))] if where == "top" else [(3, (3,)), (4, (None,))]
     column = "'id'" if where == "top" else "'p.x'"
-    with pytest.raises(Exception, match=f"column {column} is declared non-nullable"):
+    with pytest.raises(Exception, match=f"column {column} is declared non-nullable") as e:
         spark.createDataFrame(rows, sschema).write.format("lance").mode("append").save(path)
+    assert "notnull.lance" in str(e.value)                            # the dataset is named too
     ds = lance.dataset(path)
     assert ds.version == 1 and ds.to_table().to_pylist() == [{"id": 1, "p": {"x": 1}}, {"id": 2, "p": {"x": 2}}]
     assert set(Path(path, "data").iterdir()) == before           # the failed job's files are removed

@@ -55,6 +55,12 @@ object OptionSource {
   val Ignored: Seq[String] = Seq("path", "paths", "provider", "location", "owner", "comment", "external",
     "is_managed_location", "__spark_internal_option_source")
 
+  /** The dataset path among a read's or write's options (case-insensitive
+    * key "path"); `usage` shows how to give one. */
+  def path(explicit: Map[String, String], usage: String): String =
+    explicit.collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }.getOrElse(
+      throw new IllegalArgumentException(s"a Lance dataset path is required: $usage"))
+
   /** The active session's configuration, or none outside a session. */
   def activeSession: String => Option[String] = key =>
     org.apache.spark.sql.SparkSession.getActiveSession.flatMap(_.conf.getOption(key))

@@ -34,9 +34,7 @@ object ReadOptions {
 
   def target(explicit: Map[String, String]): ReadTarget = {
     val own = new OptionSource(explicit, _ => None, Map.empty, All, "read")
-    val path = explicit.collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }.getOrElse(
-      throw new IllegalArgumentException(
-        "a Lance dataset path is required: spark.read.format(\"lance\").load(\"/path/to/dataset\")"))
+    val path = OptionSource.path(explicit, "spark.read.format(\"lance\").load(\"/path/to/dataset\")")
     ReadTarget(path, own.get(Version))
   }
 

@@ -38,12 +38,10 @@ object WriteOptions {
   val DefaultMaxRowsPerPage: Int = 65536
 
   def path(explicit: Map[String, String]): String =
-    explicit.collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }.getOrElse(
-      throw new IllegalArgumentException(
-        "a Lance dataset path is required: df.write.format(\"lance\").save(\"/path/to/dataset\")"))
+    OptionSource.path(explicit, "df.write.format(\"lance\").save(\"/path/to/dataset\")")
 
   def conf(source: OptionSource): WriteConf = {
-    source.get(FileVersion)
+    source.get(FileVersion)  // checked only: 2.0 is the one version written
     WriteConf(
       maxRowsPerFile = source.getOrElse(MaxRowsPerFile, DefaultMaxRowsPerFile),
       maxRowsPerPage = source.getOrElse(MaxRowsPerPage, DefaultMaxRowsPerPage),

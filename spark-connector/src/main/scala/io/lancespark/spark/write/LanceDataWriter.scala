@@ -10,7 +10,7 @@ import org.apache.arrow.vector.VectorSchemaRoot
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType
 
-import io.lancespark.schema.LanceSchema
+import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.table.commit.WrittenFragment
@@ -51,7 +51,10 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
   def write(row: InternalRow): Unit = {
     if (inBatch == 0) startBatch()
     var i = 0
-    while (i < writers.length) { writers(i).write(row, i, inBatch); i += 1 }
+    try while (i < writers.length) { writers(i).write(row, i, inBatch); i += 1 }
+    catch {  // a value the dataset cannot take: name the dataset too
+      case e: LanceFormatException => throw new LanceFormatException(s"${task.uri}: ${e.getMessage}", e)
+    }
     inBatch += 1
     if (inBatch >= batchLimit) flush()
   }
