@@ -78,13 +78,13 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
   private var metadataDelete: Option[Seq[io.lancespark.table.model.FragmentInfo]] = None
 
   override def canDeleteWhere(predicates: Array[Predicate]): Boolean = {
-    metadataDelete = if (writable && target.version.isEmpty) MetadataDelete.plan(snapshot, predicates) else None
+    metadataDelete = if (writable && target.version.isEmpty) MetadataDelete.fragmentsToDrop(snapshot, predicates) else None
     metadataDelete.isDefined
   }
 
   override def deleteWhere(predicates: Array[Predicate]): Unit = {
     requireWritable()
-    val drop = metadataDelete.orElse(MetadataDelete.plan(snapshot, predicates)).getOrElse(
+    val drop = metadataDelete.orElse(MetadataDelete.fragmentsToDrop(snapshot, predicates)).getOrElse(
       throw new IllegalStateException(s"$path: the DELETE condition does not cover whole fragments"))
     MetadataDelete.commit(snapshot, drop)
   }

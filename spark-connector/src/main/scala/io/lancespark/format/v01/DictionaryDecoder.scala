@@ -8,17 +8,17 @@ import org.apache.arrow.vector.types.pojo.ArrowType
 import io.lancespark.schema.{LanceField, LogicalType}
 
 /** The values of a dictionary column, read once per file. */
-private[v01] sealed trait DictionaryValues { def size: Int }
+private[v01] sealed trait LegacyDictionary { def size: Int }
 
 /** String / binary values; an empty value reads as null, as pylance does. */
-private[v01] final case class BinaryDictionary(offsets: Array[Long], data: Array[Byte]) extends DictionaryValues {
+private[v01] final case class BinaryDictionary(offsets: Array[Long], data: Array[Byte]) extends LegacyDictionary {
   def size: Int = offsets.length - 1
   def isNull(k: Int): Boolean = offsets(k) == offsets(k + 1)
   def length(k: Int): Long = offsets(k + 1) - offsets(k)
 }
 
 /** Fixed-width (integer) values. */
-private[v01] final case class FixedDictionary(width: Int, data: Array[Byte]) extends DictionaryValues {
+private[v01] final case class FixedDictionary(width: Int, data: Array[Byte]) extends LegacyDictionary {
   def size: Int = data.length / width
 }
 
@@ -41,7 +41,7 @@ private[v01] object DictionaryDecoder {
   }
 
   /** Loads the values at (`offset`, `count`), an offset taken from the file's own manifest. */
-  def loadValues(io: PageReader, f: LanceField, offset: Long, count: Long): DictionaryValues = {
+  def loadValues(io: PageReader, f: LanceField, offset: Long, count: Long): LegacyDictionary = {
     val dt = dictType(f)
     val valueType = LogicalType.toArrow(dt.value, s"column '${f.name}'")
     if (count < 0 || count > Int.MaxValue - 1) io.fail(f, s"dictionary of $count values")

@@ -37,7 +37,7 @@ final class LegacyFileReader private (
   private lazy val embeddedFields: Map[Int, PbField] =
     LegacyFooter.readManifest(source, footer).map(_.getFieldsList.asScala.map(f => f.getId -> f).toMap)
       .getOrElse(Map.empty)
-  private val dictionaries = mutable.Map.empty[Int, DictionaryValues]
+  private val dictionaries = mutable.Map.empty[Int, LegacyDictionary]
 
   override def close(): Unit = source.close()
 
@@ -56,12 +56,12 @@ final class LegacyFileReader private (
     try {
       fields.foreach { f =>
         checkInFile(f)
-        val plan = planField(f, segments, rows)
+        val read = fieldRead(f, segments, rows)
         val vec = f.toArrow.createVector(allocator)
         out += vec
-        allocate(plan, vec)
-        fill(plan, vec)
-        finish(plan, vec)
+        allocate(read, vec)
+        fill(read, vec)
+        finish(read, vec)
       }
       out.toSeq
     } catch {
@@ -98,17 +98,17 @@ final class LegacyFileReader private (
       io.fail(x, s"encoding ${x.proto.getEncoding} is not supported")
   }
 
-  // ---- planning: what to read, and how big each vector is --------------------
+  // ---- what to read, and how big each vector is --------------------
 
-  private def planField(f: LanceField, segs: Vector[Segment], rows: Int): Plan = {
+  private def fieldRead(f: LanceField, segs: Vector[Segment], rows: Int): FieldRead = {
     val t = f.arrowType
     if (LogicalType.isDictionary(f.logicalType)) {
       val values = dictionaryValues(f)
-      DictPlan(f, rows, values, DictionaryDecoder.keys(io, f, segs, values.size))
+      DictRead(f, rows, values, DictionaryDecoder.keys(io, f, segs, values.size))
     } else t match {
-      case _: ArrowType.Null => NullPlan(f, rows)
+      case _: ArrowType.Null => NullRead(f, rows)
       case _: ArrowType.Struct =>
-        StructPlan(f, rows, f.children.map(planField(_, segs, rows)))
+        StructRead(f, rows, f.children.map(fieldRead(_, segs, rows)))
       case _: ArrowType.List | _: ArrowType.LargeList =>
         if (f.children.length != 1) io.fail(f, s"a list needs one child field, found ${f.children.length}")
         val large = t.isInstanceOf[ArrowType.LargeList]
@@ -116,30 +116,30 @@ final class LegacyFileReader private (
         val childSegs = segs.zip(positions).map { case (s, p) => Segment(s.batch, p.head, p.last) }
         val childRows = childSegs.map(_.length).sum
         if (childRows > Int.MaxValue - 1) io.fail(f, s"$childRows list items do not fit one vector")
-        ListPlan(f, rows, positions, planField(f.children.head, childSegs, childRows.toInt))
+        ListRead(f, rows, positions, fieldRead(f.children.head, childSegs, childRows.toInt))
       case fsl: ArrowType.FixedSizeList =>
         val item = LogicalType.toArrow(LogicalType.fixedSizeListItem(f.logicalType), s"column '${f.name}'")
         val w = PlainDecoder.width(item).getOrElse(io.fail(f, s"fixed-size list items of type $item are not supported"))
         if (rows.toLong * fsl.getListSize > Int.MaxValue - 1) io.fail(f, "too many fixed-size list items for one vector")
         segs.foreach(s => io.check(f, s.batch, s.start * fsl.getListSize, s.length * fsl.getListSize, w, fsl.getListSize))
-        PlainPlan(f, rows, segs, fsl.getListSize, w)
+        PlainRead(f, rows, segs, fsl.getListSize, w)
       case _ if DictionaryDecoder.isBinary(t) =>
         val positions = segs.map(s => VarBinaryDecoder.positions(io, f, s))
         val bytes = VarBinaryDecoder.dataBytes(positions)
         val limit = if (t.isInstanceOf[ArrowType.Utf8] || t.isInstanceOf[ArrowType.Binary]) Int.MaxValue.toLong else Long.MaxValue
         if (bytes > math.min(limit, Int.MaxValue.toLong - 16)) io.fail(f, s"$bytes bytes of values do not fit one vector")
-        VarBinaryPlan(f, rows, segs, positions, bytes)
+        VarBinaryRead(f, rows, segs, positions, bytes)
       case _ =>
         PlainDecoder.width(t) match {
           case Some(w) =>
             segs.foreach(s => io.check(f, s.batch, s.start, s.length, w, 1))
-            PlainPlan(f, rows, segs, 1, w)
+            PlainRead(f, rows, segs, 1, w)
           case None => io.fail(f, s"type ${f.logicalType} is not supported in 0.1 files")
         }
     }
   }
 
-  private def dictionaryValues(f: LanceField): DictionaryValues =
+  private def dictionaryValues(f: LanceField): LegacyDictionary =
     dictionaries.getOrElseUpdate(f.id, {
       val pb = embeddedFields.get(f.id).filter(_.hasDictionary).getOrElse(
         io.fail(f, "dictionary values not found: the file has no embedded manifest describing them"))
@@ -154,16 +154,16 @@ final class LegacyFileReader private (
     while (v.getValueCapacity < n) v.reAlloc()
   }
 
-  private def allocate(plan: Plan, vec: FieldVector): Unit = (plan, vec) match {
-    case (_: NullPlan, _) => ()
-    case (p: PlainPlan, v: FixedSizeListVector) =>
+  private def allocate(plan: FieldRead, vec: FieldVector): Unit = (plan, vec) match {
+    case (_: NullRead, _) => ()
+    case (p: PlainRead, v: FixedSizeListVector) =>
       v.setInitialCapacity(math.max(p.rows, 1))
       v.allocateNew()
       allocFixed(v.getDataVector.asInstanceOf[BaseFixedWidthVector], p.rows * p.perRow)
-    case (p: PlainPlan, v: BaseFixedWidthVector) => allocFixed(v, p.rows)
-    case (p: VarBinaryPlan, v: BaseVariableWidthVector) => v.allocateNew(math.max(p.bytes, 1), math.max(p.rows, 1))
-    case (p: VarBinaryPlan, v: BaseLargeVariableWidthVector) => v.allocateNew(math.max(p.bytes, 1), math.max(p.rows, 1))
-    case (p: DictPlan, v) => p.values match {
+    case (p: PlainRead, v: BaseFixedWidthVector) => allocFixed(v, p.rows)
+    case (p: VarBinaryRead, v: BaseVariableWidthVector) => v.allocateNew(math.max(p.bytes, 1), math.max(p.rows, 1))
+    case (p: VarBinaryRead, v: BaseLargeVariableWidthVector) => v.allocateNew(math.max(p.bytes, 1), math.max(p.rows, 1))
+    case (p: DictRead, v) => p.values match {
         case d: BinaryDictionary =>
           val bytes = math.max(DictionaryDecoder.decodedBytes(d, p.keys), 1)
           v match {
@@ -176,39 +176,39 @@ final class LegacyFileReader private (
             case _ => io.fail(p.field, s"cannot decode an integer dictionary into ${v.getClass.getSimpleName}")
           }
       }
-    case (p: StructPlan, v: StructVector) =>
+    case (p: StructRead, v: StructVector) =>
       v.setInitialCapacity(math.max(p.rows, 1))
       v.allocateNew()
       p.children.zip(structChildren(v, p)).foreach { case (cp, cv) => allocate(cp, cv) }
-    case (p: ListPlan, v: ListVector) =>
+    case (p: ListRead, v: ListVector) =>
       v.setInitialCapacity(math.max(p.rows, 1))
       v.allocateNew()
       allocate(p.child, v.getDataVector)
-    case (p: ListPlan, v: LargeListVector) =>
+    case (p: ListRead, v: LargeListVector) =>
       v.setInitialCapacity(math.max(p.rows, 1))
       v.allocateNew()
       allocate(p.child, v.getDataVector)
     case (p, v) => io.fail(p.field, s"internal mismatch: cannot read into ${v.getClass.getSimpleName}")
   }
 
-  private def structChildren(v: StructVector, p: StructPlan): Vector[FieldVector] =
+  private def structChildren(v: StructVector, p: StructRead): Vector[FieldVector] =
     p.children.map(c => Option(v.getChild(c.field.name, classOf[FieldVector]))
       .getOrElse(io.fail(c.field, "missing from the struct vector")))
 
-  private def fill(plan: Plan, vec: FieldVector): Unit = (plan, vec) match {
-    case (_: NullPlan, _) => ()
-    case (p: PlainPlan, v: FixedSizeListVector) =>
+  private def fill(plan: FieldRead, vec: FieldVector): Unit = (plan, vec) match {
+    case (_: NullRead, _) => ()
+    case (p: PlainRead, v: FixedSizeListVector) =>
       Validity.setAllValid(v.getValidityBuffer, p.rows)
       val child = v.getDataVector.asInstanceOf[BaseFixedWidthVector]
       fillPlain(p, child, p.rows * p.perRow)
-    case (p: PlainPlan, v: BaseFixedWidthVector) => fillPlain(p, v, p.rows)
-    case (p: VarBinaryPlan, v: BaseVariableWidthVector) =>
+    case (p: PlainRead, v: BaseFixedWidthVector) => fillPlain(p, v, p.rows)
+    case (p: VarBinaryRead, v: BaseVariableWidthVector) =>
       VarBinaryDecoder.fill(io, p.field, p.segments, p.positions, p.field.nullable, p.rows, 4,
         v.getOffsetBuffer, v.getDataBuffer, v.getValidityBuffer)
-    case (p: VarBinaryPlan, v: BaseLargeVariableWidthVector) =>
+    case (p: VarBinaryRead, v: BaseLargeVariableWidthVector) =>
       VarBinaryDecoder.fill(io, p.field, p.segments, p.positions, p.field.nullable, p.rows, 8,
         v.getOffsetBuffer, v.getDataBuffer, v.getValidityBuffer)
-    case (p: DictPlan, v) => (p.values, v) match {
+    case (p: DictRead, v) => (p.values, v) match {
         case (d: BinaryDictionary, v: BaseVariableWidthVector) =>
           DictionaryDecoder.fillBinary(d, p.keys, 4, v.getOffsetBuffer, v.getDataBuffer, v.getValidityBuffer)
         case (d: BinaryDictionary, v: BaseLargeVariableWidthVector) =>
@@ -217,21 +217,21 @@ final class LegacyFileReader private (
           DictionaryDecoder.fillFixed(d, p.keys, v.getDataBuffer, v.getValidityBuffer)
         case _ => io.fail(p.field, "internal mismatch of dictionary and vector")
       }
-    case (p: StructPlan, v: StructVector) =>
+    case (p: StructRead, v: StructVector) =>
       Validity.setAllValid(v.getValidityBuffer, p.rows)
       p.children.zip(structChildren(v, p)).foreach { case (cp, cv) => fill(cp, cv) }
-    case (p: ListPlan, v: ListVector) =>
+    case (p: ListRead, v: ListVector) =>
       fillListOffsets(p, 4, v.getOffsetBuffer)
       Validity.setAllValid(v.getValidityBuffer, p.rows)
       fill(p.child, v.getDataVector)
-    case (p: ListPlan, v: LargeListVector) =>
+    case (p: ListRead, v: LargeListVector) =>
       fillListOffsets(p, 8, v.getOffsetBuffer)
       Validity.setAllValid(v.getValidityBuffer, p.rows)
       fill(p.child, v.getDataVector)
     case (p, v) => io.fail(p.field, s"internal mismatch: cannot read into ${v.getClass.getSimpleName}")
   }
 
-  private def fillPlain(p: PlainPlan, v: BaseFixedWidthVector, values: Int): Unit = {
+  private def fillPlain(p: PlainRead, v: BaseFixedWidthVector, values: Int): Unit = {
     if (v.isInstanceOf[BitVector]) PlainDecoder.copyBits(io, p.field, p.segments, p.perRow, values, v.getDataBuffer)
     else {
       if (v.getTypeWidth != p.width)
@@ -241,7 +241,7 @@ final class LegacyFileReader private (
     Validity.setAllValid(v.getValidityBuffer, values)
   }
 
-  private def fillListOffsets(p: ListPlan, width: Int, buf: org.apache.arrow.memory.ArrowBuf): Unit = {
+  private def fillListOffsets(p: ListRead, width: Int, buf: org.apache.arrow.memory.ArrowBuf): Unit = {
     val out = java.nio.ByteBuffer.allocate((p.rows + 1) * width).order(java.nio.ByteOrder.LITTLE_ENDIAN)
     var row = 0
     var base = 0L
@@ -259,15 +259,15 @@ final class LegacyFileReader private (
   }
 
   /** Value counts, children first (parents re-derive their children's counts). */
-  private def finish(plan: Plan, vec: FieldVector): Unit = (plan, vec) match {
-    case (p: StructPlan, v: StructVector) =>
+  private def finish(plan: FieldRead, vec: FieldVector): Unit = (plan, vec) match {
+    case (p: StructRead, v: StructVector) =>
       p.children.zip(structChildren(v, p)).foreach { case (cp, cv) => finish(cp, cv) }
       v.setValueCount(p.rows)
-    case (p: ListPlan, v: ListVector) =>
+    case (p: ListRead, v: ListVector) =>
       finish(p.child, v.getDataVector)
       v.setLastSet(p.rows - 1)
       v.setValueCount(p.rows)
-    case (p: ListPlan, v: LargeListVector) =>
+    case (p: ListRead, v: LargeListVector) =>
       finish(p.child, v.getDataVector)
       v.setLastSet(p.rows - 1)
       v.setValueCount(p.rows)

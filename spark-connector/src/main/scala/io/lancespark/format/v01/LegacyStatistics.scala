@@ -8,7 +8,7 @@ import org.apache.arrow.vector.complex.StructVector
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.format.input.RandomAccessSource
-import io.lancespark.format.v2.{PageStat, PageStatistics}
+import io.lancespark.format.stats.{PageStat, PageStatistics, StatsStore}
 import io.lancespark.proto.file.Encoding
 
 /** The page statistics pylance (lance 0.x, `data_storage_version="legacy"`)
@@ -71,7 +71,7 @@ object LegacyStatistics {
             (0 until pages).foreach { b =>
               val rows = footer.batchEnd(b) - footer.batchStart(b)
               val nulls = nc.filterNot(_.isNull(b)).map(_.get(b)).getOrElse(-1L)
-              val (min, max) = (PageStatistics.decode(mn, b), PageStatistics.decode(mx, b))
+              val (min, max) = (StatsStore.decode(mn, b), StatsStore.decode(mx, b))
               val stat =
                 if (!varBinary) {
                   // plain pages have no validity: the reader returns the bytes under

@@ -14,7 +14,7 @@ import io.lancespark.table.storage.FragmentDeletion
 object MetadataDelete {
 
   /** The fragments to drop, if every fragment is decided (all rows or none match). */
-  def plan(snapshot: Snapshot, predicates: Array[Predicate]): Option[Seq[FragmentInfo]] = {
+  def fragmentsToDrop(snapshot: Snapshot, predicates: Array[Predicate]): Option[Seq[FragmentInfo]] = {
     val translated = predicates.toSeq.map(p => PredicateTranslation.translate(p, Set(MetadataColumns.FragId)))
     if (translated.exists(_.isEmpty)) None
     else FragmentPruner.wholeFragments(snapshot, Filter.and(translated.flatten), MetadataColumns.FragId)

@@ -6,7 +6,7 @@ import java.nio.charset.StandardCharsets
 import org.apache.arrow.vector.types.{DateUnit, TimeUnit}
 import org.apache.arrow.vector.types.pojo.ArrowType
 
-import io.lancespark.format.v2.PageStat
+import io.lancespark.format.stats.PageStat
 
 /** What is known about one column of a fragment, for pruning. A column
   * missing from the map given to [[StatsPruner]] is unknown. */

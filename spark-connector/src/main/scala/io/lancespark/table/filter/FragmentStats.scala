@@ -2,7 +2,8 @@ package io.lancespark.table.filter
 
 import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.v01.LegacyStatistics
-import io.lancespark.format.v2.PageStatistics
+import io.lancespark.format.file.FileContainer
+import io.lancespark.format.stats.{PageStatistics, StatsStore}
 import io.lancespark.table.filter.Filter.Column
 import io.lancespark.table.model.{DataFileRef, FragmentInfo}
 import io.lancespark.table.storage.DatasetStorage
@@ -34,12 +35,12 @@ object FragmentStats {
   }
 
   /** Reads the page statistics of a data file: lance_spark's for 2.0 files
-    * (see docs/page-statistics.md), pylance's for 0.1 files. */
+    * (see docs/page-statistics.md) in 2.x files, pylance's in 0.1 files. */
   def read(storage: DatasetStorage, ref: DataFileRef): Option[PageStatistics] = {
     val source = storage.open(storage.resolve(ref.relativePath, "data file"))
     try {
       if (ref.isLegacy) LegacyStatistics.read(source)
-      else if (ref.majorVersion == 2 && ref.minorVersion == 0) PageStatistics.read(source)
+      else if (ref.majorVersion == 2) StatsStore.read(FileContainer.open(source, _ => true, "a 2.x file"))
       else None
     } finally source.close()
   }

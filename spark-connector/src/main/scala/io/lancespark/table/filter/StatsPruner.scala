@@ -2,7 +2,7 @@ package io.lancespark.table.filter
 
 import java.math.{BigDecimal => JBigDecimal}
 
-import io.lancespark.format.v2.PageStat
+import io.lancespark.format.stats.PageStat
 import io.lancespark.table.filter.Filter._
 
 /** Statistics-based pruning: which rows of a fragment may satisfy a filter

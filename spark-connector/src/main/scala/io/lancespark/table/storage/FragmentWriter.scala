@@ -5,7 +5,7 @@ import java.util.UUID
 import org.apache.arrow.vector.FieldVector
 import org.apache.hadoop.fs.Path
 
-import io.lancespark.format.v2.V2FileWriter
+import io.lancespark.format.v20.V20FileWriter
 import io.lancespark.schema.LanceSchema
 import io.lancespark.table.commit.WrittenFragment
 
@@ -17,7 +17,7 @@ final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, maxRows
 
   val name: String = s"$prefix-${UUID.randomUUID()}.lance"
   private val path: Path = storage.dataFile(name)
-  private val writer = new V2FileWriter(storage.fs.create(path, false), path.toString, schema, maxRowsPerPage)
+  private val writer = new V20FileWriter(storage.fs.create(path, false), path.toString, schema, maxRowsPerPage)
 
   /** One batch: a vector per top-level field of `schema`, in order. */
   def write(columns: Seq[FieldVector]): Unit = writer.write(columns)

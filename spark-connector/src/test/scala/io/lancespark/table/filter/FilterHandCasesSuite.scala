@@ -10,7 +10,7 @@ import org.apache.arrow.vector.types.pojo.{ArrowType, FieldType}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.format.v2.PageStat
+import io.lancespark.format.stats.PageStat
 import io.lancespark.table.filter.Filter._
 import io.lancespark.table.filter.Lit._
 
@@ -221,7 +221,7 @@ class FilterHandCasesSuite extends AnyFunSuite with BeforeAndAfterAll {
   test("FragmentStats: the file that stores a column, absent columns, nested paths") {
     import scala.jdk.CollectionConverters._
     import io.lancespark.schema.LanceSchema
-    import io.lancespark.format.v2.PageStatistics
+    import io.lancespark.format.stats.PageStatistics
     import io.lancespark.table.model.{DataFileRef, FragmentInfo}
     val arrow = new org.apache.arrow.vector.types.pojo.Schema(java.util.List.of(
       new org.apache.arrow.vector.types.pojo.Field("a", FieldType.nullable(I64), null),

@@ -16,10 +16,11 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.LanceSchema
 import io.lancespark.format.input.LocalFileSource
-import io.lancespark.format.v2.{PageStatistics, V2FileReader, V2FileWriter, V2FileWriterSuite}
+import io.lancespark.format.stats.StatsStore
+import io.lancespark.format.v20.{V20FileReader, V20FileWriter, V20FileWriterSuite}
 import io.lancespark.table.filter.Filter._
 
-/** Random data written with V2FileWriter in small pages, random predicate
+/** Random data written with V20FileWriter in small pages, random predicate
   * trees: the row evaluator must equal a reference evaluation on plain Scala
   * values (written here from Spark's rules, independently of the engine), and
   * the statistics pruner must be sound. Seeded: set FILTER_SEED to reproduce. */
@@ -39,7 +40,7 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
 
   // ----------------------------------------------------------- columns
 
-  /** A column: Arrow type, a pool of raw values (as V2FileWriterSuite.fill
+  /** A column: Arrow type, a pool of raw values (as V20FileWriterSuite.fill
     * takes them), the Spark value of a raw value, literals not in the pool. */
   private case class Col(name: String, t: ArrowType, pool: IndexedSeq[Any], spark: Any => Any,
                          lit: Any => Lit, extra: IndexedSeq[Lit])
@@ -137,14 +138,14 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
     val maxRows = 1 + rnd.nextInt(40)
     val maxBytes = 64L + rnd.nextInt(2000)
     val batchSize = 1 + rnd.nextInt(math.max(1, rows))
-    val w = new V2FileWriter(Files.newOutputStream(p), p.toString, schema, maxRows, maxBytes, allocator = allocator)
+    val w = new V20FileWriter(Files.newOutputStream(p), p.toString, schema, maxRows, maxBytes, allocator = allocator)
     try {
       (0 until rows by batchSize).foreach { a =>
         val b = math.min(rows, a + batchSize)
         val vs = schema.fields.map { lf =>
           val v = lf.toArrow.createVector(allocator)
-          if (lf.name == "st") V2FileWriterSuite.fill(v, raw(Vector("st", "x")).slice(a, b).map(x => Map("x" -> x)))
-          else V2FileWriterSuite.fill(v, raw(Vector(lf.name)).slice(a, b))
+          if (lf.name == "st") V20FileWriterSuite.fill(v, raw(Vector("st", "x")).slice(a, b).map(x => Map("x" -> x)))
+          else V20FileWriterSuite.fill(v, raw(Vector(lf.name)).slice(a, b))
           v
         }
         try w.write(vs) finally vs.foreach(_.close())
@@ -189,7 +190,7 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
   // ----------------------------------------------------------- checking
 
   private def readVectors(d: Dataset, from: Int, until: Int): Seq[FieldVector] = {
-    val r = V2FileReader.openStandalone(new LocalFileSource(d.path))
+    val r = V20FileReader.openStandalone(new LocalFileSource(d.path))
     try {
       val vs = r.read(r.fileSchema.fields, from, until, allocator)
       val gv = new org.apache.arrow.vector.BigIntVector("gone", allocator)
@@ -200,7 +201,7 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private def stats(d: Dataset, rnd: Random): Map[Column, ColumnStats] = {
     val src = new LocalFileSource(d.path)
-    val st = try PageStatistics.read(src, allocator).get finally src.close()
+    val st = try StatsStore.read(src, allocator).get finally src.close()
     val known = allCols.flatMap { case (p, c) =>
       val f = p.tail.foldLeft(schema.field(p.head).get)((f, n) => f.children.find(_.name == n).get)
       if (rnd.nextInt(12) == 0) None // unknown statistics

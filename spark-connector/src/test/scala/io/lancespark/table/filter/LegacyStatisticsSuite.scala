@@ -31,7 +31,7 @@ class LegacyStatisticsSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   private lazy val python: Option[String] =
-    (sys.env.get("LANCE_PYTHON").toSeq :+ io.lancespark.format.v2.V2FileWriterSuite.repoRoot.resolve(".venv/bin/python").toString)
+    (sys.env.get("LANCE_PYTHON").toSeq :+ io.lancespark.format.v20.V20FileWriterSuite.repoRoot.resolve(".venv/bin/python").toString)
       .find(p => Files.isExecutable(Paths.get(p)))
 
   private val script =

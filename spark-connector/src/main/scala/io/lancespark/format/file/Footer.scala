@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.file
 
 import java.nio.charset.StandardCharsets
 

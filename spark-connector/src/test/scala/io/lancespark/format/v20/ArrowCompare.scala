@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.v20
 
 import java.nio.file.{Files, Path}
 

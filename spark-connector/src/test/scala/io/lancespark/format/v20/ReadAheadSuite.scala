@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.v20
 
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Path}
@@ -13,6 +13,7 @@ import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.LanceSchema
+import io.lancespark.format.file.ColumnMetadataReader
 import io.lancespark.format.input.CoalescedReads
 
 /** How a 2.0 file's pages are read: the reads of a batch are merged where the
@@ -43,7 +44,7 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
     * their pages alternate in the file. */
   private def write(name: String, pageRows: Int): Path = {
     val p = tmp.resolve(s"$name.lance")
-    val w = new V2FileWriter(Files.newOutputStream(p), p.toString, schema, pageRows, V2FileWriter.DefaultMaxPageBytes,
+    val w = new V20FileWriter(Files.newOutputStream(p), p.toString, schema, pageRows, V20FileWriter.DefaultMaxPageBytes,
       statistics = true, allocator)
     try {
       (0 until rows by 5000).foreach { a =>
@@ -75,9 +76,9 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
   }
 
-  private def open(p: Path): (CountingSource, V2FileReader) = {
+  private def open(p: Path): (CountingSource, V20FileReader) = {
     val src = new CountingSource(p)
-    (src, V2FileReader.openStandalone(src))
+    (src, V20FileReader.openStandalone(src))
   }
 
   test("a batch over many adjacent pages is read in one request per run of adjacent pages") {
@@ -126,7 +127,7 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   /** Reads the whole file in 1,500-row batches, each announcing the next, checking each batch
     * with `check`; returns how many reads after the first batch the reading thread made. */
-  private def readAnnounced(src: CountingSource, r: V2FileReader)(check: (Seq[FieldVector], Int, Int) => Unit): Int = {
+  private def readAnnounced(src: CountingSource, r: V20FileReader)(check: (Seq[FieldVector], Int, Int) => Unit): Int = {
     val fields = r.fileSchema.fields
     val batch = 1500
     val starts = (0 until rows by batch).toVector
@@ -173,7 +174,7 @@ class ReadAheadSuite extends AnyFunSuite with BeforeAndAfterAll {
         java.util.List.of(new Field("item", FieldType.nullable(new ArrowType.Int(64, true)), null)))).asJava))
     def tags(i: Int): Seq[Long] = (0 until i % 5).map(j => i * 10L + j) // row i: i % 5 items
     val p = tmp.resolve("lists.lance")
-    val w = new V2FileWriter(Files.newOutputStream(p), p.toString, listSchema, 1000, V2FileWriter.DefaultMaxPageBytes,
+    val w = new V20FileWriter(Files.newOutputStream(p), p.toString, listSchema, 1000, V20FileWriter.DefaultMaxPageBytes,
       statistics = true, allocator)
     try {
       val lv = listSchema.fields.head.toArrow.createVector(allocator).asInstanceOf[ListVector]

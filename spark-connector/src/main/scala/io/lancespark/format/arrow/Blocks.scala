@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.arrow
 
 import java.nio.{ByteBuffer, ByteOrder}
 
@@ -37,11 +37,11 @@ object Block {
   final case class FixedBlock(length: Long, width: Int, data: ByteBuffer) extends Block
   /** Variable-width values: value i is bytes [offsets(i), offsets(i+1)) of data. */
   final case class VarBlock(length: Long, offsets: Array[Long], data: ByteBuffer, validity: Option[Bits]) extends Block
-  /** Values with a validity bitmap (bit set = valid). */
   /** Dictionary-encoded variable-width values: row i is item `which(i)` of
     * `items`, or null when it is -1 (then `validity` is defined). */
-  private[v2] final case class DictBlock(length: Long, which: Array[Int], items: VarValues, validity: Option[Bits])
+  private[format] final case class DictBlock(length: Long, which: Array[Int], items: VarValues, validity: Option[Bits])
       extends Block
+  /** Values with a validity bitmap (bit set = valid). */
   final case class NullableBlock(validity: Bits, values: Block) extends Block {
     def length: Long = values.length
   }

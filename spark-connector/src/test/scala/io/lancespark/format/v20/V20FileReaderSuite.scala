@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.v20
 
 import java.nio.{ByteBuffer, ByteOrder}
 import java.nio.file.{Files, Path}
@@ -11,10 +11,11 @@ import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
+import io.lancespark.format.file.{ColumnMetadataReader, Footer}
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.proto.table.Manifest
 
-class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
+class V20FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
   import ArrowCompare._
 
   private val allocator = new RootAllocator()
@@ -31,8 +32,8 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
   private def v2Expected(name: String): Path =
     v2File(name).resolveSibling(s"$name.arrow")
 
-  private def withReader[T](p: Path)(f: V2FileReader => T): T = {
-    val r = V2FileReader.openStandalone(new LocalFileSource(p))
+  private def withReader[T](p: Path)(f: V20FileReader => T): T = {
+    val r = V20FileReader.openStandalone(new LocalFileSource(p))
     try f(r) finally r.close()
   }
 
@@ -40,7 +41,7 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
     try f(vs) finally vs.foreach(_.close())
 
   /** Reads `fields` rows [from, until) and compares with expected rows. */
-  private def check(r: V2FileReader, fields: Seq[LanceField], from: Long, until: Long,
+  private def check(r: V20FileReader, fields: Seq[LanceField], from: Long, until: Long,
                     expected: Expected): Unit =
     withVectors(r.read(fields, from, until, allocator)) { vs =>
       assert(vs.size == fields.size)
@@ -161,7 +162,7 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
       try {
         val footer = Footer.read(src)
         val cm = new ColumnMetadataReader(src, footer)
-        (0 until footer.numColumns).foreach(i => cm.column(i).pages.foreach(p => walk(p.encoding)))
+        (0 until footer.numColumns).foreach(i => cm.column(i).pages.foreach(p => walk(io.lancespark.proto.encodings.ArrayEncoding.parseFrom(p.encoding))))
         if (name == "rich_small_pages")
           assert(cm.column(0).pages.size > 1, "rich_small_pages should have several pages per column")
       } finally src.close()
@@ -197,7 +198,7 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
       val mapping = df.getFieldsList.asScala.map(_.toInt).zip(df.getColumnIndicesList.asScala.map(_.toInt))
         .filter(_._2 >= 0).toMap
       val src = new LocalFileSource(ds.resolve("data").resolve(df.getPath))
-      val r = V2FileReader.open(src, schema, mapping)
+      val r = V20FileReader.open(src, schema, mapping)
       try {
         assert(r.numRows == expected.numRows)
         check(r, schema.fields, 0, r.numRows, expected)
@@ -213,16 +214,16 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
     p
   }
 
-  private def expectError(p: Path)(body: V2FileReader => Unit): LanceFormatException = {
+  private def expectError(p: Path)(body: V20FileReader => Unit): LanceFormatException = {
     val e = intercept[LanceFormatException] {
-      val r = V2FileReader.openStandalone(new LocalFileSource(p))
+      val r = V20FileReader.openStandalone(new LocalFileSource(p))
       try body(r) finally r.close()
     }
     assert(e.getMessage.contains(p.toString), e.getMessage)
     e
   }
 
-  private def readAll(r: V2FileReader): Unit =
+  private def readAll(r: V20FileReader): Unit =
     r.read(r.fileSchema.fields, 0, r.numRows, allocator).foreach(_.close())
 
   test("a file truncated by 10 bytes is refused, naming the path") {
@@ -259,11 +260,11 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
     // the manifest maps a field to the wrong column: an int column read as a string
     val src = new LocalFileSource(p)
-    val schema0 = V2FileReader.openStandalone(new LocalFileSource(p))
+    val schema0 = V20FileReader.openStandalone(new LocalFileSource(p))
     val fs = try schema0.fileSchema finally schema0.close()
     val sField = fs.field("s").get
     val idCol = 0
-    val r = V2FileReader.open(src, fs, Map(sField.id -> idCol))
+    val r = V20FileReader.open(src, fs, Map(sField.id -> idCol))
     try {
       val e = intercept[LanceFormatException](r.read(Seq(sField), 0, 10, allocator))
       assert(e.getMessage.contains(p.toString) && e.getMessage.contains("'s'"), e.getMessage)
@@ -273,7 +274,7 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
   test("a small read touches only the footer, one column's metadata and its overlapping pages") {
     val p = v2File("rich_small_pages")
     val src = new CountingSource(p)
-    val r = V2FileReader.openStandalone(src)
+    val r = V20FileReader.openStandalone(src)
     try {
       val f = r.fileSchema.field("s").get
       r.read(Seq(f), 1500, 1510, allocator).foreach(_.close())
@@ -319,7 +320,7 @@ class V2FileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
       val p = dir.resolve(s"fuzz-$i.lance")
       Files.write(p, damaged)
       try {
-        val r = V2FileReader.openStandalone(new LocalFileSource(p))
+        val r = V20FileReader.openStandalone(new LocalFileSource(p))
         try r.read(r.fileSchema.fields, 0, r.numRows, allocator).foreach(_.close())
         finally r.close()
       } catch {

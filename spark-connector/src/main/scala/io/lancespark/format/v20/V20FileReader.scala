@@ -1,52 +1,42 @@
-package io.lancespark.format.v2
+package io.lancespark.format.v20
 
 import java.util.concurrent.Executor
 
 import scala.jdk.CollectionConverters._
 
-import com.google.protobuf.InvalidProtocolBufferException
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 
 import io.lancespark.format.DataFileReader
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema, LogicalType}
+import io.lancespark.format.arrow.{Block, DictionaryCache, Slice, VectorLoader}
+import io.lancespark.format.arrow.Block._
+import io.lancespark.format.file.{FileContainer, Footer}
 import io.lancespark.format.input.{ByteRange, ByteReader, CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
-import io.lancespark.format.v2.Block._
-import io.lancespark.proto.file.FileDescriptor
+import io.lancespark.format.v20.codec.PageContext
 
 /** Reads one Lance 2.0 data file (footer version 0.3).
   *
   * Only the footer, the offset tables, the metadata of the columns asked for
   * and the pages overlapping the requested rows (plus the list item pages they
   * reference) are read. `fieldColumns` maps a Lance field id to its column. */
-final class V2FileReader private (
-    source: RandomAccessSource,
-    val footer: Footer,
+final class V20FileReader private (
+    val file: FileContainer,
     schemaOverride: Option[LanceSchema],
     fieldColumnsOverride: Option[Map[Int, Int]])
     extends DataFileReader {
 
+  private val source: RandomAccessSource = file.source
+
   override def path: String = source.path
+
+  def footer: Footer = file.footer
 
   private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
 
-  private lazy val globalBuffers: Vector[Region] =
-    Footer.readRegions(source, footer.globalBufferTablePos, footer.numGlobalBuffers, "global buffer")
-
-  private lazy val descriptor: FileDescriptor = {
-    if (globalBuffers.isEmpty) fail("no global buffers: the file descriptor (schema) is missing")
-    val r = globalBuffers.head
-    try FileDescriptor.parseFrom(source.read(r.position, r.size))
-    catch { case e: InvalidProtocolBufferException => throw LanceFormatException(path, "corrupt file descriptor", e) }
-  }
-
   /** The schema the file itself stores. */
-  lazy val fileSchema: LanceSchema = {
-    val s = descriptor.getSchema
-    LanceSchema.fromProto(s.getFieldsList.asScala.toSeq,
-      s.getMetadataMap.asScala.map { case (k, v) => k -> v.toByteArray }.toMap, path)
-  }
+  def fileSchema: LanceSchema = file.fileSchema
 
   lazy val schema: LanceSchema = schemaOverride.getOrElse(fileSchema)
 
@@ -54,9 +44,13 @@ final class V2FileReader private (
   lazy val fieldColumns: Map[Int, Int] = fieldColumnsOverride.getOrElse(
     fileSchema.fields.flatMap(_.allFields).zipWithIndex.map { case (f, i) => f.id -> i }.toMap)
 
-  override lazy val numRows: Long = descriptor.getLength
+  override def numRows: Long = file.numRows
 
-  private val columns = new ColumnMetadataReader(source, footer)
+  private val columns = scala.collection.mutable.Map.empty[Int, V20Column]
+
+  /** A column, its encodings parsed once (the read pool plans list items from it too). */
+  private def column(index: Int): V20Column =
+    columns.synchronized(columns.getOrElseUpdate(index, V20Column(file.columns.column(index), path)))
 
   private var decodedPages: Long = 0L
 
@@ -90,16 +84,17 @@ final class V2FileReader private (
   /** Bytes read from the file so far. */
   override def bytesRead: Long = source.bytesRead
 
-  private def columnOf(field: LanceField): ColumnInfo = {
+  private def columnOf(field: LanceField): V20Column = {
     val idx = fieldColumns.getOrElse(field.id,
       fail(s"field '${field.name}' (id ${field.id}) is not stored in this file"))
     if (idx < 0 || idx >= footer.numColumns)
       fail(s"field '${field.name}' (id ${field.id}) maps to column $idx but the file has ${footer.numColumns} columns")
-    columns.column(idx)
+    column(idx)
   }
 
-  private def decoder(input: ByteReader, field: LanceField, col: ColumnInfo, p: PageInfo): PageDecoder =
-    new PageDecoder(input, col, p, globalBuffers, s"column ${col.index} (field '${field.name}', id ${field.id})",
+  private def context(input: ByteReader, field: LanceField, col: V20Column, p: V20Page): PageContext =
+    new PageContext(input, p.meta.buffers, col.meta.buffers, file.globalBuffers, col.index, p.index,
+      s"column ${col.index} (field '${field.name}', id ${field.id})",
       directDictionary = LogicalType.isDictionary(field.logicalType), dictionaries)
 
   /** The reads that decoding rows [from, until) of the field will make, as
@@ -122,8 +117,8 @@ final class V2FileReader private (
           plan <- items
           base <- bases.flatMap(_.lift(p.index))
         } yield (first: Long, last: Long) => plan(base + first, base + last)).getOrElse((_, _) => Nil)
-        decoder(source, field, col, p).plan(math.max(from, p.firstItem) - p.firstItem,
-          math.min(until, p.endItem) - p.firstItem, listItems, dictionaryItems)
+        p.plan(math.max(from, p.first) - p.first, math.min(until, p.end) - p.first,
+          context(source, field, col, p), listItems, dictionaryItems)
       }
     }
 
@@ -150,7 +145,7 @@ final class V2FileReader private (
   }
 
   /** Decoded slices of a column's items [from, until). */
-  private def slices(field: LanceField, col: ColumnInfo, from: Long, until: Long): Vector[Slice] = {
+  private def slices(field: LanceField, col: V20Column, from: Long, until: Long): Vector[Slice] = {
     if (until <= from) return Vector.empty
     val input = batchInput
     if (until > col.numItems)
@@ -159,9 +154,9 @@ final class V2FileReader private (
     val where = s"column ${col.index} (field '${field.name}', id ${field.id})"
     col.pagesOverlapping(from, until).map { p =>
       decodedPages += 1
-      val s = math.max(from, p.firstItem)
-      val e = math.min(until, p.endItem)
-      val block = decoder(input, field, col, p).decode(s - p.firstItem, e - p.firstItem)
+      val s = math.max(from, p.first)
+      val e = math.min(until, p.end)
+      val block = p.decode(s - p.first, e - p.first, context(input, field, col, p))
       if (block.length != e - s) fail(s"$where page ${p.index}: decoded ${block.length} items, expected ${e - s}")
       Slice(block, 0, e - s)
     }
@@ -279,26 +274,19 @@ final class V2FileReader private (
   }
 }
 
-object V2FileReader {
+object V20FileReader {
 
   /** A data file of a dataset: `schema` is the dataset's, `fieldColumns` the
     * manifest's field id -> column index mapping. */
-  def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int]): V2FileReader =
-    new V2FileReader(source, footerOrClose(source), Some(schema), Some(fieldColumns))
+  def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int]): V20FileReader =
+    new V20FileReader(container(source), Some(schema), Some(fieldColumns))
 
   /** A standalone file: schema and column mapping (depth first) from the file. */
-  def openStandalone(source: RandomAccessSource): V2FileReader =
-    new V2FileReader(source, footerOrClose(source), None, None)
+  def openStandalone(source: RandomAccessSource): V20FileReader = new V20FileReader(container(source), None, None)
 
-  /** The checked footer; the source is closed if the file is refused. */
-  private def footerOrClose(source: RandomAccessSource): Footer =
-    try checkVersion(source, Footer.read(source))
-    catch { case e: Throwable => try source.close() catch { case _: Throwable => () }; throw e }
+  /** Whether a footer is 2.0's (0.3 in older files). */
+  def isV20(f: Footer): Boolean = (f.major == 0 && f.minor == 3) || (f.major == 2 && f.minor == 0)
 
-  private def checkVersion(source: RandomAccessSource, f: Footer): Footer = {
-    if (!(f.major == 0 && f.minor == 3) && !(f.major == 2 && f.minor == 0))
-      throw LanceFormatException(source.path,
-        s"file version ${f.versionName} (footer ${f.major}.${f.minor}) is not 2.0; this reader only reads 2.0 files")
-    f
-  }
+  private def container(source: RandomAccessSource): FileContainer =
+    FileContainer.open(source, isV20, "2.0; this reader only reads 2.0 files")
 }

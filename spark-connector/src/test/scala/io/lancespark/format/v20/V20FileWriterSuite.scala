@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.v20
 
 import java.math.BigDecimal
 import java.nio.charset.StandardCharsets.UTF_8
@@ -17,12 +17,14 @@ import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
+import io.lancespark.format.file.ColumnMetadataReader
 import io.lancespark.format.input.LocalFileSource
+import io.lancespark.format.stats.{PageStatistics, StatsStore}
 import io.lancespark.proto.file.{Encoding => PbEncoding}
 
-class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
+class V20FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
   import ArrowCompare.{firstMismatch, values}
-  import V2FileWriterSuite._
+  import V20FileWriterSuite._
 
   private val allocator = new RootAllocator()
   private val tmp: Path = Files.createTempDirectory("v2writer")
@@ -57,11 +59,11 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
     try body(vs) finally vs.foreach(_.close())
 
   private def writeFile(name: String, schema: LanceSchema, batches: Seq[Seq[FieldVector]],
-                        maxRows: Int = V2FileWriter.DefaultMaxRowsPerPage,
-                        maxBytes: Long = V2FileWriter.DefaultMaxPageBytes,
+                        maxRows: Int = V20FileWriter.DefaultMaxRowsPerPage,
+                        maxBytes: Long = V20FileWriter.DefaultMaxPageBytes,
                         dir: Path = tmp, statistics: Boolean = true): (Path, WrittenFile) = {
     val p = dir.resolve(s"$name.lance")
-    val w = new V2FileWriter(Files.newOutputStream(p), p.toString, schema, maxRows, maxBytes, statistics, allocator)
+    val w = new V20FileWriter(Files.newOutputStream(p), p.toString, schema, maxRows, maxBytes, statistics, allocator)
     try {
       batches.foreach(w.write)
       val wf = w.finish()
@@ -71,7 +73,7 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   private def readBack(p: Path): (LanceSchema, Seq[FieldVector]) = {
-    val r = V2FileReader.openStandalone(new LocalFileSource(p))
+    val r = V20FileReader.openStandalone(new LocalFileSource(p))
     try {
       assert(r.footer.versionName == "2.0")
       (r.fileSchema, r.read(r.fileSchema.fields, 0, r.numRows, allocator))
@@ -251,15 +253,15 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("every type round-trips, one batch, default pages") {
     val s = LanceSchema.fromArrow(richArrow)
-    roundTrip("rich_one_batch", s, richColumns(3000, 1), 3000, V2FileWriter.DefaultMaxRowsPerPage,
-      V2FileWriter.DefaultMaxPageBytes, pylance = true)
+    roundTrip("rich_one_batch", s, richColumns(3000, 1), 3000, V20FileWriter.DefaultMaxRowsPerPage,
+      V20FileWriter.DefaultMaxPageBytes, pylance = true)
   }
 
   test("every type round-trips with small pages, odd batches, lists spanning pages") {
     val s = LanceSchema.fromArrow(richArrow)
     val p = roundTrip("rich_small_pages", s, richColumns(5000, 2), 777, 300, 2048, pylance = true)
     // several pages per column, items of long lists spread over several pages
-    val r = V2FileReader.openStandalone(new LocalFileSource(p))
+    val r = V20FileReader.openStandalone(new LocalFileSource(p))
     try {
       val cols = new ColumnMetadataReader(new LocalFileSource(p), r.footer)
       val lstItem = s.allFields.indexWhere(lf => lf.name == "item" && lf.logicalType == "int64")
@@ -284,7 +286,7 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
   test("many tiny batches accumulate into pages; empty batches; an empty file") {
     val s = LanceSchema.fromArrow(richArrow)
     val p = roundTrip("rich_tiny_batches", s, richColumns(400, 3), 7, 100, 1 << 20)
-    val r = V2FileReader.openStandalone(new LocalFileSource(p))
+    val r = V20FileReader.openStandalone(new LocalFileSource(p))
     try assert(new ColumnMetadataReader(new LocalFileSource(p), r.footer).column(1).pages.size == 4)
     finally r.close()
     // empty batches and no rows at all
@@ -304,7 +306,7 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
       f("id", int(32)), list("l", f("item", ArrowType.Struct.INSTANCE, f("x", int(32)))))))
     withVectors(vectors(s, Seq(IndexedSeq(1, 2), IndexedSeq(Seq(Map("x" -> 1)), Seq(null))))) { vs =>
       val p = tmp.resolve("nullstruct.lance")
-      val w = new V2FileWriter(Files.newOutputStream(p), p.toString, s)
+      val w = new V20FileWriter(Files.newOutputStream(p), p.toString, s)
       try {
         val e = intercept[LanceFormatException](w.write(vs))
         assert(e.getMessage.contains("'l.item'") && e.getMessage.contains("null struct"), e.getMessage)
@@ -317,7 +319,7 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
     val other = LanceSchema.fromArrow(new Schema(java.util.List.of(f("a", int(64)))))
     withVectors(vectors(other, Seq(IndexedSeq(1L)))) { vs =>
       val p = tmp.resolve("mismatch.lance")
-      val w = new V2FileWriter(Files.newOutputStream(p), p.toString, s)
+      val w = new V20FileWriter(Files.newOutputStream(p), p.toString, s)
       try assert(intercept[LanceFormatException](w.write(vs)).getMessage.contains("'a'"))
       finally w.close()
     }
@@ -327,7 +329,7 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private def statsOf(p: Path): PageStatistics = {
     val src = new LocalFileSource(p)
-    try PageStatistics.read(src, allocator).getOrElse(fail("no statistics"))
+    try StatsStore.read(src, allocator).getOrElse(fail("no statistics"))
     finally src.close()
   }
 
@@ -438,7 +440,7 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
       val (p, _) = writeFile("no_stats", s, Seq(vs), maxRows = 100, dir = pylanceDir, statistics = false)
       writeIpc(pylanceDir.resolve("no_stats.arrow"), vs)
       val src = new LocalFileSource(p)
-      try assert(PageStatistics.read(src, allocator).isEmpty) finally src.close()
+      try assert(StatsStore.read(src, allocator).isEmpty) finally src.close()
       val (p2, _) = writeFile("with_stats", s, Seq(vs), maxRows = 100, dir = pylanceDir)
       writeIpc(pylanceDir.resolve("with_stats.arrow"), vs)
       pylanceReads("no_stats")
@@ -449,7 +451,7 @@ class V2FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 }
 
-object V2FileWriterSuite {
+object V20FileWriterSuite {
 
   lazy val repoRoot: Path = {
     var d = Path.of("").toAbsolutePath

@@ -1,10 +1,13 @@
-package io.lancespark.format.v2
+package io.lancespark.format.v20
 
 import com.google.protobuf.ByteString
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.LanceFormatException
+import io.lancespark.format.arrow.DictionaryCache
+import io.lancespark.format.file.{ColumnMeta, PageMeta, Region}
 import io.lancespark.format.input.LocalFileSource
+import io.lancespark.format.v20.codec.PageContext
 import io.lancespark.proto.encodings._
 
 /** Encodings Lance 2.0 writers do not produce (or this reader does not
@@ -19,11 +22,12 @@ class UnsupportedEncodingSuite extends AnyFunSuite {
   private def refuse(enc: ArrayEncoding, expected: String): Unit = {
     val src = new LocalFileSource(file)
     try {
-      val page = PageInfo(0, Vector(Region(0, 4096)), 10, 0, 0, enc)
-      val col = ColumnInfo(5, Vector(page), Vector.empty)
-      val e = intercept[LanceFormatException] {
-        new PageDecoder(src, col, page, Vector.empty, "column 5 (field 'x', id 7)", directDictionary = false).decode(0, 10)
-      }
+      val meta = PageMeta(0, Vector(Region(0, 4096)), 10, 0, 0, V20Column.EncodingType, enc.toByteString)
+      val col = V20Column(ColumnMeta(5, Vector(meta), Vector.empty), src.path)
+      val page = col.pages.head
+      val ctx = new PageContext(src, meta.buffers, Vector.empty, Vector.empty, 5, 0, "column 5 (field 'x', id 7)",
+        directDictionary = false, new DictionaryCache)
+      val e = intercept[LanceFormatException](page.decode(0, 10, ctx))
       assert(e.getMessage.contains(file.toString), e.getMessage)
       assert(e.getMessage.contains("column 5"), e.getMessage)
       assert(e.getMessage.contains(expected), e.getMessage)
@@ -54,7 +58,7 @@ class UnsupportedEncodingSuite extends AnyFunSuite {
 
   test("a 2.1 file is refused by the 2.0 reader, naming the path and version") {
     val p = fixtures.resolve("v2_other_versions").resolve("v2_1.lance")
-    val e = intercept[LanceFormatException](V2FileReader.openStandalone(new LocalFileSource(p)))
+    val e = intercept[LanceFormatException](V20FileReader.openStandalone(new LocalFileSource(p)))
     assert(e.getMessage.contains(p.toString) && e.getMessage.contains("2.1"), e.getMessage)
   }
 }

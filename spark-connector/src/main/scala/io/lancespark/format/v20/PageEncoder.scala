@@ -1,114 +1,16 @@
-package io.lancespark.format.v2
+package io.lancespark.format.v20
 
 import org.apache.arrow.memory.ArrowBuf
 import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BitVector, FieldVector}
 import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector}
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
+import io.lancespark.format.file.{BitBuilder, ByteBuilder}
+import io.lancespark.format.stats.PageValues
 import io.lancespark.proto.encodings.{ArrayEncoding, Binary, Buffer => PbBuffer, FixedSizeList, Flat, Nullable, SimpleStruct}
 import io.lancespark.proto.encodings.{List => PbList}
 
-/** A growable byte array (little-endian appends). */
-private[v2] final class ByteBuilder(initial: Int = 1024) {
-  var arr: Array[Byte] = new Array[Byte](math.max(initial, 16))
-  var size: Int = 0
-
-  def clear(): Unit = size = 0
-
-  def ensure(extra: Long): Unit = {
-    val need = size + extra
-    if (need > Int.MaxValue - 64) throw new LanceFormatException(s"a page buffer of $need bytes is too large")
-    if (need > arr.length) {
-      val n = math.min(math.max(need, arr.length.toLong * 2), Int.MaxValue - 64L).toInt
-      arr = java.util.Arrays.copyOf(arr, n)
-    }
-  }
-
-  /** Bulk copy of `len` bytes of `src` from `index`. */
-  def append(src: ArrowBuf, index: Long, len: Long): Unit = if (len > 0) {
-    ensure(len)
-    src.getBytes(index, arr, size, len.toInt)
-    size += len.toInt
-  }
-
-  def putLong(v: Long): Unit = {
-    ensure(8)
-    var i = 0
-    while (i < 8) { arr(size + i) = (v >>> (8 * i)).toByte; i += 1 }
-    size += 8
-  }
-
-  def getLong(i: Int): Long = {
-    var v = 0L
-    var k = 7
-    while (k >= 0) { v = (v << 8) | (arr(8 * i + k) & 0xffL); k -= 1 }
-    v
-  }
-}
-
-/** A growable LSB-first bitmap. */
-private[v2] final class BitBuilder {
-  var arr: Array[Byte] = new Array[Byte](128)
-  var bits: Long = 0
-
-  def clear(): Unit = { java.util.Arrays.fill(arr, 0, byteSize, 0.toByte); bits = 0 }
-  def byteSize: Int = ((bits + 7) >>> 3).toInt
-  def get(i: Long): Boolean = ((arr((i >>> 3).toInt) >>> (i & 7).toInt) & 1) != 0
-
-  private def ensure(extraBits: Long): Unit = {
-    val need = (bits + extraBits + 7) >>> 3
-    if (need > Int.MaxValue - 64) throw new LanceFormatException(s"a bitmap of ${bits + extraBits} bits is too large")
-    if (need > arr.length) arr = java.util.Arrays.copyOf(arr, math.min(math.max(need, arr.length.toLong * 2), Int.MaxValue - 64L).toInt)
-  }
-
-  /** Appends `count` bits of `src` from bit `from`; returns how many are set.
-    * Byte-aligned runs are bulk copies. */
-  def append(src: ArrowBuf, from: Long, count: Long): Long = {
-    ensure(count)
-    var done = 0L
-    if ((bits & 7) == 0 && (from & 7) == 0 && count >= 8) {
-      val whole = count >>> 3
-      src.getBytes(from >>> 3, arr, (bits >>> 3).toInt, whole.toInt)
-      done = whole << 3
-    }
-    while (done < count) {
-      val b = from + done
-      if (((src.getByte(b >>> 3) >>> (b & 7).toInt) & 1) != 0) setBit(bits + done)
-      done += 1
-    }
-    val start = bits
-    bits += count
-    countOnes(start, bits)
-  }
-
-  def appendOnes(count: Long): Unit = {
-    ensure(count)
-    var i = 0L
-    while (i < count) { setBit(bits + i); i += 1 }
-    bits += count
-  }
-
-  def appendBit(v: Boolean): Unit = { ensure(1); if (v) setBit(bits); bits += 1 }
-
-  private def setBit(i: Long): Unit = {
-    val k = (i >>> 3).toInt
-    arr(k) = (arr(k) | (1 << (i & 7).toInt)).toByte
-  }
-
-  /** Set bits in [from, until). */
-  def countOnes(from: Long, until: Long): Long = {
-    var n = 0L
-    var i = from
-    while (i < until && (i & 7) != 0) { if (get(i)) n += 1; i += 1 }
-    while (i + 8 <= until) { n += Integer.bitCount(arr((i >>> 3).toInt) & 0xff); i += 8 }
-    while (i < until) { if (get(i)) n += 1; i += 1 }
-    n
-  }
-}
-
-/** Where finished pages go: the file writer writes each buffer (64-byte
-  * aligned) and records the page in the column's metadata. */
-private[v2] trait PageSink {
+private[v20] trait PageSink {
   def maxRowsPerPage: Int
   def maxPageBytes: Long
   /** Writes a page; buffers are (bytes, length) pairs; returns the page index. */
@@ -117,7 +19,7 @@ private[v2] trait PageSink {
 }
 
 /** Builders of the 2.0 ("legacy") array encodings, as pylance writes them. */
-private[v2] object Encodings {
+private[v20] object Encodings {
   def flat(bits: Long, buffer: Int): ArrayEncoding = ArrayEncoding.newBuilder()
     .setFlat(Flat.newBuilder().setBitsPerValue(bits)
       .setBuffer(PbBuffer.newBuilder().setBufferIndex(buffer).setBufferType(PbBuffer.BufferType.page)))
@@ -155,7 +57,7 @@ private[v2] object Encodings {
   * batches and writes a page whenever the page reaches the row or byte limit.
   * `rowOf(i)` maps index i of the vector being appended to its top-level row
   * (a page's priority is the top-level row of its first item). */
-private[v2] sealed abstract class ColumnEncoder(val field: LanceField, val column: Int, sink: PageSink) {
+private[v20] sealed abstract class ColumnEncoder(val field: LanceField, val column: Int, sink: PageSink) {
   protected var rows: Long = 0
   protected var priority: Long = 0
   var pagesWritten: Int = 0
@@ -176,7 +78,7 @@ private[v2] sealed abstract class ColumnEncoder(val field: LanceField, val colum
 /** A struct column: `struct{}` pages hold only a length. pylance 14 reads
   * struct columns of exactly one page, so the whole column is one page,
   * written at the end (priority 0, its first row). */
-private[v2] final class StructEncoder(field: LanceField, column: Int, sink: PageSink)
+private[v20] final class StructEncoder(field: LanceField, column: Int, sink: PageSink)
     extends ColumnEncoder(field, column, sink) {
   def append(from: Int, until: Int): Unit = rows += until - from
   def flush(): Unit = if (rows > 0) emit(Nil, Encodings.struct)
@@ -186,7 +88,7 @@ private[v2] final class StructEncoder(field: LanceField, column: Int, sink: Page
   * page's first item (no leading 0), null lists as end + null_offset_adjustment
   * (= num_items + 1), and the number of items the page references. Items are
   * encoded by the item column, paginated independently. */
-private[v2] final class ListEncoder(field: LanceField, column: Int, sink: PageSink)
+private[v20] final class ListEncoder(field: LanceField, column: Int, sink: PageSink)
     extends ColumnEncoder(field, column, sink) {
   private val ends = new ByteBuilder()
   private val validity = new BitBuilder
@@ -243,17 +145,20 @@ private[v2] final class ListEncoder(field: LanceField, column: Int, sink: PageSi
   * its values and, for variable-width columns, the end offset of every value
   * (relative to the page, no leading 0, nulls not adjusted). The statistics
   * collector reads these. */
-private[v2] final class LeafPage(
+private[v20] final class LeafPage(
     val rows: Int,
     val nullCount: Long,
     val validity: BitBuilder,
     val values: Array[Byte],
     val valuesSize: Int,
-    val ends: ByteBuilder)
+    val ends: ByteBuilder) extends PageValues {
+  def isValid(i: Int): Boolean = validity.get(i)
+  def end(i: Int): Long = ends.getLong(i)
+}
 
 /** A leaf column: fixed-width values (1-bit booleans), fixed-size lists of
   * fixed-width items, or variable-width strings/binaries. */
-private[v2] final class LeafEncoder(
+private[v20] final class LeafEncoder(
     field: LanceField,
     column: Int,
     sink: PageSink,

@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.file
 
 import scala.jdk.CollectionConverters._
 
@@ -6,64 +6,57 @@ import com.google.protobuf.{Any => PbAny, ByteString, InvalidProtocolBufferExcep
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.RandomAccessSource
-import io.lancespark.proto.encodings.{ArrayEncoding, ColumnEncoding}
+import io.lancespark.proto.encodings.ColumnEncoding
 import io.lancespark.proto.file2.{ColumnMetadata, Encoding}
 
-/** One page of a column: its buffers, how many items it holds, where it starts
-  * in the column's item space, and its (already unwrapped) encoding. */
-final case class PageInfo(
+/** One page of a column as the column metadata describes it, in any 2.x file
+  * version: its buffers, its length (items in 2.0, rows in 2.1+), where it
+  * starts in the column, and its encoding message, unwrapped from its
+  * `google.protobuf.Any` (`encodingType` is the message's full name). Each
+  * file version parses the encoding it expects. */
+final case class PageMeta(
     index: Int,
     buffers: Vector[Region],
     length: Long,
-    firstItem: Long,
+    first: Long,
     priority: Long,
-    encoding: ArrayEncoding) {
-  def endItem: Long = firstItem + length
+    encodingType: String,
+    encoding: ByteString) {
+  def end: Long = first + length
 }
 
-/** The metadata of one column, pages in item order. */
-final case class ColumnInfo(index: Int, pages: Vector[PageInfo], buffers: Vector[Region]) {
-  def numItems: Long = pages.lastOption.fold(0L)(_.endItem)
+/** The metadata of one column, pages in order. */
+final case class ColumnMeta(index: Int, pages: Vector[PageMeta], buffers: Vector[Region]) {
+  def length: Long = pages.lastOption.fold(0L)(_.end)
 
-  /** Pages overlapping [from, until) of the column's item space (binary search). */
-  def pagesOverlapping(from: Long, until: Long): Vector[PageInfo] = {
+  /** The non-empty pages overlapping [from, until) (binary search). */
+  def pagesOverlapping(from: Long, until: Long): Vector[PageMeta] = {
     if (until <= from) return Vector.empty
-    // first page whose end is past `from`
     var lo = 0
     var hi = pages.size
     while (lo < hi) {
       val mid = (lo + hi) >>> 1
-      if (pages(mid).endItem <= from) lo = mid + 1 else hi = mid
+      if (pages(mid).end <= from) lo = mid + 1 else hi = mid
     }
-    pages.iterator.drop(lo).takeWhile(_.firstItem < until).filter(_.length > 0).toVector
-  }
-
-  /** For a list column: where each page's referenced items start in the item
-    * column (the sum of the earlier pages' `num_items`); None if a page is not
-    * a list page. */
-  lazy val listItemBases: Option[Vector[Long]] = {
-    val counts = pages.map(p => PageDecoder.listItems(p.encoding))
-    if (counts.exists(_.isEmpty)) None
-    else Some(counts.flatten.scanLeft(0L)(_ + _).dropRight(1))
+    pages.iterator.drop(lo).takeWhile(_.first < until).filter(_.length > 0).toVector
   }
 }
 
-/** Reads and parses column metadata; encodings in the metadata are serialized
-  * `google.protobuf.Any` messages that this unwraps. */
+/** Reads and parses the column metadata of a 2.x file, each column once. */
 final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer) {
   private val path = source.path
   private lazy val table: Vector[Region] =
     Footer.readRegions(source, footer.columnMetadataTablePos, footer.numColumns, "column metadata")
-  private val cache = scala.collection.mutable.Map.empty[Int, ColumnInfo]
+  private val cache = scala.collection.mutable.Map.empty[Int, ColumnMeta]
 
-  /** A column's metadata, loaded once (the read pool plans list items from it too). */
-  def column(index: Int): ColumnInfo = {
+  /** A column's metadata, loaded once (safe to call from the read pool). */
+  def column(index: Int): ColumnMeta = {
     if (index < 0 || index >= footer.numColumns)
       throw LanceFormatException(path, s"column $index does not exist (the file has ${footer.numColumns} columns)")
     cache.synchronized(cache.getOrElseUpdate(index, load(index)))
   }
 
-  private def load(index: Int): ColumnInfo = {
+  private def load(index: Int): ColumnMeta = {
     val region = table(index)
     val bytes = source.read(region.position, region.size)
     val meta =
@@ -79,12 +72,12 @@ final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer) {
     val pages = meta.getPagesList.asScala.zipWithIndex.map { case (p, i) =>
       val pw = s"$where page $i"
       val bufs = regions(p.getBufferOffsetsList.asScala, p.getBufferSizesList.asScala, pw)
-      val enc = arrayEncoding(p.getEncoding, pw)
-      val info = PageInfo(i, bufs, p.getLength, start, p.getPriority, enc)
+      val (typeName, body) = unwrapAny(encodingBytes(p.getEncoding, pw), pw)
+      val info = PageMeta(i, bufs, p.getLength, start, p.getPriority, typeName, body)
       start += p.getLength
       info
     }.toVector
-    ColumnInfo(index, pages, colBuffers)
+    ColumnMeta(index, pages, colBuffers)
   }
 
   private def regions(offs: Iterable[java.lang.Long], sizes: Iterable[java.lang.Long], where: String): Vector[Region] = {
@@ -103,39 +96,30 @@ final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer) {
     case Encoding.LocationCase.DIRECT => enc.getDirect.getEncoding
     case Encoding.LocationCase.INDIRECT =>
       val d = enc.getIndirect
-      val b = source.read(d.getBufferLocation, d.getBufferLength)
-      ByteString.copyFrom(b)
+      if (d.getBufferLocation < 0 || d.getBufferLength < 0 || d.getBufferLocation + d.getBufferLength > source.size)
+        throw LanceFormatException(path, s"$where: encoding description lies outside the file")
+      ByteString.copyFrom(source.read(d.getBufferLocation, d.getBufferLength))
     case other => throw LanceFormatException(path, s"$where: no encoding (location $other)")
   }
 
-  private def unwrapAny(bytes: ByteString, expectedType: String, where: String): ByteString = {
+  /** The full message name and body of a serialized `google.protobuf.Any`. */
+  private def unwrapAny(bytes: ByteString, where: String): (String, ByteString) = {
     val any =
       try PbAny.parseFrom(bytes)
       catch {
         case e: InvalidProtocolBufferException =>
           throw LanceFormatException(path, s"$where: corrupt encoding description", e)
       }
-    val typeName = any.getTypeUrl.substring(any.getTypeUrl.lastIndexOf('/') + 1)
-    if (typeName != expectedType)
-      throw LanceFormatException(path,
-        s"$where: unsupported encoding message '${any.getTypeUrl}' (expected $expectedType; " +
-          s"is this a file version this reader does not support?)")
-    any.getValue
-  }
-
-  private def arrayEncoding(enc: Encoding, where: String): ArrayEncoding = {
-    val body = unwrapAny(encodingBytes(enc, where), "lance.encodings.ArrayEncoding", where)
-    try ArrayEncoding.parseFrom(body)
-    catch {
-      case e: InvalidProtocolBufferException =>
-        throw LanceFormatException(path, s"$where: corrupt ArrayEncoding", e)
-    }
+    (any.getTypeUrl.substring(any.getTypeUrl.lastIndexOf('/') + 1), any.getValue)
   }
 
   private def checkColumnEncoding(enc: Encoding, where: String): Unit = {
     if (enc.getLocationCase == Encoding.LocationCase.NONE ||
         enc.getLocationCase == Encoding.LocationCase.LOCATION_NOT_SET) return
-    val body = unwrapAny(encodingBytes(enc, where), "lance.encodings.ColumnEncoding", where)
+    val (typeName, body) = unwrapAny(encodingBytes(enc, where), where)
+    if (typeName != ColumnMetadataReader.ColumnEncodingType)
+      throw LanceFormatException(path,
+        s"$where: unsupported column encoding message '$typeName' (expected ${ColumnMetadataReader.ColumnEncodingType})")
     val ce =
       try ColumnEncoding.parseFrom(body)
       catch {
@@ -148,4 +132,8 @@ final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer) {
         throw LanceFormatException(path, s"$where: unsupported column encoding '$other' (only plain values are supported)")
     }
   }
+}
+
+object ColumnMetadataReader {
+  val ColumnEncodingType = "lance.encodings.ColumnEncoding"
 }

@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.arrow
 
 import java.nio.ByteBuffer
 
@@ -10,11 +10,11 @@ import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVect
 import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector, StructVector}
 import org.apache.arrow.vector.ipc.message.ArrowFieldNode
 
-import io.lancespark.format.v2.Block._
+import io.lancespark.format.arrow.Block._
 
 /** Fills Arrow vectors from decoded page slices: builds each vector's buffers
   * (values with bulk copies) and hands them over with `loadFieldBuffers`. */
-private[v2] final class VectorLoader(allocator: BufferAllocator, fail: String => Nothing) {
+private[format] final class VectorLoader(allocator: BufferAllocator, fail: String => Nothing) {
 
   /** Buffers allocated for one vector; closed if anything fails before they
     * are handed to the vector. */

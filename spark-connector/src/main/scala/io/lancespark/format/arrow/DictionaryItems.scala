@@ -1,25 +1,25 @@
-package io.lancespark.format.v2
+package io.lancespark.format.arrow
 
 import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import io.lancespark.format.v2.Block._
+import io.lancespark.format.arrow.Block._
 
 /** The decoded items of one dictionary page, ready for lookups: `remap(raw)`
   * is the item a stored index `raw` stands for, or -1 for null (index 0 when
   * the writer reserves it for null, or an item that is itself null). */
-private[v2] final class DictionaryItems(val remap: Array[Int], val values: DictionaryValues)
+private[format] final class DictionaryItems(val remap: Array[Int], val values: DictionaryValues)
 
-private[v2] sealed trait DictionaryValues
+private[format] sealed trait DictionaryValues
 /** Item k is bytes [offsets(k), offsets(k + 1)) of `bytes`. */
-private[v2] final case class VarValues(offsets: Array[Long], bytes: Array[Byte]) extends DictionaryValues
+private[format] final case class VarValues(offsets: Array[Long], bytes: Array[Byte]) extends DictionaryValues
 /** Item k is bytes [k * width, (k + 1) * width) of `bytes`. */
-private[v2] final case class FixedValues(width: Int, bytes: Array[Byte]) extends DictionaryValues
+private[format] final case class FixedValues(width: Int, bytes: Array[Byte]) extends DictionaryValues
 /** Every item is null. */
-private[v2] case object AllNullValues extends DictionaryValues
+private[format] case object AllNullValues extends DictionaryValues
 
-private[v2] object DictionaryItems {
+private[format] object DictionaryItems {
 
   /** From the decoded items block; `shift` is 1 when index 0 means null. */
   def apply(itemValidity: Option[Bits], items: Block, numItems: Int, shift: Int,
@@ -93,12 +93,12 @@ final class DictionaryCache {
   private val byColumn = mutable.LongMap.empty[Entry]
 
   /** Whether the dictionary of this page is the one cached for its column. */
-  private[v2] def has(column: Int, page: Int): Boolean = {
+  private[format] def has(column: Int, page: Int): Boolean = {
     val cached = byColumn.getOrNull(column.toLong)
     cached != null && cached.page == page
   }
 
-  private[v2] def apply(column: Int, page: Int)(load: => DictionaryItems): DictionaryItems = {
+  private[format] def apply(column: Int, page: Int)(load: => DictionaryItems): DictionaryItems = {
     val cached = byColumn.getOrNull(column.toLong)
     if (cached != null && cached.page == page) cached.items
     else {

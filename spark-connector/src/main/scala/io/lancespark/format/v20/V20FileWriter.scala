@@ -1,4 +1,4 @@
-package io.lancespark.format.v2
+package io.lancespark.format.v20
 
 import java.io.OutputStream
 
@@ -12,11 +12,13 @@ import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVecto
 import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
+import io.lancespark.format.file.{Footer, PositionedOutput}
+import io.lancespark.format.stats.{PageStatistics, StatsCollector, StatsStore, StatsValues}
 import io.lancespark.proto.encodings.{ArrayEncoding, ColumnEncoding}
 import io.lancespark.proto.file.{FileDescriptor, Schema => PbSchema}
 import io.lancespark.proto.file2.{ColumnMetadata, DirectEncoding, Encoding}
 
-/** What [[V2FileWriter.finish]] wrote: rows, the field ids (depth first) and
+/** What [[V20FileWriter.finish]] wrote: rows, the field ids (depth first) and
   * the column each is stored in (for a manifest's DataFile), file size. */
 final case class WrittenFile(numRows: Long, fieldIds: Vector[Int], columnIndices: Vector[Int], sizeBytes: Long)
 
@@ -31,12 +33,12 @@ final case class WrittenFile(numRows: Long, fieldIds: Vector[Int], columnIndices
   * they reach `maxRowsPerPage` rows or `maxPageBytes` bytes. The writer owns
   * `out`: `finish` writes the metadata and closes it; `close` without `finish`
   * closes it without writing the footer (an unusable file to delete). */
-final class V2FileWriter(
+final class V20FileWriter(
     out: OutputStream,
     val path: String,
     val schema: LanceSchema,
-    val maxRowsPerPage: Int = V2FileWriter.DefaultMaxRowsPerPage,
-    val maxPageBytes: Long = V2FileWriter.DefaultMaxPageBytes,
+    val maxRowsPerPage: Int = V20FileWriter.DefaultMaxRowsPerPage,
+    val maxPageBytes: Long = V20FileWriter.DefaultMaxPageBytes,
     statistics: Boolean = true,
     allocator: BufferAllocator = null)
     extends AutoCloseable {
@@ -49,7 +51,7 @@ final class V2FileWriter(
   private val fields: Vector[LanceField] = schema.allFields
   private val columnOf: Map[Int, Int] = fields.zipWithIndex.map { case (f, i) => f.id -> i }.toMap
 
-  private val pos = new PositionedOutput(out)
+  private val pos = new PositionedOutput(out, V20FileWriter.Alignment)
   private val pages = Vector.fill(fields.size)(ArrayBuffer.empty[ColumnMetadata.Page])
   private var rowsWritten = 0L
   private var state: String = "open" // open | failed | finished | closed
@@ -59,16 +61,16 @@ final class V2FileWriter(
     def walk(f: LanceField): Vector[LanceField] =
       if (f.isStruct) f.children.flatMap(walk)
       else if (f.isList || f.isFixedSizeList) Vector.empty
-      else if (PageStatistics.kindOf(f.arrowType).isDefined) Vector(f) else Vector.empty
+      else if (StatsValues.kindOf(f.arrowType).isDefined) Vector(f) else Vector.empty
     schema.fields.flatMap(walk)
   }
-  private val statsKinds: Map[Int, PageStatistics.Kind] =
-    statsFields.map(f => f.id -> PageStatistics.kindOf(f.arrowType).get).toMap
-  private val stats = ArrayBuffer.empty[PageStatistics.RawStat]
+  private val statsKinds: Map[Int, StatsValues.Kind] =
+    statsFields.map(f => f.id -> StatsValues.kindOf(f.arrowType).get).toMap
+  private val stats = ArrayBuffer.empty[StatsCollector.RawStat]
 
   private val sink = new PageSink {
-    def maxRowsPerPage: Int = V2FileWriter.this.maxRowsPerPage
-    def maxPageBytes: Long = V2FileWriter.this.maxPageBytes
+    def maxRowsPerPage: Int = V20FileWriter.this.maxRowsPerPage
+    def maxPageBytes: Long = V20FileWriter.this.maxPageBytes
     def emitPage(column: Int, buffers: Seq[(Array[Byte], Int)], length: Long,
                  encoding: ArrayEncoding, priority: Long): Int = {
       val p = ColumnMetadata.Page.newBuilder().setLength(length).setPriority(priority)
@@ -85,8 +87,8 @@ final class V2FileWriter(
 
   private def onLeafPage(enc: LeafEncoder, pageIndex: Int, firstRow: Long, page: LeafPage): Unit =
     statsKinds.get(enc.field.id).foreach { kind =>
-      val (nulls, mn, mx) = PageStatistics.collect(kind, page)
-      stats += PageStatistics.RawStat(enc.column, enc.field.id, pageIndex, firstRow, page.rows, nulls, mn, mx)
+      val (nulls, mn, mx) = StatsCollector.collect(kind, page)
+      stats += StatsCollector.RawStat(enc.column, enc.field.id, pageIndex, firstRow, page.rows, nulls, mn, mx)
     }
 
   private val encoders: Vector[ColumnEncoder] = fields.zipWithIndex.map { case (f, i) =>
@@ -191,7 +193,7 @@ final class V2FileWriter(
       if (statsFields.nonEmpty) {
         val alloc = if (allocator != null) allocator else new RootAllocator()
         val ipc =
-          try PageStatistics.toIpc(statsFields, stats.toSeq, alloc)
+          try StatsStore.toIpc(statsFields, stats.toSeq, alloc)
           finally if (allocator == null) alloc.close()
         globals += ((pos.writeAligned(ipc, ipc.length), ipc.length.toLong))
         metadata += PageStatistics.BufferKey -> ByteString.copyFromUtf8((globals.size - 1).toString)
@@ -235,38 +237,8 @@ final class V2FileWriter(
     Encoding.newBuilder().setDirect(DirectEncoding.newBuilder().setEncoding(any.toByteString)).build()
 }
 
-object V2FileWriter {
+object V20FileWriter {
   val DefaultMaxRowsPerPage: Int = 8192
   val DefaultMaxPageBytes: Long = 8L * 1024 * 1024
   val Alignment = 64
-}
-
-/** An output stream that knows its position; little-endian scalars; pads
-  * with zeros to 64-byte boundaries before aligned buffers. */
-private[v2] final class PositionedOutput(out: OutputStream) {
-  private val buf = new java.io.BufferedOutputStream(out, 1 << 16)
-  private val scratch = new Array[Byte](8)
-  private val zeros = new Array[Byte](V2FileWriter.Alignment)
-  var position: Long = 0
-
-  def write(bytes: Array[Byte], len: Int): Unit = { buf.write(bytes, 0, len); position += len }
-
-  /** Pads to the alignment, writes, and returns where the bytes start. */
-  def writeAligned(bytes: Array[Byte], len: Int): Long = {
-    val pad = ((V2FileWriter.Alignment - position % V2FileWriter.Alignment) % V2FileWriter.Alignment).toInt
-    if (pad > 0) write(zeros, pad)
-    val at = position
-    write(bytes, len)
-    at
-  }
-
-  private def le(v: Long, n: Int): Unit = {
-    var i = 0
-    while (i < n) { scratch(i) = (v >>> (8 * i)).toByte; i += 1 }
-    write(scratch, n)
-  }
-  def writeLong(v: Long): Unit = le(v, 8)
-  def writeInt(v: Int): Unit = le(v.toLong, 4)
-  def writeShort(v: Int): Unit = le(v.toLong, 2)
-  def flush(): Unit = buf.flush()
 }

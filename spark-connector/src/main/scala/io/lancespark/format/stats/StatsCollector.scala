@@ -1,0 +1,204 @@
+package io.lancespark.format.stats
+
+import java.nio.charset.StandardCharsets
+
+import org.apache.arrow.memory.util.Float16
+
+import io.lancespark.format.stats.PageStatistics.MaxBoundBytes
+import io.lancespark.format.stats.StatsValues._
+
+/** The values of one written page, as statistics read them. */
+private[format] trait PageValues {
+  def rows: Int
+  def nullCount: Long
+  def isValid(i: Int): Boolean
+  /** Fixed-width values back to back (booleans as bits), or the bytes of variable-width ones. */
+  def values: Array[Byte]
+  /** The end of variable-width value i in `values`. */
+  def end(i: Int): Long
+}
+
+/** Computes the bounds of written pages. */
+private[format] object StatsCollector {
+  /** Statistics of one written page, bounds as raw little-endian values (or
+    * the bytes of strings/binaries; booleans as one byte 0/1); null = unknown. */
+  private[format] final case class RawStat(
+      columnIndex: Int, fieldId: Int, pageIndex: Int, firstRow: Long, numRows: Long,
+      nullCount: Long, min: Array[Byte], max: Array[Byte])
+
+
+
+  private[format] def collect(kind: Kind, page: PageValues): (Long, Array[Byte], Array[Byte]) = {
+    val n = page.rows
+    val vals = page.values
+    var minI = -1
+    var maxI = -1
+    kind match {
+      case IntKind(w, signed) =>
+        var lo = 0L; var hi = 0L
+        var i = 0
+        while (i < n) {
+          if (page.isValid(i)) {
+            val v = intAt(vals, i, w, signed)
+            if (minI < 0) { minI = i; maxI = i; lo = v; hi = v }
+            else if (signed) {
+              if (v < lo) { lo = v; minI = i }
+              if (v > hi) { hi = v; maxI = i }
+            } else {
+              if (java.lang.Long.compareUnsigned(v, lo) < 0) { lo = v; minI = i }
+              if (java.lang.Long.compareUnsigned(v, hi) > 0) { hi = v; maxI = i }
+            }
+          }
+          i += 1
+        }
+        if (minI < 0) {
+          val (mn, mx) =
+            if (signed) (leLong(Long.MinValue >> (64 - 8 * w), w), leLong(Long.MaxValue >>> (64 - 8 * w), w))
+            else (new Array[Byte](w), Array.fill[Byte](w)(-1))
+          (page.nullCount, mn, mx)
+        } else (page.nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
+
+      case FloatKind(w) =>
+        var lo = 0.0; var hi = 0.0
+        var i = 0
+        while (i < n) {
+          if (page.isValid(i)) {
+            val v = floatAt(vals, i, w)
+            if (!v.isNaN) {
+              if (minI < 0) { minI = i; maxI = i; lo = v; hi = v }
+              else {
+                if (v < lo) { lo = v; minI = i }
+                if (v > hi) { hi = v; maxI = i }
+              }
+            }
+          }
+          i += 1
+        }
+        def enc(d: Double): Array[Byte] = w match {
+          case 2 => leLong(Float16.toFloat16(d.toFloat).toLong, 2)
+          case 4 => leLong(java.lang.Float.floatToIntBits(d.toFloat).toLong, 4)
+          case _ => leLong(java.lang.Double.doubleToLongBits(d), 8)
+        }
+        if (minI < 0) (page.nullCount, enc(Double.NegativeInfinity), enc(Double.PositiveInfinity))
+        else {
+          val mn = if (lo == 0.0) enc(-0.0) else slice(vals, minI * w, w)
+          val mx = if (hi == 0.0) enc(0.0) else slice(vals, maxI * w, w)
+          (page.nullCount, mn, mx)
+        }
+
+      case DecimalKind(w, p) =>
+        var i = 0
+        while (i < n) {
+          if (page.isValid(i)) {
+            if (minI < 0) { minI = i; maxI = i }
+            else {
+              if (compareDecimal(vals, i, minI, w) < 0) minI = i
+              if (compareDecimal(vals, i, maxI, w) > 0) maxI = i
+            }
+          }
+          i += 1
+        }
+        if (minI < 0) {
+          val m = BigInt(10).pow(p) - 1
+          (page.nullCount, le(-m, w), le(m, w))
+        } else (page.nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
+
+      case BoolKind =>
+        var anyTrue = false; var anyFalse = false
+        var i = 0
+        while (i < n) {
+          if (page.isValid(i)) {
+            if (((vals(i >>> 3) >>> (i & 7)) & 1) != 0) anyTrue = true else anyFalse = true
+          }
+          i += 1
+        }
+        val mn: Byte = if (anyFalse || !anyTrue) 0 else 1
+        val mx: Byte = if (anyTrue || !anyFalse) 1 else 0
+        (page.nullCount, Array(mn), Array(mx))
+
+      case FixedBinaryKind(w) =>
+        var i = 0
+        while (i < n) {
+          if (page.isValid(i)) {
+            if (minI < 0) { minI = i; maxI = i }
+            else {
+              if (java.util.Arrays.compareUnsigned(vals, i * w, i * w + w, vals, minI * w, minI * w + w) < 0) minI = i
+              if (java.util.Arrays.compareUnsigned(vals, i * w, i * w + w, vals, maxI * w, maxI * w + w) > 0) maxI = i
+            }
+          }
+          i += 1
+        }
+        if (minI < 0) (page.nullCount, null, null)
+        else (page.nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
+
+      case VarKind(utf8) =>
+        def start(i: Int): Int = if (i == 0) 0 else page.end(i - 1).toInt
+        def end(i: Int): Int = page.end(i).toInt
+        var i = 0
+        while (i < n) {
+          if (page.isValid(i)) {
+            if (minI < 0) { minI = i; maxI = i }
+            else {
+              val s = start(i); val e = end(i)
+              if (java.util.Arrays.compareUnsigned(vals, s, e, vals, start(minI), end(minI)) < 0) minI = i
+              if (java.util.Arrays.compareUnsigned(vals, s, e, vals, start(maxI), end(maxI)) > 0) maxI = i
+            }
+          }
+          i += 1
+        }
+        if (minI < 0) (page.nullCount, null, null)
+        else {
+          val mn = slice(vals, start(minI), end(minI) - start(minI))
+          val mx = slice(vals, start(maxI), end(maxI) - start(maxI))
+          (page.nullCount, truncateMin(mn, utf8), truncateMax(mx, utf8))
+        }
+    }
+  }
+
+  /** Longest prefix of at most MaxBoundBytes bytes (whole UTF-8 characters
+    * when `utf8`): a lower bound of `v`. */
+  private[format] def truncateMin(v: Array[Byte], utf8: Boolean): Array[Byte] =
+    if (v.length <= MaxBoundBytes) v else java.util.Arrays.copyOf(v, prefixLength(v, utf8))
+
+  private def prefixLength(v: Array[Byte], utf8: Boolean): Int = {
+    var len = math.min(v.length, MaxBoundBytes)
+    // do not cut a UTF-8 character: back up over continuation bytes
+    if (utf8 && len < v.length) while (len > 0 && (v(len) & 0xc0) == 0x80) len -= 1
+    len
+  }
+
+  /** An upper bound of `v` of at most MaxBoundBytes bytes: `v` itself if
+    * short enough, else its prefix with the last byte (character, when `utf8`)
+    * that can be incremented incremented and what follows dropped; null if
+    * there is none. */
+  private[format] def truncateMax(v: Array[Byte], utf8: Boolean): Array[Byte] = {
+    if (v.length <= MaxBoundBytes) return v
+    val len = prefixLength(v, utf8)
+    if (!utf8) {
+      var k = len - 1
+      while (k >= 0 && v(k) == -1) k -= 1
+      if (k < 0) null
+      else {
+        val out = java.util.Arrays.copyOf(v, k + 1)
+        out(k) = (out(k) + 1).toByte
+        out
+      }
+    } else {
+      val s = new String(v, 0, len, StandardCharsets.UTF_8)
+      val cps = s.codePoints().toArray
+      var k = cps.length - 1
+      while (k >= 0) {
+        var c = cps(k) + 1
+        if (c >= 0xd800 && c <= 0xdfff) c = 0xe000
+        if (c <= 0x10ffff) {
+          val prefix = new String(cps, 0, k) + new String(Character.toChars(c))
+          val bytes = prefix.getBytes(StandardCharsets.UTF_8)
+          if (bytes.length <= MaxBoundBytes) return bytes
+        }
+        k -= 1
+      }
+      null
+    }
+  }
+
+}
