@@ -47,6 +47,7 @@ wheel: venv jar
 fixtures: venv
 	$(PY) tests/fixtures/codec_fixtures.py $(FIXTURES)   # first: it empties the directory
 	$(PY) tests/fixtures/v2_fixtures.py $(FIXTURES)
+	$(PY) tests/fixtures/v21_fixtures.py $(FIXTURES)
 	$(PY) tests/fixtures/legacy_fixtures.py $(FIXTURES)
 
 test-scala: venv fixtures

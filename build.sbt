@@ -8,6 +8,7 @@ val sparkVersion    = "4.2.0"
 val protobufVersion = "4.33.5"
 val arrowVersion    = "19.0.0"  // what Spark 4.2.0 ships
 val roaringVersion  = "1.6.10"  // what Spark 4.2.0 ships
+val aircompressorVersion = "2.0.3" // what Spark 4.2.0 ships: pure-Java zstd and lz4 (file versions 2.1/2.2)
 
 lazy val root = (project in file("."))
   .aggregate(connector)
@@ -24,6 +25,7 @@ lazy val connector = (project in file("spark-connector"))
       "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
       "org.apache.arrow"   % "arrow-compression" % arrowVersion % Provided,  // zstd/lz4 IPC (pylance compresses .arrow deletion files)
       "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
+      "io.airlift"         % "aircompressor"    % aircompressorVersion % Provided,
       "com.google.protobuf" % "protobuf-java"   % protobufVersion,
       "com.google.protobuf" % "protobuf-java"   % protobufVersion % "protobuf", // well-known types for protoc
       "org.scalatest"     %% "scalatest"        % "3.2.19"       % Test

@@ -322,11 +322,14 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
     o.loadInto(vec, n, nulls, validity, offsets)
   }
 
-  /** A struct vector's own (all-valid) validity; the caller fills children. */
-  def loadStruct(vec: StructVector, n: Long): Unit = owning { o =>
+  /** A struct vector's own validity (all valid without `valid`); the caller fills children. */
+  def loadStruct(vec: StructVector, n: Long, valid: Option[Bits] = None): Unit = owning { o =>
     val validity = o.alloc((n + 7) / 8)
-    setOnes(validity, 0, n)
-    o.loadInto(vec, n, 0, validity)
+    val nulls = valid match {
+      case None => setOnes(validity, 0, n); 0L
+      case Some(bits) => n - copyBits(validity, 0, bits, 0, n)
+    }
+    o.loadInto(vec, n, nulls, validity)
   }
 
   private def mismatch(v: FieldVector, b: Block): Nothing =

@@ -4,6 +4,7 @@ import io.lancespark.format.DataFileReader
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.format.v01.LegacyFileReader
 import io.lancespark.format.v20.V20FileReader
+import io.lancespark.format.v21.V21FileReader
 import io.lancespark.table.model.DataFileRef
 
 /** Opens a fragment's data file with the reader for its file version. */
@@ -14,12 +15,16 @@ object DataFiles {
     val source = storage.open(path)
     try {
       if (ref.isLegacy) LegacyFileReader.open(source, schema, ref.fieldIds)
-      else if (ref.majorVersion == 2 && ref.minorVersion == 0) {
+      else {
         val columns = ref.fieldIds.zip(ref.columnIndices).filter { case (f, c) => f >= 0 && c >= 0 }.toMap
-        V20FileReader.open(source, schema, columns)
-      } else
-        throw LanceFormatException(path.toString,
-          s"data file version ${ref.majorVersion}.${ref.minorVersion} is not supported (this connector reads 0.1 and 2.0)")
+        (ref.majorVersion, ref.minorVersion) match {
+          case (2, 0) => V20FileReader.open(source, schema, columns)
+          case (2, 1) | (2, 2) => V21FileReader.open(source, schema, columns)
+          case (major, minor) =>
+            throw LanceFormatException(path.toString,
+              s"data file version $major.$minor is not supported (this connector reads 0.1, 2.0, 2.1 and 2.2)")
+        }
+      }
     } catch {
       case e: Throwable => source.close(); throw e
     }

@@ -1,0 +1,273 @@
+package io.lancespark.format.v21
+
+import java.util.concurrent.Executor
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.vector.FieldVector
+import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
+
+import io.lancespark.format.DataFileReader
+import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
+import io.lancespark.format.arrow.{Bits, Slice, VectorLoader}
+import io.lancespark.format.arrow.Block.{AllNullBlock, ListBlock, NullableBlock}
+import io.lancespark.format.file.{FileContainer, Footer}
+import io.lancespark.format.input.{CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
+import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
+
+/** Reads one data file of file version 2.1 or 2.2.
+  *
+  * These versions store only leaf columns: a struct or list field has no
+  * column of its own, and its validity and offsets are folded into the
+  * repetition and definition levels of each leaf below it ([[RepDef]]). To
+  * read rows of a field, each of its (requested) leaves decodes those rows
+  * from the pages that hold them ([[StructuralPage]]: mini-block, full-zip,
+  * constant), the levels are unravelled into each layer's validity and
+  * offsets, and the Arrow vectors are filled from the outside in: every
+  * struct or list takes its layer from the first leaf below it.
+  *
+  * Reads are planned per batch (the chunks, entries or rows each page needs),
+  * merged where close and issued together, the next batch's while this one
+  * decodes, as for 2.0 files. `fieldColumns` maps a leaf field id to its column. */
+final class V21FileReader private (
+    val file: FileContainer,
+    schemaOverride: Option[LanceSchema],
+    fieldColumnsOverride: Option[Map[Int, Int]])
+    extends DataFileReader {
+
+  private val source: RandomAccessSource = file.source
+
+  override def path: String = source.path
+
+  def footer: Footer = file.footer
+
+  private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
+
+  def fileSchema: LanceSchema = file.fileSchema
+
+  lazy val schema: LanceSchema = schemaOverride.getOrElse(fileSchema)
+
+  /** Leaf field id -> column index: leaves in depth-first order when standalone. */
+  lazy val fieldColumns: Map[Int, Int] = fieldColumnsOverride.getOrElse(
+    fileSchema.fields.flatMap(V21FileReader.leaves).zipWithIndex.map { case (f, i) => f.id -> i }.toMap)
+
+  override def numRows: Long = file.numRows
+
+  private val pagesByColumn = mutable.Map.empty[Int, Vector[StructuralPage]]
+
+  private def leafColumn(leaf: LanceField, path: Vector[LayerKind]): LeafColumn = {
+    val idx = fieldColumns.getOrElse(leaf.id,
+      fail(s"field '${leaf.name}' (id ${leaf.id}) is not stored in this file"))
+    if (idx < 0 || idx >= footer.numColumns)
+      fail(s"field '${leaf.name}' (id ${leaf.id}) maps to column $idx but the file has ${footer.numColumns} columns")
+    LeafColumn(leaf, idx, path, s"column $idx (field '${leaf.name}', id ${leaf.id})")
+  }
+
+  /** The pages of a leaf's column, their layouts parsed once. */
+  private def pages(leaf: LeafColumn): Vector[StructuralPage] = pagesByColumn.synchronized {
+    pagesByColumn.getOrElseUpdate(leaf.column, {
+      val meta = file.columns.column(leaf.column)
+      if (meta.length != numRows)
+        fail(s"${leaf.where} holds ${meta.length} rows but the file has $numRows")
+      meta.pages.map(p => StructuralPage.of(p, leaf, path))
+    })
+  }
+
+  /** Each leaf below a (possibly pruned) field, with its layers innermost first. */
+  private def leavesOf(field: LanceField): Vector[LeafColumn] = {
+    def walk(f: LanceField, outer: List[LayerKind]): Vector[LeafColumn] =
+      if (f.isStruct) {
+        if (f.children.isEmpty) fail(s"struct field '${f.name}' (id ${f.id}) has no fields to read")
+        f.children.flatMap(walk(_, LayerKind.Item :: outer))
+      } else if (f.isList) {
+        if (f.children.size != 1) fail(s"list field '${f.name}' (id ${f.id}) has ${f.children.size} children, not 1")
+        walk(f.children.head, LayerKind.List :: outer)
+      } else Vector(leafColumn(f, (LayerKind.Item :: outer).toVector))
+    walk(field, Nil)
+  }
+
+  private def overlapping(pages: Vector[StructuralPage], from: Long, until: Long): Vector[StructuralPage] =
+    pages.filter(p => p.meta.length > 0 && p.meta.first < until && p.meta.end > from)
+
+  private def plan(field: LanceField, from: Long, until: Long): Seq[PlannedRead] =
+    if (until <= from) Nil
+    else scala.util.Try(leavesOf(field)).toOption.toSeq.flatten.flatMap { leaf =>
+      scala.util.Try(pages(leaf)).toOption.toSeq.flatMap { ps =>
+        overlapping(ps, from, until).flatMap { p =>
+          scala.util.Try(p.plan(math.max(from, p.meta.first) - p.meta.first,
+            math.min(until, p.meta.end) - p.meta.first, source)).getOrElse(Nil)
+        }
+      }
+    }
+
+  /** Rows [from, until) of a leaf: its levels and visible values. */
+  private def decodeLeaf(leaf: LeafColumn, from: Long, until: Long, io: PageIO): LeafRun = {
+    val runs = overlapping(pages(leaf), from, until).map { p =>
+      decodedPages += 1
+      p.decode(math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first, io)
+    }
+    if (runs.isEmpty) new LeafRun(new Levels(null, null, 0), Vector.empty) else LeafRun.concat(runs)
+  }
+
+  private var decodedPages: Long = 0L
+  override def pagesDecoded: Long = decodedPages
+
+  /** A leaf's layers, outermost first, and its values. */
+  private final class Unravelled(val layers: Vector[LayerOut], val values: Vector[Slice])
+
+  private def unravel(leaf: LeafColumn, run: LeafRun): Unravelled = {
+    val layers = RepDef.unravel(run.levels, leaf.path, p => fail(s"${leaf.where}: $p")).reverse
+    val leafCount = layers.last.count
+    if (run.visible != leafCount)
+      fail(s"${leaf.where}: the levels have $leafCount visible entries but ${run.visible} values were decoded")
+    new Unravelled(layers, run.values)
+  }
+
+  /** Fills `vec` from the leaves' layers: `depth` is the field's layer index
+    * (outermost = 0); `leaves` maps each leaf field id to its data. */
+  private def fill(field: LanceField, vec: FieldVector, depth: Int, leaves: Map[Int, Unravelled],
+                   loader: VectorLoader): Unit = {
+    def first(f: LanceField): Unravelled =
+      if (f.isStruct) first(f.children.head) else if (f.isList) first(f.children.head) else leaves(f.id)
+    val u = first(field)
+    if (depth >= u.layers.size) fail(s"field '${field.name}': no layer $depth in its leaf's levels")
+    val layer = u.layers(depth)
+    if (field.isStruct) {
+      val sv = vec match {
+        case s: StructVector => s
+        case other => fail(s"field '${field.name}' is a struct but its Arrow vector is ${other.getClass.getSimpleName}")
+      }
+      loader.loadStruct(sv, layer.count, layer.validity)
+      val kids = sv.getChildrenFromFields.asScala
+      if (kids.size != field.children.size)
+        fail(s"struct field '${field.name}' has ${field.children.size} children but its vector has ${kids.size}")
+      field.children.zip(kids).foreach { case (f, v) => fill(f, v, depth + 1, leaves, loader) }
+    } else if (field.isList) {
+      val l = layer match {
+        case l: ListOut => l
+        case _ => fail(s"field '${field.name}' is a list but its levels say otherwise")
+      }
+      loader.loadList(vec, Seq(Slice(ListBlock(l.count, l.offsets, l.validity, 0), 0, l.count)))
+      val child = vec match {
+        case lv: ListVector => lv.getDataVector
+        case lv: LargeListVector => lv.getDataVector
+        case other => fail(s"field '${field.name}' is a list but its Arrow vector is ${other.getClass.getSimpleName}")
+      }
+      fill(field.children.head, child, depth + 1, leaves, loader)
+    } else {
+      if (depth != u.layers.size - 1) fail(s"field '${field.name}': a leaf at layer $depth of ${u.layers.size}")
+      val slices = layer.validity match {
+        case None => u.values
+        case Some(bits) =>
+          var at = 0L
+          u.values.map { s =>
+            val out = s.block match {
+              case _: AllNullBlock => s
+              case b => Slice(NullableBlock(new Bits(bits.buf, bits.bitOffset + at - s.start), b), s.start, s.count)
+            }
+            at += s.count
+            out
+          }
+      }
+      loader.loadLeaf(vec, slices)
+    }
+  }
+
+
+  /** Page bytes of the batch being decoded and of the next one. */
+  private val arenas = Array(new ReadArena, new ReadArena)
+
+  private final class BatchReads(val fields: Seq[LanceField], val from: Long, val until: Long,
+                                 val reads: CoalescedReads, val arena: Int)
+
+  private var ahead: Option[BatchReads] = None
+  private var waitedNanos: Long = 0L
+
+  override def scratchBytes: Long = arenas.map(_.capacity).sum
+  override def storageWaitNanos: Long = waitedNanos
+  override def readRequests: Long = source.readRequests
+  override def bytesRead: Long = source.bytesRead
+
+  private def issue(fields: Seq[LanceField], from: Long, until: Long, arena: Int, pool: Executor): BatchReads = {
+    arenas(arena).reset()
+    new BatchReads(fields, from, until,
+      CoalescedReads.start(source, fields.flatMap(plan(_, from, until)), arenas(arena), pool), arena)
+  }
+
+  override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] =
+    read(fields, from, until, allocator, None)
+
+  override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
+                    next: Option[(Long, Long)]): Seq[FieldVector] = {
+    if (from < 0 || until < from || until > numRows)
+      fail(s"rows [$from, $until) are outside the file's $numRows rows")
+    val current = ahead match {
+      case Some(a) if a.from == from && a.until == until && a.fields == fields => a
+      case other =>
+        val t0 = System.nanoTime()
+        other.foreach(_.reads.awaitAll())
+        val issued = issue(fields, from, until, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller)
+        waitedNanos += System.nanoTime() - t0
+        issued
+    }
+    ahead = next.filter { case (f, u) => f >= 0 && f < u && u <= numRows }
+      .map { case (f, u) => issue(fields, f, u, 1 - current.arena, ReadPool.executor) }
+    val out = mutable.ArrayBuffer.empty[FieldVector]
+    val io = new PageIO(current.reads, source)
+    try {
+      fields.foreach { f =>
+        val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, from, until, io))).toMap
+        val vec = f.toArrow.createVector(allocator)
+        out += vec
+        val loader = new VectorLoader(vec.getAllocator, p => fail(s"field '${f.name}' (id ${f.id}): $p"))
+        val top = leaves.values.head.layers.head.count
+        if (top != until - from) fail(s"field '${f.name}' (id ${f.id}): decoded $top rows, expected ${until - from}")
+        fill(f, vec, 0, leaves, loader)
+      }
+      out.toSeq
+    } catch {
+      case e: Throwable =>
+        out.foreach(v => try v.close() catch { case _: Throwable => () })
+        e match {
+          case l: LanceFormatException => throw l
+          case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: IllegalStateException |
+               _: ArithmeticException | _: NegativeArraySizeException | _: java.nio.BufferUnderflowException |
+               _: MatchError | _: ClassCastException | _: NoSuchElementException =>
+            throw LanceFormatException(path, s"corrupt data: $e", e)
+          case _ => throw e
+        }
+    } finally {
+      current.reads.awaitAll()
+      waitedNanos += current.reads.waitNanos
+      source.attributeReads()
+    }
+  }
+
+  override def close(): Unit = {
+    try ahead.foreach(_.reads.awaitAll())
+    finally { ahead = None; source.close() }
+  }
+}
+
+object V21FileReader {
+
+  /** A data file of a dataset: `schema` is the dataset's, `fieldColumns` the
+    * manifest's field id -> column index mapping. */
+  def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int]): V21FileReader =
+    new V21FileReader(container(source), Some(schema), Some(fieldColumns))
+
+  /** A standalone file: schema and leaf columns (depth first) from the file. */
+  def openStandalone(source: RandomAccessSource): V21FileReader = new V21FileReader(container(source), None, None)
+
+  /** Whether a footer is of a version this reader reads (2.1, 2.2). */
+  def accepts(f: Footer): Boolean = f.major == 2 && (f.minor == 1 || f.minor == 2)
+
+  private def container(source: RandomAccessSource): FileContainer =
+    FileContainer.open(source, accepts, "2.1 or 2.2")
+
+  /** The fields of a field that have columns in 2.1+ files: the leaves. */
+  def leaves(f: LanceField): Vector[LanceField] =
+    if (f.isStruct || f.isList) f.children.flatMap(leaves) else Vector(f)
+}

@@ -1,0 +1,99 @@
+package io.lancespark.format.v21.codec
+
+import java.nio.ByteBuffer
+
+import io.lancespark.format.arrow.Block
+import io.lancespark.format.arrow.Block.FixedBlock
+import io.lancespark.proto.encodings21.{CompressiveEncoding, InlineBitpacking, OutOfLineBitpacking}
+
+/** Bit-packing with the width stored inline: groups of up to 1024 values,
+  * each a `t`-bit little-endian width `w` followed by the FastLanes-packed
+  * group ([[FastLanes]]). A mini-block chunk holds one group; a block holds
+  * groups back to back (the last one padded to 1024 values). */
+final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
+  private val t: Int = bp.getUncompressedBitsPerValue.toInt
+
+  def describe: String = s"bitpack(inline, $t-bit)"
+
+  private def groups(buf: ByteBuffer, n: Int, ctx: CodecContext): Block = {
+    if (!Set(8, 16, 32, 64).contains(t)) ctx.fail(s"inline bit-packing of $t-bit values")
+    if (bp.hasValues) ctx.unsupported(describe + "+" + GeneralCodec.schemeName(bp.getValues), "page")
+    val bytes = t / 8
+    val out = new Array[Byte](n * bytes)
+    val group = new Array[Long](FastLanes.GroupSize)
+    var pos = 0
+    var done = 0
+    while (done < n) {
+      ctx.check(pos, bytes, buf.remaining(), "a bit-packing width")
+      val w = (bytes match {
+        case 1 => buf.get(pos) & 0xffL
+        case 2 => buf.getShort(pos) & 0xffffL
+        case 4 => buf.getInt(pos) & 0xffffffffL
+        case _ => buf.getLong(pos)
+      })
+      if (w < 0 || w > t) ctx.fail(s"bit-packing width $w for $t-bit values")
+      ctx.check(pos + bytes, FastLanes.packedBytes(w.toInt), buf.remaining(), s"a group packed to $w bits")
+      FastLanes.unpack(buf, pos + bytes, t, w.toInt, group)
+      val take = math.min(FastLanes.GroupSize, n - done)
+      FastLanes.store(group, take, t, out, done)
+      done += take
+      pos += bytes + FastLanes.packedBytes(w.toInt)
+    }
+    FixedBlock(n, bytes, Codec.wrap(out))
+  }
+
+  override def miniBlock(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Block = {
+    if (buffers.size != 1) ctx.fail(s"bit-packed values in ${buffers.size} chunk buffers, expected 1")
+    if (n > FastLanes.GroupSize) ctx.fail(s"a bit-packed chunk of $n values (at most ${FastLanes.GroupSize})")
+    groups(buffers.head, n, ctx)
+  }
+
+  override def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block = groups(buffer, n, ctx)
+}
+
+/** Bit-packing with one width for the whole buffer (`values` is flat(w)):
+  * whole groups of 1024 `u`-bit values FastLanes-packed to `w` bits; a last,
+  * partial group is packed the same way (padded) or stored raw, whichever the
+  * writer found smaller (the buffer's size tells which). */
+final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec {
+  private val u: Int = bp.getUncompressedBitsPerValue.toInt
+
+  private val w: Option[Int] =
+    if (bp.getValues.getCompressionCase == CompressiveEncoding.CompressionCase.FLAT && !bp.getValues.getFlat.hasData)
+      Some(bp.getValues.getFlat.getBitsPerValue.toInt)
+    else None
+
+  def describe: String = s"bitpack(${w.getOrElse("?")} of $u bits)"
+
+  override def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block = {
+    if (!Set(8, 16, 32, 64).contains(u)) ctx.fail(s"bit-packing of $u-bit values")
+    val width = w.getOrElse(ctx.unsupported(describe, "block buffer (packed values not flat)"))
+    if (width < 0 || width > u) ctx.fail(s"bit-packing to $width bits of $u-bit values")
+    val bytes = u / 8
+    val groupBytes = FastLanes.packedBytes(width)
+    // whole groups take ceil(1024 * w / u) words of u bits
+    val groupWords = (FastLanes.GroupSize.toLong * width + u - 1) / u
+    val whole = n / FastLanes.GroupSize
+    val tail = n % FastLanes.GroupSize
+    val words = buffer.remaining() / bytes
+    val tailRaw = tail > 0 && words == whole * groupWords + tail
+    val out = new Array[Byte](n * bytes)
+    val group = new Array[Long](FastLanes.GroupSize)
+    var g = 0
+    val groups = whole + (if (tail > 0 && !tailRaw) 1 else 0)
+    while (g < groups) {
+      val at = (g * groupWords * bytes).toInt
+      ctx.check(at, groupBytes, buffer.remaining(), s"bit-packed group $g")
+      FastLanes.unpack(buffer, at, u, width, group)
+      FastLanes.store(group, math.min(FastLanes.GroupSize, n - g * FastLanes.GroupSize), u, out, g * FastLanes.GroupSize)
+      g += 1
+    }
+    if (tailRaw) {
+      val at = (whole * groupWords * bytes).toInt
+      ctx.check(at, tail.toLong * bytes, buffer.remaining(), "the unpacked tail")
+      val d = buffer.duplicate(); d.position(at)
+      d.get(out, whole * FastLanes.GroupSize * bytes, tail * bytes)
+    }
+    FixedBlock(n, bytes, Codec.wrap(out))
+  }
+}

@@ -1,0 +1,103 @@
+package io.lancespark.format.v21.codec
+
+import java.nio.{ByteBuffer, ByteOrder}
+
+import io.lancespark.schema.LanceFormatException
+import io.lancespark.format.arrow.Block
+import io.lancespark.format.arrow.Block.VarBlock
+import io.lancespark.proto.encodings21.CompressiveEncoding
+
+/** Where a codec reports problems: the file, and the column and page. */
+final class CodecContext(val path: String, val where: String) {
+  def fail(problem: String): Nothing = throw LanceFormatException(path, s"$where: $problem")
+
+  def unsupported(codec: String, context: String): Nothing =
+    fail(s"unsupported encoding: $codec in a $context (this reader cannot decode it)")
+
+  /** Checks that [offset, offset + len) lies within a buffer of `size` bytes. */
+  def check(offset: Long, len: Long, size: Long, what: String): Unit =
+    if (offset < 0 || len < 0 || offset + len > size)
+      fail(s"$what needs bytes [$offset, ${offset + len}) of $size")
+
+  def count(n: Long, what: String): Int = {
+    if (n < 0 || n > Int.MaxValue - 16) fail(s"$what: $n values, more than this reader handles at once")
+    n.toInt
+  }
+}
+
+/** One node of a 2.1/2.2 compressive encoding tree (a CompressiveEncoding),
+  * in the file of its codec. The same encoding message is decoded differently
+  * in each of the contexts a page layout puts it in:
+  *  - [[miniBlock]]: the value buffers of one mini-block chunk (`n` values);
+  *  - [[block]]: one whole buffer (levels, dictionaries, constant pages);
+  *  - [[perValue]]: the values of a full-zip page, one at a time: fixed-width
+  *    values ([[fixedBits]] bits each) or variable-width ones.
+  * A codec that is not defined in a context refuses it, naming itself. */
+abstract class Codec {
+  /** How `inspect`-style descriptions and errors name this codec. */
+  def describe: String
+
+  def miniBlock(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Block =
+    ctx.unsupported(describe, "mini-block chunk")
+
+  def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block =
+    ctx.unsupported(describe, "block buffer")
+
+  /** Bits per value of a fixed-width full-zip value, if this codec has them. */
+  def fixedBits: Option[Long] = None
+
+  /** `n` fixed-width values of a full-zip page, back to back in `data`. */
+  def fixedPerValue(data: ByteBuffer, n: Int, ctx: CodecContext): Block =
+    ctx.unsupported(describe, "full-zip page of fixed-width values")
+
+  /** Variable-width full-zip values as stored (`stored`): their decoded values. */
+  def variablePerValue(stored: VarBlock, ctx: CodecContext): Block =
+    ctx.unsupported(describe, "full-zip page of variable-width values")
+}
+
+object Codec {
+  /** The codec of an encoding tree; encodings this reader does not know are
+    * refused when they are used, naming the encoding. */
+  def of(enc: CompressiveEncoding): Codec = {
+    import CompressiveEncoding.CompressionCase._
+    enc.getCompressionCase match {
+      case FLAT                   => FlatCodec(enc.getFlat)
+      case VARIABLE               => VariableCodec(enc.getVariable)
+      case CONSTANT               => ConstantCodec(enc.getConstant)
+      case OUT_OF_LINE_BITPACKING => OutOfLineBitpackingCodec(enc.getOutOfLineBitpacking)
+      case INLINE_BITPACKING      => InlineBitpackingCodec(enc.getInlineBitpacking)
+      case FSST                   => FsstCodec(enc.getFsst)
+      case RLE                    => RleCodec(enc.getRle)
+      case BYTE_STREAM_SPLIT      => ByteStreamSplitCodec(enc.getByteStreamSplit)
+      case GENERAL                => GeneralCodec(enc.getGeneral)
+      case FIXED_SIZE_LIST        => FixedSizeListCodec(enc.getFixedSizeList)
+      case PACKED_STRUCT          => PackedStructCodec(enc.getPackedStruct)
+      case VARIABLE_PACKED_STRUCT => VariablePackedStructCodec(enc.getVariablePackedStruct)
+      case DICTIONARY             => UnknownCodec("dictionary (as a compressive encoding)")
+      case COMPRESSION_NOT_SET    => UnknownCodec("an empty encoding description")
+      case other                  => UnknownCodec(other.name.toLowerCase)
+    }
+  }
+
+  /** A view of `len` bytes of `buf` from `offset`, little-endian, positioned at 0. */
+  def slice(buf: ByteBuffer, offset: Int, len: Int): ByteBuffer = {
+    val d = buf.duplicate()
+    d.position(offset).limit(offset + len)
+    d.slice().order(ByteOrder.LITTLE_ENDIAN)
+  }
+
+  def wrap(bytes: Array[Byte]): ByteBuffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
+
+  /** The bytes of a buffer as an array (a copy unless it wraps a whole array). */
+  def bytes(buf: ByteBuffer): Array[Byte] = {
+    val out = new Array[Byte](buf.remaining())
+    buf.duplicate().get(out)
+    out
+  }
+}
+
+/** An encoding this reader does not know (or a field of the protobuf it was
+  * written with that this reader's definition lacks). */
+final case class UnknownCodec(name: String) extends Codec {
+  def describe: String = name
+}

@@ -1,0 +1,110 @@
+package io.lancespark.format.v21.codec
+
+import java.nio.ByteBuffer
+
+import io.airlift.compress.MalformedInputException
+import io.airlift.compress.lz4.Lz4Decompressor
+import io.airlift.compress.zstd.ZstdDecompressor
+
+import io.lancespark.format.arrow.Block
+import io.lancespark.format.arrow.Block.VarBlock
+import io.lancespark.proto.encodings21.{BufferCompression, CompressionScheme, General}
+
+/** General-purpose compression over the output of another codec:
+  *  - mini-block chunk: the chunk's first value buffer is compressed;
+  *  - block: the whole buffer;
+  *  - full-zip: each value on its own.
+  * zstd buffers carry their uncompressed size as a u64 before the zstd frame
+  * (older writers wrote the bare frame); lz4 buffers are an LZ4 block after
+  * its uncompressed size as a u32. Decoded in pure Java (aircompressor). */
+final case class GeneralCodec(general: General) extends Codec {
+  private val inner: Codec = Codec.of(general.getValues)
+
+  def describe: String = s"${GeneralCodec.schemeName(general.getCompression)}(${inner.describe})"
+
+  override def miniBlock(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Block = {
+    if (buffers.isEmpty) ctx.fail("a compressed chunk without buffers")
+    inner.miniBlock(buffers.updated(0, GeneralCodec.decompress(general.getCompression, buffers.head, ctx)), n, ctx)
+  }
+
+  override def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block =
+    inner.block(GeneralCodec.decompress(general.getCompression, buffer, ctx), n, ctx)
+
+  override def variablePerValue(stored: VarBlock, ctx: CodecContext): Block = {
+    val n = stored.length.toInt
+    val parts = new Array[Array[Byte]](n)
+    val offsets = new Array[Long](n + 1)
+    var i = 0
+    while (i < n) {
+      val s = stored.offsets(i).toInt
+      val e = stored.offsets(i + 1).toInt
+      val out =
+        if (e == s) Array.emptyByteArray
+        else Codec.bytes(GeneralCodec.decompress(general.getCompression, Codec.slice(stored.data, s, e - s), ctx))
+      parts(i) = out
+      offsets(i + 1) = offsets(i) + out.length
+      i += 1
+    }
+    if (offsets(n) > Int.MaxValue - 16) ctx.fail(s"${offsets(n)} bytes of decompressed values in one batch")
+    val data = new Array[Byte](offsets(n).toInt)
+    i = 0
+    while (i < n) { System.arraycopy(parts(i), 0, data, offsets(i).toInt, parts(i).length); i += 1 }
+    inner.variablePerValue(VarBlock(n, offsets, Codec.wrap(data), stored.validity), ctx)
+  }
+}
+
+object GeneralCodec {
+  private val ZstdMagic = 0xFD2FB528
+
+  def schemeName(c: BufferCompression): String = c.getScheme match {
+    case CompressionScheme.COMPRESSION_ALGORITHM_ZSTD => "zstd"
+    case CompressionScheme.COMPRESSION_ALGORITHM_LZ4  => "lz4"
+    case other => s"compression ${other.getNumber}"
+  }
+
+  /** The uncompressed bytes of `buf`. */
+  def decompress(c: BufferCompression, buf: ByteBuffer, ctx: CodecContext): ByteBuffer = {
+    val in = Codec.bytes(buf)
+    if (in.isEmpty) return Codec.wrap(in)
+    try c.getScheme match {
+      case CompressionScheme.COMPRESSION_ALGORITHM_ZSTD => Codec.wrap(zstd(in, ctx))
+      case CompressionScheme.COMPRESSION_ALGORITHM_LZ4  => Codec.wrap(lz4(in, ctx))
+      case _ => ctx.fail(s"unsupported general compression scheme ${c.getScheme} (this reader knows zstd and lz4)")
+    } catch {
+      case e: MalformedInputException => ctx.fail(s"corrupt ${schemeName(c)} data: ${e.getMessage}")
+      case e: IndexOutOfBoundsException => ctx.fail(s"corrupt ${schemeName(c)} data: $e")
+    }
+  }
+
+  private def le32(a: Array[Byte], at: Int): Int =
+    (a(at) & 0xff) | ((a(at + 1) & 0xff) << 8) | ((a(at + 2) & 0xff) << 16) | ((a(at + 3) & 0xff) << 24)
+
+  private def le64(a: Array[Byte], at: Int): Long =
+    (le32(a, at) & 0xffffffffL) | (le32(a, at + 4).toLong << 32)
+
+  private def zstd(in: Array[Byte], ctx: CodecContext): Array[Byte] = {
+    // a bare frame starts with the magic and has the frame header's reserved bit clear
+    val bare = in.length < 8 || (le32(in, 0) == ZstdMagic && (in(4) & 0x10) == 0)
+    val (start, size) =
+      if (bare) {
+        val s = ZstdDecompressor.getDecompressedSize(in, 0, in.length)
+        if (s < 0) ctx.fail("a zstd frame without its content size")
+        (0, s)
+      } else (8, le64(in, 0))
+    if (size < 0 || size > Int.MaxValue - 16) ctx.fail(s"zstd data of $size bytes")
+    val out = new Array[Byte](size.toInt)
+    val got = new ZstdDecompressor().decompress(in, start, in.length - start, out, 0, out.length)
+    if (got != size) ctx.fail(s"zstd data decompressed to $got bytes, expected $size")
+    out
+  }
+
+  private def lz4(in: Array[Byte], ctx: CodecContext): Array[Byte] = {
+    if (in.length < 4) ctx.fail("lz4 data shorter than its size")
+    val size = le32(in, 0)
+    if (size < 0) ctx.fail(s"lz4 data of $size bytes")
+    val out = new Array[Byte](size)
+    val got = if (size == 0) 0 else new Lz4Decompressor().decompress(in, 4, in.length - 4, out, 0, out.length)
+    if (got != size) ctx.fail(s"lz4 data decompressed to $got bytes, expected $size")
+    out
+  }
+}

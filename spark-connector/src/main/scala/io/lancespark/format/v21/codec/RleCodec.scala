@@ -1,0 +1,79 @@
+package io.lancespark.format.v21.codec
+
+import java.nio.ByteBuffer
+
+import io.lancespark.format.arrow.Block
+import io.lancespark.format.arrow.Block.FixedBlock
+import io.lancespark.proto.encodings21.{CompressiveEncoding, Rle}
+
+/** Run-length encoding: the run values (fixed width) and the run lengths
+  * (unsigned, 8 bits in mini-block chunks).
+  *  - mini-block chunk: two buffers, the values then the lengths;
+  *  - block: a u64 byte length of the values, the values, the lengths. */
+final case class RleCodec(rle: Rle) extends Codec {
+  private def flatBits(e: CompressiveEncoding): Option[Int] =
+    if (e.getCompressionCase == CompressiveEncoding.CompressionCase.FLAT && !e.getFlat.hasData)
+      Some(e.getFlat.getBitsPerValue.toInt)
+    else None
+
+  private val valueBits = flatBits(rle.getValues)
+  private val lengthBits = flatBits(rle.getRunLengths)
+
+  def describe: String = s"rle(${valueBits.getOrElse("?")}-bit values, ${lengthBits.getOrElse("?")}-bit runs)"
+
+  private def expand(values: ByteBuffer, lengths: ByteBuffer, n: Int, ctx: CodecContext): Block = {
+    val vb = valueBits.filter(b => b % 8 == 0 && b >= 8 && b <= 128)
+      .getOrElse(ctx.unsupported(describe, "page (run values not flat whole bytes)"))
+    val lb = lengthBits.filter(Set(8, 16, 32).contains).getOrElse(ctx.unsupported(describe, "page (run lengths)"))
+    val w = vb / 8
+    val lw = lb / 8
+    val runs = values.remaining() / w
+    if (values.remaining() % w != 0) ctx.fail(s"run values of ${values.remaining()} bytes are not whole $w-byte values")
+    if (lengths.remaining() < runs.toLong * lw) ctx.fail(s"$runs runs but ${lengths.remaining() / lw} run lengths")
+    val out = new Array[Byte](n * w)
+    val value = new Array[Byte](w)
+    var pos = 0 // values written
+    var r = 0
+    while (r < runs && pos < n) {
+      val len = lw match {
+        case 1 => lengths.get(r) & 0xff
+        case 2 => lengths.getShort(2 * r) & 0xffff
+        case _ => lengths.getInt(4 * r)
+      }
+      if (len < 0) ctx.fail(s"run length $len")
+      val take = math.min(len, n - pos)
+      values.duplicate().position(r * w).asInstanceOf[ByteBuffer].get(value)
+      if (w == 1) java.util.Arrays.fill(out, pos, pos + take, value(0))
+      else if (take > 0) {
+        // one copy of the value, then doubling copies of what is written
+        val start = pos * w
+        val total = take * w
+        System.arraycopy(value, 0, out, start, w)
+        var done = w
+        while (done < total) {
+          val k = math.min(done, total - done)
+          System.arraycopy(out, start, out, start + done, k)
+          done += k
+        }
+      }
+      pos += take
+      r += 1
+    }
+    if (pos != n) ctx.fail(s"runs cover $pos values, expected $n")
+    FixedBlock(n, w, Codec.wrap(out))
+  }
+
+  override def miniBlock(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Block = {
+    if (n == 0) return FixedBlock(0, valueBits.getOrElse(8) / 8, Codec.wrap(new Array[Byte](0)))
+    if (buffers.size != 2) ctx.fail(s"run-length values in ${buffers.size} chunk buffers, expected 2")
+    expand(buffers(0), buffers(1), n, ctx)
+  }
+
+  override def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block = {
+    ctx.check(0, 8, buffer.remaining(), "a run-length header")
+    val valuesLen = buffer.getLong(0)
+    ctx.check(8, valuesLen, buffer.remaining(), "run values")
+    expand(Codec.slice(buffer, 8, valuesLen.toInt),
+      Codec.slice(buffer, 8 + valuesLen.toInt, buffer.remaining() - 8 - valuesLen.toInt), n, ctx)
+  }
+}

@@ -1,0 +1,281 @@
+package io.lancespark.format.v21.layout
+
+import java.nio.ByteBuffer
+
+import io.lancespark.format.arrow.{AllNullValues, Block, DictionaryItems, DictionaryValues, FixedValues, VarValues}
+import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, VarBlock}
+import io.lancespark.format.file.PageMeta
+import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource}
+import io.lancespark.format.v21.{LeafColumn, LeafRun, Levels, RepDef}
+import io.lancespark.format.v21.codec.{Codec, CodecContext}
+import io.lancespark.proto.encodings21.MiniBlockLayout
+
+/** The mini-block layout: the page's values cut into chunks of a few KiB
+  * (up to 64 KiB and more in 2.2), each chunk decoded whole.
+  *
+  * Page buffers: 0, one chunk word per chunk (u16 in 2.1, u32 with
+  * `has_large_chunk`): the low 4 bits are log2 of the chunk's value count
+  * (0 for the last chunk, which holds the rest), the others the chunk's size
+  * in 8-byte words, minus one; 1, the chunks back to back; 2, the dictionary
+  * if there is one; last, with lists, the repetition index: per chunk
+  * `repetition_index_depth + 1` u64s, of which the first two are the number
+  * of rows that end in the chunk and the number of entries of a row that
+  * continues into the next chunk (0 if none).
+  *
+  * A chunk: u16 number of levels; u16 size of the repetition levels and of
+  * the definition levels, each if the page has them; the size of each value
+  * buffer (u16, or u32 with `has_large_chunk`); padding to 8 bytes; then the
+  * repetition levels, the definition levels and the value buffers, each padded
+  * to 8 bytes. Values are stored for visible entries only. */
+final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLayout)
+    extends StructuralPage(meta, leaf) {
+
+  private val repCodec = StructuralPage.codec(layout.hasRepCompression, layout.getRepCompression)
+  private val defCodec = StructuralPage.codec(layout.hasDefCompression, layout.getDefCompression)
+  private val valueCodec = Codec.of(layout.getValueCompression)
+  private val dictCodec = StructuralPage.codec(layout.hasDictionary, layout.getDictionary)
+  private val numBuffers = layout.getNumBuffers.toInt
+  private val large = layout.getHasLargeChunk
+  private val repIndexDepth = layout.getRepetitionIndexDepth
+
+  def describe: String =
+    s"mini-block: ${valueCodec.describe}" + dictCodec.fold("")(d => s" + dictionary(${layout.getNumDictionaryItems}: ${d.describe})") +
+      repCodec.fold("")(c => s", rep ${c.describe}") + defCodec.fold("")(c => s", def ${c.describe}")
+
+  /** What the page's metadata buffers say: per chunk its byte offset in
+    * buffer 1, size, value count, first row, the rows that start in it and
+    * whether it continues a row from the previous chunk. */
+  private final class State(
+      val offset: Array[Long], val size: Array[Int], val values: Array[Int],
+      val firstRow: Array[Long], val rowsStarting: Array[Long], val hasPreamble: Array[Boolean],
+      val dictionary: Option[DictionaryValues]) {
+    def chunks: Int = offset.length
+  }
+
+  @volatile private var loaded: State = _
+
+  private def state(source: RandomAccessSource): State = {
+    var s = loaded
+    if (s == null) synchronized {
+      s = loaded
+      if (s == null) { s = load(source); loaded = s }
+    }
+    s
+  }
+
+  private def load(source: RandomAccessSource): State = {
+    val path = source.path
+    val cctx = codecContext(path)
+    val metaBuf = buffer(0, path, "chunk metadata")
+    val chunksBuf = buffer(1, path, "chunks")
+    val wordBytes = if (large) 4 else 2
+    if (metaBuf.size % wordBytes != 0) fail(path, s"chunk metadata of ${metaBuf.size} bytes is not whole $wordBytes-byte words")
+    val n = (metaBuf.size / wordBytes).toInt
+    val words = source.read(metaBuf.position, metaBuf.size)
+    val offset = new Array[Long](n)
+    val size = new Array[Int](n)
+    val values = new Array[Int](n)
+    val itemsInPage = layout.getNumItems
+    var at = 0L
+    var counted = 0L
+    var i = 0
+    while (i < n) {
+      val w = if (large) words.getInt(4 * i) & 0xffffffffL else words.getShort(2 * i) & 0xffffL
+      val log = (w & 0xf).toInt
+      val bytes = ((w >>> 4) + 1) * 8
+      val v = if (i < n - 1) 1L << log else itemsInPage - counted
+      if (v < 0 || v > Int.MaxValue || (i < n - 1 && log == 0))
+        fail(path, s"chunk $i: its metadata word $w gives ${if (v < 0) v else 1L << log} values of a page of $itemsInPage")
+      if (at + bytes > chunksBuf.size)
+        fail(path, s"chunk $i: [$at, ${at + bytes}) lies outside the ${chunksBuf.size}-byte chunk buffer")
+      offset(i) = at; size(i) = bytes.toInt; values(i) = v.toInt
+      at += bytes
+      counted += v
+      i += 1
+    }
+    if (n == 0 && itemsInPage > 0) fail(path, s"no chunks for $itemsInPage values")
+    val firstRow = new Array[Long](n)
+    val rowsStarting = new Array[Long](n)
+    val hasPreamble = new Array[Boolean](n)
+    if (repIndexDepth > 0) {
+      val idx = buffer(meta.buffers.size - 1, path, "repetition index")
+      val stride = repIndexDepth + 1
+      if (idx.size != 8L * stride * n)
+        fail(path, s"a repetition index of ${idx.size} bytes for $n chunks of ${stride} u64 each")
+      val b = source.read(idx.position, idx.size)
+      var rows = 0L
+      var preamble = false
+      i = 0
+      while (i < n) {
+        val ends = b.getLong(8 * stride * i)
+        val partial = b.getLong(8 * stride * i + 8)
+        val trailer = partial > 0
+        val starts = ends + (if (trailer) 1 else 0) - (if (preamble) 1 else 0)
+        if (ends < 0 || partial < 0 || starts < 0) fail(path, s"chunk $i: repetition index entry ($ends, $partial)")
+        firstRow(i) = rows; rowsStarting(i) = starts; hasPreamble(i) = preamble
+        rows += starts
+        preamble = trailer
+        i += 1
+      }
+      if (rows != meta.length) fail(path, s"the repetition index counts $rows rows, the page has ${meta.length}")
+    } else {
+      var rows = 0L
+      i = 0
+      while (i < n) { firstRow(i) = rows; rowsStarting(i) = values(i); rows += values(i); i += 1 }
+      if (rows != meta.length) fail(path, s"the chunks hold $rows values, the page has ${meta.length} rows")
+    }
+    val dictionary = dictCodec.map { c =>
+      val d = buffer(2, path, "dictionary")
+      val count = cctx.count(layout.getNumDictionaryItems, "dictionary")
+      c.block(source.read(d.position, d.size), count, cctx) match {
+        case b @ (_: VarBlock | _: FixedBlock) => DictionaryItems(None, b, count, 0, cctx.fail).values
+        case other => cctx.fail(s"a dictionary that decodes to ${other.getClass.getSimpleName}")
+      }
+    }
+    new State(offset, size, values, firstRow, rowsStarting, hasPreamble, dictionary)
+  }
+
+  /** The chunk where row r starts: the last chunk whose first row is at most
+    * r (stepping back over chunks that only continue a row). */
+  private def chunkOf(s: State, r: Long): Int = {
+    var lo = 0
+    var hi = s.chunks - 1
+    while (lo < hi) {
+      val mid = (lo + hi + 1) >>> 1
+      if (s.firstRow(mid) <= r) lo = mid else hi = mid - 1
+    }
+    var c = lo
+    while (c > 0 && s.rowsStarting(c) == 0) c -= 1
+    c
+  }
+
+  /** Chunks [first, last] holding rows [from, until). */
+  private def chunks(s: State, from: Long, until: Long): (Int, Int) = {
+    val a = chunkOf(s, from)
+    val b = chunkOf(s, until - 1)
+    var last = b
+    // the last row continues into the next chunks
+    if (repIndexDepth > 0 && until - 1 == s.firstRow(b) + s.rowsStarting(b) - 1 && b + 1 < s.chunks && s.hasPreamble(b + 1)) {
+      last = b + 1
+      while (last + 1 < s.chunks && s.rowsStarting(last) == 0) last += 1
+    }
+    (a, last)
+  }
+
+  def plan(from: Long, until: Long, source: RandomAccessSource): Seq[PlannedRead] = {
+    if (until <= from) return Nil
+    val s = state(source)
+    if (leaf.maxRep > 0 && repIndexDepth == 0) return Nil
+    val (a, b) = chunks(s, from, until)
+    val buf = meta.buffers(1)
+    Seq(PlannedRead(ByteRange(buf.position + s.offset(a), s.offset(b) + s.size(b) - s.offset(a))))
+  }
+
+  private def pad8(x: Int): Int = (x + 7) & ~7
+
+  /** One chunk: its levels (page numbering; null when absent) and its values. */
+  private def decodeChunk(bytes: ByteBuffer, values: Int, cctx: CodecContext, i: Int): (Array[Int], Array[Int], Int, Block) = {
+    var at = 0
+    def u16(): Int = { cctx.check(at, 2, bytes.remaining(), s"chunk $i header"); val v = bytes.getShort(at) & 0xffff; at += 2; v }
+    val numLevels = u16()
+    val repSize = if (repCodec.isDefined) u16() else 0
+    val defSize = if (defCodec.isDefined) u16() else 0
+    val sizes = Array.fill(numBuffers) {
+      if (large) { cctx.check(at, 4, bytes.remaining(), s"chunk $i header"); val v = bytes.getInt(at); at += 4; v }
+      else u16()
+    }
+    at = pad8(at)
+    def take(len: Int, what: String): ByteBuffer = {
+      if (len < 0) cctx.fail(s"chunk $i: $what of $len bytes")
+      cctx.check(at, len, bytes.remaining(), s"chunk $i: $what")
+      val b = Codec.slice(bytes, at, len)
+      at = pad8(at + len)
+      b
+    }
+    val repBuf = if (repCodec.isDefined) take(repSize, "repetition levels") else null
+    val defBuf = if (defCodec.isDefined) take(defSize, "definition levels") else null
+    val valueBufs = sizes.toIndexedSeq.zipWithIndex.map { case (n, k) => take(n, s"value buffer $k") }
+    val rep = if (repBuf == null) null else levels(repBuf, numLevels, repCodec, "repetition", cctx)
+    val defs = if (defBuf == null) null else levels(defBuf, numLevels, defCodec, "definition", cctx)
+    val n = if (rep == null && defs == null) values else numLevels
+    (rep, defs, n, valueCodec.miniBlock(valueBufs, values, cctx))
+  }
+
+  /** Dictionary indices to values. */
+  private def lookup(indices: Block, dict: DictionaryValues, cctx: CodecContext): Block = {
+    val idx = indices match {
+      case FixedBlock(n, w, data) =>
+        val count = n.toInt
+        val out = new Array[Int](count)
+        var i = 0
+        w match {
+          case 1 => while (i < count) { out(i) = data.get(i) & 0xff; i += 1 }
+          case 2 => while (i < count) { out(i) = data.getShort(2 * i) & 0xffff; i += 1 }
+          case 4 => while (i < count) { out(i) = data.getInt(4 * i); i += 1 }
+          case 8 => while (i < count) {
+            val v = data.getLong(8 * i)
+            out(i) = if (v < 0 || v > Int.MaxValue) -1 else v.toInt
+            i += 1
+          }
+          case other => cctx.fail(s"dictionary indices of $other bytes")
+        }
+        out
+      case other => cctx.fail(s"dictionary indices decode to ${other.getClass.getSimpleName}")
+    }
+    val items = layout.getNumDictionaryItems
+    idx.foreach { k => if (k < 0 || k >= items) cctx.fail(s"dictionary index $k out of range ($items items)") }
+    dict match {
+      case v: VarValues   => DictBlock(idx.length, idx, v, None)
+      case v: FixedValues => DictionaryItems.toFixedBlock(idx, v, None, cctx.fail)
+      case AllNullValues  => AllNullBlock(idx.length)
+    }
+  }
+
+  def decode(from: Long, until: Long, io: PageIO): LeafRun = {
+    val path = io.input.path
+    val cctx = codecContext(path)
+    val map = RepDef.canonical(StructuralPage.layers(layout.getLayersList), leaf.path, fail(path, _))
+    val s = state(io.source)
+    if (leaf.maxRep > 0 && repIndexDepth == 0) fail(path, "a page of lists without a repetition index")
+    val (a, b) = chunks(s, from, until)
+    val chunkBuf = meta.buffers(1)
+    val all = io.input.read(chunkBuf.position + s.offset(a), s.offset(b) + s.size(b) - s.offset(a))
+    val decoded = (a to b).map { i =>
+      val (rep, defs, n, vals) = decodeChunk(Codec.slice(all, (s.offset(i) - s.offset(a)).toInt, s.size(i)), s.values(i), cctx, i)
+      val v = s.dictionary.fold(vals)(d => lookup(vals, d, cctx))
+      (canonicalLevels(rep, defs, n, map, path), v)
+    }
+    // levels of the chunks together; rows [from, until) cut out of them
+    val levels = LeafRun.concat(decoded.map { case (l, v) => new LeafRun(l, Vector(LeafRun.whole(v))) })
+    val lv = levels.levels
+    val (ls, le) =
+      if (leaf.maxRep == 0) ((from - s.firstRow(a)).toInt, (until - s.firstRow(a)).toInt)
+      else {
+        // row k of chunk a's rows starts at the k-th entry with the highest repetition level
+        val want0 = from - s.firstRow(a)
+        val want1 = until - s.firstRow(a)
+        var start = -1
+        var end = lv.size
+        var k = -1L
+        var i = 0
+        while (i < lv.size && end == lv.size) {
+          if (lv.rep(i) == leaf.maxRep) {
+            k += 1
+            if (k == want0) start = i
+            if (k == want1) end = i
+          }
+          i += 1
+        }
+        if (start < 0) fail(path, s"row $from not found in chunks $a to $b")
+        (start, end)
+      }
+    if (ls < 0 || le > lv.size || ls > le) fail(path, s"rows [$from, $until) map to levels [$ls, $le) of ${lv.size}")
+    val vs = RepDef.visible(lv.defs, 0, ls, leaf.maxVisibleDef)
+    val ve = vs + RepDef.visible(lv.defs, ls, le, leaf.maxVisibleDef)
+    val total = levels.visible
+    if (ve > total) fail(path, s"levels mark $ve visible values, the chunks hold $total")
+    val rep = if (lv.rep == null) null else java.util.Arrays.copyOfRange(lv.rep, ls, le)
+    val defs = if (lv.defs == null) null else java.util.Arrays.copyOfRange(lv.defs, ls, le)
+    new LeafRun(new Levels(rep, defs, le - ls), LeafRun.sliceValues(levels.values, vs, ve))
+  }
+}

@@ -1,0 +1,113 @@
+package io.lancespark.format.v21.layout
+
+import java.nio.ByteBuffer
+
+import scala.jdk.CollectionConverters._
+
+import com.google.protobuf.InvalidProtocolBufferException
+
+import io.lancespark.schema.LanceFormatException
+import io.lancespark.format.file.{PageMeta, Region}
+import io.lancespark.format.input.{ByteReader, PlannedRead, RandomAccessSource}
+import io.lancespark.format.v21.{LeafColumn, LeafRun, Levels, RepDef}
+import io.lancespark.format.v21.codec.{Codec, CodecContext}
+import io.lancespark.proto.encodings21.{CompressiveEncoding, PageLayout, RepDefLayer}
+
+/** Where a page decode gets bytes: `input` for the batch's planned reads,
+  * `source` for the page's own metadata (chunk sizes, repetition index,
+  * dictionary), read once per page. */
+final class PageIO(val input: ByteReader, val source: RandomAccessSource)
+
+/** One page of a 2.1/2.2 leaf column, in the file of its layout: how it plans
+  * the reads of rows [from, until) (counted from the page's first row) and
+  * how it decodes them into levels and values. */
+abstract class StructuralPage(val meta: PageMeta, val leaf: LeafColumn) {
+
+  /** The layout and codecs, as `inspect`-style descriptions show them. */
+  def describe: String
+
+  def plan(from: Long, until: Long, source: RandomAccessSource): Seq[PlannedRead]
+
+  def decode(from: Long, until: Long, io: PageIO): LeafRun
+
+
+  protected def codecContext(path: String): CodecContext =
+    new CodecContext(path, s"${leaf.where}, page ${meta.index}")
+
+  protected def fail(path: String, problem: String): Nothing =
+    throw LanceFormatException(path, s"${leaf.where}, page ${meta.index}: $problem")
+
+  /** A page buffer, checked to exist. */
+  protected def buffer(i: Int, path: String, what: String): Region = {
+    if (i < 0 || i >= meta.buffers.size) fail(path, s"$what: page buffer $i, but the page has ${meta.buffers.size}")
+    meta.buffers(i)
+  }
+
+  /** Levels (u16 values) from a block buffer, decoded with `codec` if there is one. */
+  protected def levels(buf: ByteBuffer, n: Int, codec: Option[Codec], what: String, cctx: CodecContext): Array[Int] = {
+    val out = new Array[Int](n)
+    codec match {
+      case None =>
+        cctx.check(0, 2L * n, buf.remaining(), s"$n $what levels")
+        var i = 0
+        while (i < n) { out(i) = buf.getShort(2 * i) & 0xffff; i += 1 }
+      case Some(c) =>
+        c.block(buf, n, cctx) match {
+          case io.lancespark.format.arrow.Block.FixedBlock(_, w, data) =>
+            var i = 0
+            w match {
+              case 1 => while (i < n) { out(i) = data.get(i) & 0xff; i += 1 }
+              case 2 => while (i < n) { out(i) = data.getShort(2 * i) & 0xffff; i += 1 }
+              case 4 => while (i < n) { out(i) = data.getInt(4 * i); i += 1 }
+              case _ => cctx.fail(s"$what levels of $w bytes")
+            }
+          case other => cctx.fail(s"$what levels decode to ${other.getClass.getSimpleName}")
+        }
+    }
+    out
+  }
+
+  /** Canonical levels for `n` entries from page levels (either may be null). */
+  protected def canonicalLevels(rep: Array[Int], defs: Array[Int], n: Int, defMap: Array[Int], path: String): Levels = {
+    if (rep != null && rep.length != n) fail(path, s"${rep.length} repetition levels for $n entries")
+    if (defs != null) {
+      if (defs.length != n) fail(path, s"${defs.length} definition levels for $n entries")
+      RepDef.mapDefs(defs, 0, n, defMap, fail(path, _))
+    }
+    if (rep != null) {
+      var i = 0
+      while (i < n) {
+        if (rep(i) < 0 || rep(i) > leaf.maxRep) fail(path, s"repetition level ${rep(i)} out of range (at most ${leaf.maxRep})")
+        i += 1
+      }
+    }
+    val r = if (rep == null && leaf.maxRep > 0) Array.fill(n)(leaf.maxRep) else rep
+    new Levels(r, defs, n)
+  }
+}
+
+object StructuralPage {
+  val LayoutType = "lance.encodings21.PageLayout"
+
+  /** The page object of a page's layout. */
+  def of(meta: PageMeta, leaf: LeafColumn, path: String): StructuralPage = {
+    def fail(p: String): Nothing = throw LanceFormatException(path, s"${leaf.where}, page ${meta.index}: $p")
+    if (meta.encodingType != LayoutType)
+      fail(s"unsupported encoding message '${meta.encodingType}' (expected $LayoutType)")
+    val layout =
+      try PageLayout.parseFrom(meta.encoding)
+      catch { case e: InvalidProtocolBufferException => fail(s"corrupt page layout: ${e.getMessage}") }
+    layout.getLayoutCase match {
+      case PageLayout.LayoutCase.MINI_BLOCK_LAYOUT => new MiniBlockPage(meta, leaf, layout.getMiniBlockLayout)
+      case PageLayout.LayoutCase.FULL_ZIP_LAYOUT   => new FullZipPage(meta, leaf, layout.getFullZipLayout)
+      case PageLayout.LayoutCase.CONSTANT_LAYOUT   => new ConstantPage(meta, leaf, layout.getConstantLayout)
+      case PageLayout.LayoutCase.BLOB_LAYOUT       => fail("unsupported page layout: blob (large binary values stored outside the page)")
+      case PageLayout.LayoutCase.DELTA_BLOB_LAYOUT => fail("unsupported page layout: delta blob")
+      case other => fail(s"unsupported page layout '$other' (unknown to this reader)")
+    }
+  }
+
+  def layers(l: java.util.List[RepDefLayer]): Seq[RepDefLayer] = l.asScala.toSeq
+
+  def codec(has: Boolean, e: => CompressiveEncoding): Option[Codec] = if (has) Some(Codec.of(e)) else None
+}
