@@ -13,6 +13,9 @@ MATRIX = [
     ("legacy", True, True),
     ("2.0", True, False),
     ("2.0", False, True),
+    ("2.1", True, True),
+    ("2.2", False, False),
+    ("2.2", True, True),
 ]
 
 

@@ -24,7 +24,7 @@ object FragmentStats {
     val cache = scala.collection.mutable.Map.empty[DataFileRef, Option[PageStatistics]]
     columns.iterator.flatMap { c =>
       field(schema, c).flatMap { f =>
-        fragment.files.reverse.find(_.fieldIds.contains(f.id)) match {
+        fragment.files.reverse.find(_.stores(f)) match {
           case None => Some(c -> ColumnStats.Absent)
           case Some(ref) =>
             cache.getOrElseUpdate(ref, statsOf(ref)).map(_.forField(f.id)).filter(_.nonEmpty)

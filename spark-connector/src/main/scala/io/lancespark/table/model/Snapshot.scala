@@ -4,7 +4,7 @@ import java.time.Instant
 
 import scala.jdk.CollectionConverters._
 
-import io.lancespark.schema.{LanceFormatException, LanceSchema}
+import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest}
 import io.lancespark.table.storage.{DatasetStorage, ManifestNaming}
 
@@ -19,6 +19,10 @@ final case class DataFileRef(
   // 0.0 (old writers), 0.1 and 0.2 (what pylance records for legacy files) are all file format 0.1
   def isLegacy: Boolean = majorVersion == 0 && minorVersion <= 2
   def relativePath: String = s"${DatasetStorage.DataDir}/$path"
+
+  /** Whether this file stores (part of) a field: its id, or, as 2.1+ files
+    * list only leaf fields, the id of a field below it. */
+  def stores(field: LanceField): Boolean = fieldIds.contains(field.id) || field.children.exists(stores)
 }
 
 /** A fragment of one version: its data files, deletions and row ids. */

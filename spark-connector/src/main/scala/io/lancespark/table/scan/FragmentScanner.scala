@@ -39,7 +39,7 @@ final class FragmentScanner(
 
   /** For each field read: the data file holding it (the last one that lists its id). */
   private val fileOf: Seq[Option[DataFileRef]] = readFields.map { f =>
-    fragment.files.reverse.find(_.fieldIds.contains(f.id))
+    fragment.files.reverse.find(_.stores(f))
   }
 
   private val readers = mutable.Map.empty[DataFileRef, DataFileReader]
