@@ -23,6 +23,8 @@ def _norm_value(v: Any, t: pa.DataType) -> Any:
         return None
     if pa.types.is_struct(t):
         return {f.name: _norm_value(v.get(f.name), f.type) for f in t}
+    if pa.types.is_map(t):
+        return [(_norm_value(k, t.key_type), _norm_value(x, t.item_type)) for k, x in v]
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         return [_norm_value(x, t.value_type) for x in v]
     if pa.types.is_uint64(t):
@@ -57,6 +59,8 @@ def _needs_norm(t: pa.DataType) -> bool:
     """Whether pylance's Python values of type `t` differ from what Spark returns."""
     if pa.types.is_struct(t):
         return any(_needs_norm(f.type) for f in t)
+    if pa.types.is_map(t):
+        return _needs_norm(t.key_type) or _needs_norm(t.item_type)
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         return _needs_norm(t.value_type)
     return (pa.types.is_uint64(t) or pa.types.is_float16(t) or pa.types.is_date64(t)

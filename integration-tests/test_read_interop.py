@@ -3,6 +3,7 @@ columns, both manifest naming schemes, stable row ids on and off, every version.
 from __future__ import annotations
 
 import lance
+import pyarrow as pa
 import pytest
 
 from compare import assert_same, oracle_rows, spark_rows
@@ -60,3 +61,32 @@ def test_nested_field_projection(spark, histories):
     rows = spark.read.format("lance").load(str(path)).select("id", "st.b").orderBy("id").collect()
     want = sorted(((r["id"], (r["st"] or {}).get("b")) for r in expected.to_pylist()))
     assert [(r["id"], r["b"]) for r in rows] == want
+
+
+def nested_2_2(n: int) -> pa.Table:
+    """What only file version 2.2 stores: maps, and null structs at any depth."""
+    return pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "m": pa.array([None if i % 7 == 0 else [(f"k{j}", j if j % 2 else None) for j in range(i % 4)]
+                       for i in range(n)], pa.map_(pa.string(), pa.int32())),
+        "m_st": pa.array([[(i, {"a": i, "b": None if i % 3 else "x"})] if i % 5 else [] for i in range(n)],
+                         pa.map_(pa.int64(), pa.struct([("a", pa.int64()), ("b", pa.string())]))),
+        "st": pa.array([{"in": {"v": i if i % 7 else None} if i % 3 else None} if i % 5 else None for i in range(n)],
+                       pa.struct([("in", pa.struct([("v", pa.int32())]))])),
+        "lst_st": pa.array([[{"x": j} if (i + j) % 4 else None for j in range(i % 3)] if i % 6 else None
+                            for i in range(n)], pa.list_(pa.struct([("x", pa.int32())]))),
+        "st_lst": pa.array([{"l": [i] * (i % 3) if i % 5 else None} if i % 4 else None for i in range(n)],
+                           pa.struct([("l", pa.list_(pa.int32()))])),
+    })
+
+
+def test_maps_and_null_structs_at_2_2(spark, tmp_path):
+    path = tmp_path / "nested.lance"
+    lance.write_dataset(nested_2_2(3000), str(path), data_storage_version="2.2", max_rows_per_file=1000)
+    expected = lance.dataset(str(path)).to_table()
+    df = spark.read.format("lance").load(str(path))
+    assert dict(df.dtypes)["m"] == "map<string,int>"
+    assert_same(spark_rows(df), oracle_rows(expected), "2.2 maps and null structs")
+    sub = df.select("id", "st.in.v").where("id % 10 = 3").orderBy("id").collect()
+    want = [(r["id"], ((r["st"] or {}).get("in") or {}).get("v")) for r in expected.to_pylist() if r["id"] % 10 == 3]
+    assert [(r["id"], r["v"]) for r in sub] == want

@@ -25,6 +25,8 @@ final case class LanceField(
   def isStruct: Boolean = logicalType == "struct"
   def isList: Boolean = logicalType.startsWith("list") || logicalType.startsWith("large_list")
   def isFixedSizeList: Boolean = logicalType.startsWith("fixed_size_list:")
+  /** A map (file version 2.2): a list of its one child, the entries struct (key, value). */
+  def isMap: Boolean = logicalType == "map"
 
   /** This field and all its descendants, depth first. */
   def allFields: Vector[LanceField] = this +: children.flatMap(_.allFields)

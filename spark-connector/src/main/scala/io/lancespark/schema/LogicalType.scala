@@ -61,6 +61,7 @@ object LogicalType {
       case ("list" | "list.struct") :: Nil             => ArrowType.List.INSTANCE
       case ("large_list" | "large_list.struct") :: Nil => ArrowType.LargeList.INSTANCE
       case "struct" :: Nil => ArrowType.Struct.INSTANCE
+      case "map" :: Nil => new ArrowType.Map(false) // file version 2.2: entries struct<key, value>
       case "dict" :: _ =>
         // dict:VALUE:KEY:ordered -- the value type may itself contain ':'
         val inner = parts.drop(1).dropRight(2).mkString(":")

@@ -74,6 +74,11 @@ final case class TypeMapping(timeTypeEnabled: Boolean) {
         ArrayType(toSpark(item, s"$path.${item.name}"), containsNull = item.nullable)
       case _: ArrowType.Struct =>
         StructType(f.children.map(c => toSparkField(c, s"$path.${c.name}")))
+      case _: ArrowType.Map =>
+        val entries = f.children.headOption.filter(e => e.isStruct && e.children.size == 2)
+          .getOrElse(unsupported("a map without an entries struct of key and value"))
+        val (k, v) = (entries.children(0), entries.children(1))
+        MapType(toSpark(k, s"$path.key"), toSpark(v, s"$path.value"), valueContainsNull = v.nullable)
       case other => unsupported(s"no Spark type for Arrow $other")
     }
   }

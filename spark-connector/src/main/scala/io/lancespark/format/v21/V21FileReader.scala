@@ -81,7 +81,7 @@ final class V21FileReader private (
       if (f.isStruct) {
         if (f.children.isEmpty) fail(s"struct field '${f.name}' (id ${f.id}) has no fields to read")
         f.children.flatMap(walk(_, LayerKind.Item :: outer))
-      } else if (f.isList) {
+      } else if (f.isList || f.isMap) {
         if (f.children.size != 1) fail(s"list field '${f.name}' (id ${f.id}) has ${f.children.size} children, not 1")
         walk(f.children.head, LayerKind.List :: outer)
       } else Vector(leafColumn(f, (LayerKind.Item :: outer).toVector))
@@ -130,7 +130,7 @@ final class V21FileReader private (
   private def fill(field: LanceField, vec: FieldVector, depth: Int, leaves: Map[Int, Unravelled],
                    loader: VectorLoader): Unit = {
     def first(f: LanceField): Unravelled =
-      if (f.isStruct) first(f.children.head) else if (f.isList) first(f.children.head) else leaves(f.id)
+      if (f.isStruct || f.isList || f.isMap) first(f.children.head) else leaves(f.id)
     val u = first(field)
     if (depth >= u.layers.size) fail(s"field '${field.name}': no layer $depth in its leaf's levels")
     val layer = u.layers(depth)
@@ -144,7 +144,7 @@ final class V21FileReader private (
       if (kids.size != field.children.size)
         fail(s"struct field '${field.name}' has ${field.children.size} children but its vector has ${kids.size}")
       field.children.zip(kids).foreach { case (f, v) => fill(f, v, depth + 1, leaves, loader) }
-    } else if (field.isList) {
+    } else if (field.isList || field.isMap) {
       val l = layer match {
         case l: ListOut => l
         case _ => fail(s"field '${field.name}' is a list but its levels say otherwise")
@@ -269,5 +269,5 @@ object V21FileReader {
 
   /** The fields of a field that have columns in 2.1+ files: the leaves. */
   def leaves(f: LanceField): Vector[LanceField] =
-    if (f.isStruct || f.isList) f.children.flatMap(leaves) else Vector(f)
+    if (f.isStruct || f.isList || f.isMap) f.children.flatMap(leaves) else Vector(f)
 }

@@ -3,7 +3,7 @@ package io.lancespark.spark.read
 import java.math.{BigDecimal => JBigDecimal, BigInteger}
 
 import org.apache.arrow.vector._
-import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector, StructVector}
+import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector, MapVector, StructVector}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}
 import org.apache.spark.unsafe.Platform
@@ -18,6 +18,10 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
   private val children: Array[LanceColumnVector] = (sparkType, vector) match {
     case (st: StructType, v: StructVector) =>
       st.fields.zipWithIndex.map { case (f, i) => new LanceColumnVector(f.dataType, v.getChildByOrdinal(i)) }
+    case (mt: MapType, v: MapVector) =>
+      val entries = v.getDataVector.asInstanceOf[StructVector]
+      Array(new LanceColumnVector(mt.keyType, entries.getChildByOrdinal(0)),
+        new LanceColumnVector(mt.valueType, entries.getChildByOrdinal(1)))
     case (at: ArrayType, v: ListVector)          => Array(new LanceColumnVector(at.elementType, v.getDataVector))
     case (at: ArrayType, v: LargeListVector)     => Array(new LanceColumnVector(at.elementType, v.getDataVector))
     case (at: ArrayType, v: FixedSizeListVector) => Array(new LanceColumnVector(at.elementType, v.getDataVector))
@@ -183,8 +187,16 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     }
   }
 
-  override def getMap(ordinal: Int): ColumnarMap =
-    throw new UnsupportedOperationException(s"column of type $sparkType is not a map")
+  override def getMap(rowId: Int): ColumnarMap = {
+    if (isNullAt(rowId)) return null
+    vector match {
+      case v: MapVector =>
+        val start = v.getOffsetBuffer.getInt(rowId.toLong * 4)
+        val end = v.getOffsetBuffer.getInt((rowId + 1).toLong * 4)
+        new ColumnarMap(children(0), children(1), start, end - start)
+      case v => unsupported(v, "map")
+    }
+  }
 
   override def getChild(ordinal: Int): ColumnVector = children(ordinal)
 
