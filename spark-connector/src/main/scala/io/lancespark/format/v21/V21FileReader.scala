@@ -216,8 +216,10 @@ final class V21FileReader private (
       .map { case (f, u) => issue(fields, f, u, 1 - current.arena, ReadPool.executor) }
     val out = mutable.ArrayBuffer.empty[FieldVector]
     val io = new PageIO(current.reads, source)
+    var decoding = ""
     try {
       fields.foreach { f =>
+        decoding = s"field '${f.name}' (id ${f.id}): "
         val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, from, until, io))).toMap
         val vec = f.toArrow.createVector(allocator)
         out += vec
@@ -235,7 +237,7 @@ final class V21FileReader private (
           case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: IllegalStateException |
                _: ArithmeticException | _: NegativeArraySizeException | _: java.nio.BufferUnderflowException |
                _: MatchError | _: ClassCastException | _: NoSuchElementException =>
-            throw LanceFormatException(path, s"corrupt data: $e", e)
+            throw LanceFormatException(path, s"${decoding}corrupt data: $e", e)
           case _ => throw e
         }
     } finally {
