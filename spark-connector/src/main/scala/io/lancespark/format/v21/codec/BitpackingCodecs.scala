@@ -20,7 +20,7 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
     if (bp.hasValues) ctx.unsupported(describe + "+" + GeneralCodec.schemeName(bp.getValues), "page")
     val bytes = t / 8
     val out = new Array[Byte](n * bytes)
-    val group = new Array[Long](FastLanes.GroupSize)
+    val scratch = FastLanes.localScratch()
     var pos = 0
     var done = 0
     while (done < n) {
@@ -33,9 +33,8 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
       })
       if (w < 0 || w > t) ctx.fail(s"bit-packing width $w for $t-bit values")
       ctx.check(pos + bytes, FastLanes.packedBytes(w.toInt), buf.remaining(), s"a group packed to $w bits")
-      FastLanes.unpack(buf, pos + bytes, t, w.toInt, group)
       val take = math.min(FastLanes.GroupSize, n - done)
-      FastLanes.store(group, take, t, out, done)
+      FastLanes.unpack(buf, pos + bytes, t, w.toInt, take, out, done, scratch)
       done += take
       pos += bytes + FastLanes.packedBytes(w.toInt)
     }
@@ -78,14 +77,14 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
     val words = buffer.remaining() / bytes
     val tailRaw = tail > 0 && words == whole * groupWords + tail
     val out = new Array[Byte](n * bytes)
-    val group = new Array[Long](FastLanes.GroupSize)
+    val scratch = FastLanes.localScratch()
     var g = 0
     val groups = whole + (if (tail > 0 && !tailRaw) 1 else 0)
     while (g < groups) {
       val at = (g * groupWords * bytes).toInt
       ctx.check(at, groupBytes, buffer.remaining(), s"bit-packed group $g")
-      FastLanes.unpack(buffer, at, u, width, group)
-      FastLanes.store(group, math.min(FastLanes.GroupSize, n - g * FastLanes.GroupSize), u, out, g * FastLanes.GroupSize)
+      FastLanes.unpack(buffer, at, u, width, math.min(FastLanes.GroupSize, n - g * FastLanes.GroupSize), out,
+        g * FastLanes.GroupSize, scratch)
       g += 1
     }
     if (tailRaw) {

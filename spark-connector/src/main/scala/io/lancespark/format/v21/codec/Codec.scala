@@ -15,11 +15,11 @@ final class CodecContext(val path: String, val where: String) {
     fail(s"unsupported encoding: $codec in a $context (this reader cannot decode it)")
 
   /** Checks that [offset, offset + len) lies within a buffer of `size` bytes. */
-  def check(offset: Long, len: Long, size: Long, what: String): Unit =
+  def check(offset: Long, len: Long, size: Long, what: => String): Unit =
     if (offset < 0 || len < 0 || offset + len > size)
       fail(s"$what needs bytes [$offset, ${offset + len}) of $size")
 
-  def count(n: Long, what: String): Int = {
+  def count(n: Long, what: => String): Int = {
     if (n < 0 || n > Int.MaxValue - 16) fail(s"$what: $n values, more than this reader handles at once")
     n.toInt
   }
@@ -87,6 +87,12 @@ object Codec {
   }
 
   def wrap(bytes: Array[Byte]): ByteBuffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
+
+  /** The array holding a buffer's bytes and where they start in it (the
+    * buffer's own array when it has one, else a copy). */
+  def array(buf: ByteBuffer): (Array[Byte], Int) =
+    if (buf.hasArray) (buf.array(), buf.arrayOffset() + buf.position())
+    else (bytes(buf), 0)
 
   /** The bytes of a buffer as an array (a copy unless it wraps a whole array). */
   def bytes(buf: ByteBuffer): Array[Byte] = {

@@ -1,6 +1,6 @@
 package io.lancespark.format.v21.codec
 
-import java.nio.ByteBuffer
+import java.nio.{ByteBuffer, ByteOrder}
 
 /** FastLanes bit-unpacking of groups of 1024 values, as the reference's
   * bit-packing writes them. A group of values of `t` bits (8, 16, 32 or 64)
@@ -14,58 +14,89 @@ object FastLanes {
 
   private val Order: Array[Int] = Array(0, 4, 2, 6, 1, 5, 3, 7)
 
-  /** Bytes a packed group of width `w` takes for values of `t` bits. */
+  /** Bytes a group packed to `w` bits takes. */
   def packedBytes(w: Int): Int = GroupSize * w / 8
 
-  /** Unpacks one group of width `w` at `src` (byte offset `at`) into `out`
-    * (1024 values, zero-extended). */
-  def unpack(src: ByteBuffer, at: Int, t: Int, w: Int, out: Array[Long]): Unit = {
-    if (w == 0) { java.util.Arrays.fill(out, 0, GroupSize, 0L); return }
-    val lanes = GroupSize / t
-    val words = new Array[Long](lanes * w)
-    var k = 0
-    val n = words.length
-    t match {
-      case 8  => while (k < n) { words(k) = src.get(at + k) & 0xffL; k += 1 }
-      case 16 => while (k < n) { words(k) = src.getShort(at + 2 * k) & 0xffffL; k += 1 }
-      case 32 => while (k < n) { words(k) = src.getInt(at + 4 * k) & 0xffffffffL; k += 1 }
-      case _  => while (k < n) { words(k) = src.getLong(at + 8 * k); k += 1 }
-    }
-    val mask = if (w >= 64) -1L else (1L << w) - 1
-    var l = 0
-    while (l < lanes) {
-      var r = 0
-      while (r < t) {
-        val bit = r * w
-        val word = bit / t
-        val shift = bit % t
-        var v = words(word * lanes + l) >>> shift
-        if (shift + w > t) v |= words((word + 1) * lanes + l) << (t - shift)
-        out(Order(r >>> 3) * 16 + (r & 7) * 128 + l) = v & mask
-        r += 1
-      }
-      l += 1
-    }
+  /** The output position of value r of lane l. */
+  def position(r: Int, l: Int): Int = Order(r >>> 3) * 16 + (r & 7) * 128 + l
+
+  private val scratch: ThreadLocal[Scratch] = ThreadLocal.withInitial(() => new Scratch)
+
+  /** This thread's scratch for [[unpack]]. */
+  def localScratch(): Scratch = scratch.get()
+
+  /** Scratch for [[unpack]]: the packed words and the unpacked values. */
+  final class Scratch {
+    val words: Array[Long] = new Array[Long](GroupSize)
+    val values: Array[Long] = new Array[Long](GroupSize)
+    val ints: Array[Int] = new Array[Int](GroupSize)
+    val shorts: Array[Short] = new Array[Short](GroupSize)
   }
 
-  /** Writes the first `n` of `values` as `t`-bit little-endian integers into `dst` from value index `at`. */
-  def store(values: Array[Long], n: Int, t: Int, dst: Array[Byte], at: Int): Unit = {
-    var i = 0
-    var o = at * (t / 8)
+  /** Unpacks the group of width `w` at byte `at` of `src` and writes its first
+    * `take` values as `t`-bit little-endian integers into `dst` from value
+    * `dstIndex`. */
+  def unpack(src: ByteBuffer, at: Int, t: Int, w: Int, take: Int, dst: Array[Byte], dstIndex: Int,
+             s: Scratch): Unit = {
+    val bytes = t / 8
+    val base = dstIndex * bytes
+    if (w == 0) {
+      java.util.Arrays.fill(dst, base, base + take * bytes, 0.toByte)
+      return
+    }
+    val lanes = GroupSize / t
+    val n = lanes * w
+    val words = s.words
+    val in = src.duplicate().order(ByteOrder.LITTLE_ENDIAN)
+    in.position(at)
+    var k = 0
     t match {
-      case 8 => while (i < n) { dst(o) = values(i).toByte; o += 1; i += 1 }
-      case 16 => while (i < n) { val v = values(i); dst(o) = v.toByte; dst(o + 1) = (v >>> 8).toByte; o += 2; i += 1 }
-      case 32 => while (i < n) {
-        val v = values(i)
-        dst(o) = v.toByte; dst(o + 1) = (v >>> 8).toByte; dst(o + 2) = (v >>> 16).toByte; dst(o + 3) = (v >>> 24).toByte
-        o += 4; i += 1
+      case 8  => while (k < n) { words(k) = in.get(at + k) & 0xffL; k += 1 }
+      case 16 => while (k < n) { words(k) = in.getShort(at + 2 * k) & 0xffffL; k += 1 }
+      case 32 => while (k < n) { words(k) = in.getInt(at + 4 * k) & 0xffffffffL; k += 1 }
+      case _  => in.slice().order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(words, 0, n)
+    }
+    val mask = if (w >= 64) -1L else (1L << w) - 1
+    val values = s.values
+    var r = 0
+    while (r < t) {
+      val bit = r * w
+      val word = bit / t
+      val shift = bit % t
+      val rowBase = Order(r >>> 3) * 16 + (r & 7) * 128
+      val lo = word * lanes
+      var l = 0
+      if (shift + w > t) {
+        val hi = lo + lanes
+        val back = t - shift
+        while (l < lanes) {
+          values(rowBase + l) = ((words(lo + l) >>> shift) | (words(hi + l) << back)) & mask
+          l += 1
+        }
+      } else {
+        while (l < lanes) {
+          values(rowBase + l) = (words(lo + l) >>> shift) & mask
+          l += 1
+        }
       }
-      case _ => while (i < n) {
-        var v = values(i)
-        var b = 0
-        while (b < 8) { dst(o + b) = v.toByte; v >>>= 8; b += 1 }
-        o += 8; i += 1
-      }
+      r += 1
+    }
+    val out = ByteBuffer.wrap(dst, base, take * bytes).slice().order(ByteOrder.LITTLE_ENDIAN)
+    t match {
+      case 64 => out.asLongBuffer().put(values, 0, take)
+      case 32 =>
+        val ints = s.ints
+        var i = 0
+        while (i < take) { ints(i) = values(i).toInt; i += 1 }
+        out.asIntBuffer().put(ints, 0, take)
+      case 16 =>
+        val shorts = s.shorts
+        var i = 0
+        while (i < take) { shorts(i) = values(i).toShort; i += 1 }
+        out.asShortBuffer().put(shorts, 0, take)
+      case _ =>
+        var i = 0
+        while (i < take) { dst(base + i) = values(i).toByte; i += 1 }
     }
   }
 }

@@ -18,70 +18,79 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
 
   def describe: String = s"fsst(${inner.describe})"
 
-  /** (symbols, their lengths, whether values are compressed), or a failure. */
-  private def table(ctx: CodecContext): (Array[Long], Array[Int], Boolean) = {
+  /** The parsed symbol table: symbols (u64, little-endian bytes), their
+    * lengths, and whether values are compressed at all; or what is wrong. */
+  private lazy val table: Either[String, (Array[Long], Array[Int], Boolean)] = {
     val t = fsst.getSymbolTable.asReadOnlyByteBuffer().order(java.nio.ByteOrder.LITTLE_ENDIAN)
-    if (t.remaining() < 8) ctx.fail(s"an FSST symbol table of ${t.remaining()} bytes")
-    val header = t.getLong(0)
-    if ((header >>> 32) != FsstCodec.Magic) ctx.fail(f"an FSST symbol table without its magic (header 0x$header%016x)")
-    val n = (header & 0xff).toInt
-    val on = (header & (1L << 24)) != 0
-    if (t.remaining() < 8 + 9L * n) ctx.fail(s"an FSST symbol table of ${t.remaining()} bytes for $n symbols")
-    val symbols = Array.tabulate(n)(i => t.getLong(8 + 8 * i))
-    val lens = Array.tabulate(n)(i => t.get(8 + 8 * n + i) & 0xff)
-    lens.zipWithIndex.foreach { case (l, i) => if (l < 1 || l > 8) ctx.fail(s"FSST symbol $i has length $l") }
-    (symbols, lens, on)
+    if (t.remaining() < 8) Left(s"an FSST symbol table of ${t.remaining()} bytes")
+    else {
+      val header = t.getLong(0)
+      val n = (header & 0xff).toInt
+      if ((header >>> 32) != FsstCodec.Magic) Left(f"an FSST symbol table without its magic (header 0x$header%016x)")
+      else if (t.remaining() < 8 + 9L * n) Left(s"an FSST symbol table of ${t.remaining()} bytes for $n symbols")
+      else {
+        val symbols = Array.tabulate(n)(i => t.getLong(8 + 8 * i))
+        val lens = Array.tabulate(n)(i => t.get(8 + 8 * n + i) & 0xff)
+        lens.indexWhere(l => l < 1 || l > 8) match {
+          case -1 => Right((symbols, lens, (header & (1L << 24)) != 0))
+          case i => Left(s"FSST symbol $i has length ${lens(i)}")
+        }
+      }
+    }
   }
 
-
+  /** Decodes every value: each code byte becomes its symbol (written as 8
+    * bytes, of which the next symbol overwrites the unused ones), the escape
+    * byte the byte after it. */
   private def expand(compressed: VarBlock, ctx: CodecContext): VarBlock = {
-    val (symbols, lens, on) = table(ctx)
+    val (symbols, lens, on) = table.fold(ctx.fail, identity)
     if (!on) return compressed
     val n = compressed.length.toInt
-    val src = compressed.data
     val offs = compressed.offsets
+    val base = offs(0).toInt
+    val inLen = (offs(n) - offs(0)).toInt
+    val (src, srcAt) = Codec.array(compressed.data)
+    val from = srcAt + base
     val nsym = symbols.length
-    // symbol bytes, 8 per symbol, for copying
-    val sym = new Array[Byte](nsym * 8)
-    var k = 0
-    while (k < nsym) {
-      var b = 0
-      var v = symbols(k)
-      while (b < 8) { sym(8 * k + b) = v.toByte; v >>>= 8; b += 1 }
-      k += 1
-    }
-    // first pass: sizes
     val out = new Array[Long](n + 1)
+    // the decoded size, and 8 bytes of slack for the last symbol's word
+    val dst = new Array[Byte](decodedSize(src, from, from + inLen, lens).toInt + 8)
+    val dstBuf = ByteBuffer.wrap(dst).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+    var o = 0
     var i = 0
-    var total = 0L
     while (i < n) {
-      var p = offs(i).toInt
-      val e = offs(i + 1).toInt
+      var p = from + (offs(i) - base).toInt
+      val e = from + (offs(i + 1) - base).toInt
       while (p < e) {
-        val c = src.get(p) & 0xff
-        if (c == FsstCodec.Escape) { total += 1; p += 2 }
-        else if (c < nsym) { total += lens(c); p += 1 }
+        val c = src(p) & 0xff
+        if (c < nsym) {
+          dstBuf.putLong(o, symbols(c))
+          o += lens(c)
+          p += 1
+        } else if (c == FsstCodec.Escape && p + 1 < e) {
+          dst(o) = src(p + 1)
+          o += 1
+          p += 2
+        } else if (c == FsstCodec.Escape) ctx.fail(s"FSST value $i ends with an escape byte")
         else ctx.fail(s"FSST code $c but the table has $nsym symbols")
       }
       if (p != e) ctx.fail(s"FSST value $i ends with an escape byte")
-      out(i + 1) = total
-      i += 1
-    }
-    if (total > Int.MaxValue - 16) ctx.fail(s"$total bytes of FSST-decoded values in one batch")
-    val dst = new Array[Byte](total.toInt)
-    var o = 0
-    i = 0
-    while (i < n) {
-      var p = offs(i).toInt
-      val e = offs(i + 1).toInt
-      while (p < e) {
-        val c = src.get(p) & 0xff
-        if (c == FsstCodec.Escape) { dst(o) = src.get(p + 1); o += 1; p += 2 }
-        else { val l = lens(c); System.arraycopy(sym, 8 * c, dst, o, l); o += l; p += 1 }
-      }
+      out(i + 1) = o
       i += 1
     }
     VarBlock(n, out, Codec.wrap(dst), compressed.validity)
+  }
+
+  private def decodedSize(src: Array[Byte], from: Int, until: Int, lens: Array[Int]): Long = {
+    var total = 0L
+    var p = from
+    while (p < until) {
+      val c = src(p) & 0xff
+      if (c == FsstCodec.Escape) { total += 1; p += 2 }
+      else { total += (if (c < lens.length) lens(c) else 0); p += 1 }
+    }
+    if (total > Int.MaxValue - 64) throw new IllegalArgumentException(s"$total bytes of FSST-decoded values")
+    total
   }
 
   private def asVar(b: Block, ctx: CodecContext): VarBlock = b match {

@@ -173,32 +173,51 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
 
   private def pad8(x: Int): Int = (x + 7) & ~7
 
-  /** One chunk: its levels (page numbering; null when absent) and its values. */
-  private def decodeChunk(bytes: ByteBuffer, values: Int, cctx: CodecContext, i: Int): (Array[Int], Array[Int], Int, Block) = {
+  /** One decoded chunk: its levels (page numbering; null when absent), how
+    * many entries it has, and its values. */
+  private final class Chunk(val rep: Array[Int], val defs: Array[Int], val entries: Int, val values: Block)
+
+  private def decodeChunk(bytes: ByteBuffer, values: Int, cctx: CodecContext, i: Int): Chunk = {
+    val size = bytes.remaining()
     var at = 0
-    def u16(): Int = { cctx.check(at, 2, bytes.remaining(), s"chunk $i header"); val v = bytes.getShort(at) & 0xffff; at += 2; v }
-    val numLevels = u16()
-    val repSize = if (repCodec.isDefined) u16() else 0
-    val defSize = if (defCodec.isDefined) u16() else 0
-    val sizes = Array.fill(numBuffers) {
-      if (large) { cctx.check(at, 4, bytes.remaining(), s"chunk $i header"); val v = bytes.getInt(at); at += 4; v }
-      else u16()
+    val headerBytes = 2 + (if (repCodec.isDefined) 2 else 0) + (if (defCodec.isDefined) 2 else 0) +
+      numBuffers * (if (large) 4 else 2)
+    if (headerBytes > size) cctx.fail(s"chunk $i: a header of $headerBytes bytes in a chunk of $size")
+    val numLevels = bytes.getShort(0) & 0xffff
+    at = 2
+    val repSize = if (repCodec.isDefined) { val v = bytes.getShort(at) & 0xffff; at += 2; v } else 0
+    val defSize = if (defCodec.isDefined) { val v = bytes.getShort(at) & 0xffff; at += 2; v } else 0
+    val sizes = new Array[Int](numBuffers)
+    var k = 0
+    while (k < numBuffers) {
+      if (large) { sizes(k) = bytes.getInt(at); at += 4 } else { sizes(k) = bytes.getShort(at) & 0xffff; at += 2 }
+      k += 1
     }
     at = pad8(at)
-    def take(len: Int, what: String): ByteBuffer = {
-      if (len < 0) cctx.fail(s"chunk $i: $what of $len bytes")
-      cctx.check(at, len, bytes.remaining(), s"chunk $i: $what")
-      val b = Codec.slice(bytes, at, len)
-      at = pad8(at + len)
-      b
+    var rep: Array[Int] = null
+    var defs: Array[Int] = null
+    if (repCodec.isDefined) {
+      cctx.check(at, repSize, size, s"chunk $i: repetition levels")
+      rep = levels(Codec.slice(bytes, at, repSize), numLevels, repCodec, "repetition", cctx)
+      at = pad8(at + repSize)
     }
-    val repBuf = if (repCodec.isDefined) take(repSize, "repetition levels") else null
-    val defBuf = if (defCodec.isDefined) take(defSize, "definition levels") else null
-    val valueBufs = sizes.toIndexedSeq.zipWithIndex.map { case (n, k) => take(n, s"value buffer $k") }
-    val rep = if (repBuf == null) null else levels(repBuf, numLevels, repCodec, "repetition", cctx)
-    val defs = if (defBuf == null) null else levels(defBuf, numLevels, defCodec, "definition", cctx)
+    if (defCodec.isDefined) {
+      cctx.check(at, defSize, size, s"chunk $i: definition levels")
+      defs = levels(Codec.slice(bytes, at, defSize), numLevels, defCodec, "definition", cctx)
+      at = pad8(at + defSize)
+    }
+    val bufs = new Array[ByteBuffer](numBuffers)
+    k = 0
+    while (k < numBuffers) {
+      val len = sizes(k)
+      if (len < 0) cctx.fail(s"chunk $i: value buffer $k of $len bytes")
+      cctx.check(at, len, size, s"chunk $i: value buffer $k")
+      bufs(k) = Codec.slice(bytes, at, len)
+      at = pad8(at + len)
+      k += 1
+    }
     val n = if (rep == null && defs == null) values else numLevels
-    (rep, defs, n, valueCodec.miniBlock(valueBufs, values, cctx))
+    new Chunk(rep, defs, n, valueCodec.miniBlock(scala.collection.immutable.ArraySeq.unsafeWrapArray(bufs), values, cctx))
   }
 
   /** Dictionary indices to values. */
@@ -240,14 +259,33 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     val (a, b) = chunks(s, from, until)
     val chunkBuf = meta.buffers(1)
     val all = io.input.read(chunkBuf.position + s.offset(a), s.offset(b) + s.size(b) - s.offset(a))
-    val decoded = (a to b).map { i =>
-      val (rep, defs, n, vals) = decodeChunk(Codec.slice(all, (s.offset(i) - s.offset(a)).toInt, s.size(i)), s.values(i), cctx, i)
-      val v = s.dictionary.fold(vals)(d => lookup(vals, d, cctx))
-      (canonicalLevels(rep, defs, n, map, path), v)
+    // the chunks' levels together (canonical), and their values
+    val decoded = new Array[Chunk](b - a + 1)
+    var entries = 0
+    var withRep = false
+    var withDef = false
+    var c = a
+    while (c <= b) {
+      val ch = decodeChunk(Codec.slice(all, (s.offset(c) - s.offset(a)).toInt, s.size(c)), s.values(c), cctx, c)
+      decoded(c - a) = if (s.dictionary.isEmpty) ch
+        else new Chunk(ch.rep, ch.defs, ch.entries, lookup(ch.values, s.dictionary.get, cctx))
+      entries += ch.entries
+      withRep |= ch.rep != null
+      withDef |= ch.defs != null
+      c += 1
     }
-    // levels of the chunks together; rows [from, until) cut out of them
-    val levels = LeafRun.concat(decoded.map { case (l, v) => new LeafRun(l, Vector(LeafRun.whole(v))) })
-    val lv = levels.levels
+    val lv = {
+      val rep = if (withRep) new Array[Int](entries) else null
+      val defs = if (withDef) new Array[Int](entries) else null
+      var at = 0
+      decoded.foreach { ch =>
+        if (ch.rep != null) System.arraycopy(ch.rep, 0, rep, at, ch.entries)
+        if (ch.defs != null) System.arraycopy(ch.defs, 0, defs, at, ch.entries)
+        at += ch.entries
+      }
+      canonicalLevels(rep, defs, entries, map, path)
+    }
+    val values = decoded.iterator.map(ch => LeafRun.whole(ch.values)).toVector
     val (ls, le) =
       if (leaf.maxRep == 0) ((from - s.firstRow(a)).toInt, (until - s.firstRow(a)).toInt)
       else {
@@ -272,10 +310,10 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     if (ls < 0 || le > lv.size || ls > le) fail(path, s"rows [$from, $until) map to levels [$ls, $le) of ${lv.size}")
     val vs = RepDef.visible(lv.defs, 0, ls, leaf.maxVisibleDef)
     val ve = vs + RepDef.visible(lv.defs, ls, le, leaf.maxVisibleDef)
-    val total = levels.visible
+    val total = values.iterator.map(_.count).sum
     if (ve > total) fail(path, s"levels mark $ve visible values, the chunks hold $total")
     val rep = if (lv.rep == null) null else java.util.Arrays.copyOfRange(lv.rep, ls, le)
     val defs = if (lv.defs == null) null else java.util.Arrays.copyOfRange(lv.defs, ls, le)
-    new LeafRun(new Levels(rep, defs, le - ls), LeafRun.sliceValues(levels.values, vs, ve))
+    new LeafRun(new Levels(rep, defs, le - ls), LeafRun.sliceValues(values, vs, ve))
   }
 }

@@ -38,7 +38,7 @@ abstract class StructuralPage(val meta: PageMeta, val leaf: LeafColumn) {
     throw LanceFormatException(path, s"${leaf.where}, page ${meta.index}: $problem")
 
   /** A page buffer, checked to exist. */
-  protected def buffer(i: Int, path: String, what: String): Region = {
+  protected def buffer(i: Int, path: String, what: => String): Region = {
     if (i < 0 || i >= meta.buffers.size) fail(path, s"$what: page buffer $i, but the page has ${meta.buffers.size}")
     meta.buffers(i)
   }
