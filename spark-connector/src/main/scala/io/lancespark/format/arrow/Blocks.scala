@@ -54,6 +54,8 @@ object Block {
   final case class ListBlock(length: Long, offsets: Array[Long], validity: Option[Bits], firstItem: Long) extends Block
   /** A struct page holds nothing but its length (2.0 structs have no validity). */
   final case class StructBlock(length: Long) extends Block
+  /** A struct stored row by row ("packed"): its fields' values, one block each. */
+  final case class PackedBlock(length: Long, children: Vector[Block]) extends Block
 }
 
 /** A part [start, start + count) of a block. */

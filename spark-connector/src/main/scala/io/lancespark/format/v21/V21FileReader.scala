@@ -12,7 +12,7 @@ import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVecto
 import io.lancespark.format.DataFileReader
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.format.arrow.{Bits, Slice, VectorLoader}
-import io.lancespark.format.arrow.Block.{AllNullBlock, ListBlock, NullableBlock}
+import io.lancespark.format.arrow.Block.{AllNullBlock, FixedBlock, ListBlock, NullableBlock, PackedBlock, VarBlock}
 import io.lancespark.format.file.{FileContainer, Footer}
 import io.lancespark.format.input.{CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
 import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
@@ -78,7 +78,8 @@ final class V21FileReader private (
   /** Each leaf below a (possibly pruned) field, with its layers innermost first. */
   private def leavesOf(field: LanceField): Vector[LeafColumn] = {
     def walk(f: LanceField, outer: List[LayerKind]): Vector[LeafColumn] =
-      if (f.isStruct) {
+      if (isPacked(f)) Vector(leafColumn(f, (LayerKind.Item :: outer).toVector))
+      else if (f.isStruct) {
         if (f.children.isEmpty) fail(s"struct field '${f.name}' (id ${f.id}) has no fields to read")
         f.children.flatMap(walk(_, LayerKind.Item :: outer))
       } else if (f.isList || f.isMap) {
@@ -87,6 +88,9 @@ final class V21FileReader private (
       } else Vector(leafColumn(f, (LayerKind.Item :: outer).toVector))
     walk(field, Nil)
   }
+
+  /** A struct stored in one column of its own (a packed struct). */
+  private def isPacked(f: LanceField): Boolean = f.isStruct && fieldColumns.contains(f.id)
 
   private def overlapping(pages: Vector[StructuralPage], from: Long, until: Long): Vector[StructuralPage] =
     pages.filter(p => p.meta.length > 0 && p.meta.first < until && p.meta.end > from)
@@ -130,11 +134,14 @@ final class V21FileReader private (
   private def fill(field: LanceField, vec: FieldVector, depth: Int, leaves: Map[Int, Unravelled],
                    loader: VectorLoader): Unit = {
     def first(f: LanceField): Unravelled =
-      if (f.isStruct || f.isList || f.isMap) first(f.children.head) else leaves(f.id)
+      if (isPacked(f)) leaves(f.id)
+      else if (f.isStruct || f.isList || f.isMap) first(f.children.head) else leaves(f.id)
     val u = first(field)
     if (depth >= u.layers.size) fail(s"field '${field.name}': no layer $depth in its leaf's levels")
     val layer = u.layers(depth)
-    if (field.isStruct) {
+    if (isPacked(field) && V21FileReader.isBlobV2(field)) fillBlobV2(field, vec, u, layer, loader)
+    else if (isPacked(field)) fillPacked(field, vec, u, layer, loader)
+    else if (field.isStruct) {
       val sv = vec match {
         case s: StructVector => s
         case other => fail(s"field '${field.name}' is a struct but its Arrow vector is ${other.getClass.getSimpleName}")
@@ -175,6 +182,94 @@ final class V21FileReader private (
     }
   }
 
+
+  /** A packed struct: its validity from the levels, each field from its
+    * share of the packed values (fields kept by a projection, by id). */
+  private def fillPacked(field: LanceField, vec: FieldVector, u: Unravelled, layer: LayerOut, loader: VectorLoader): Unit = {
+    val sv = vec match {
+      case s: StructVector => s
+      case other => fail(s"field '${field.name}' is a struct but its Arrow vector is ${other.getClass.getSimpleName}")
+    }
+    loader.loadStruct(sv, layer.count, layer.validity)
+    val stored = schema.byId.get(field.id).map(_.children).getOrElse(field.children)
+    field.children.zip(sv.getChildrenFromFields.asScala).foreach { case (c, cv) =>
+      if (c.isStruct || c.isList || c.isMap)
+        fail(s"field '${field.name}.${c.name}': nested fields of a packed struct are not supported")
+      val k = stored.indexWhere(_.id == c.id)
+      if (k < 0) fail(s"field '${field.name}.${c.name}' (id ${c.id}) is not part of the packed struct")
+      val slices = u.values.map { s =>
+        s.block match {
+          case PackedBlock(_, children) if k < children.size => Slice(children(k), s.start, s.count)
+          case a: AllNullBlock => Slice(a, s.start, s.count)
+          case other => fail(s"field '${field.name}': packed values decode to ${other.getClass.getSimpleName}")
+        }
+      }
+      loader.loadLeaf(cv, slices)
+    }
+  }
+
+  /** A blob column of file version 2.2 (`lance.blob.v2`): the Lance schema
+    * says struct<data, uri>; the file stores one description per value (kind,
+    * position, size, blob id, uri). Values stored in this data file ("inline")
+    * are read at their position; external ones have only their uri. */
+  private def fillBlobV2(field: LanceField, vec: FieldVector, u: Unravelled, layer: LayerOut,
+                         loader: VectorLoader): Unit = {
+    val sv = vec match {
+      case s: StructVector => s
+      case other => fail(s"blob field '${field.name}' is a struct but its Arrow vector is ${other.getClass.getSimpleName}")
+    }
+    loader.loadStruct(sv, layer.count, layer.validity)
+    val n = layer.count
+    val data = new Array[Array[Byte]](n)
+    val uris = new Array[Array[Byte]](n)
+    var row = 0
+    u.values.foreach { s =>
+      s.block match {
+        case PackedBlock(_, Vector(FixedBlock(_, 1, kind), FixedBlock(_, 8, pos), FixedBlock(_, 8, size), _, VarBlock(_, uo, ud, _))) =>
+          var i = s.start.toInt
+          while (i < s.start + s.count) {
+            val k = kind.get(i) & 0xff
+            val p = pos.getLong(8 * i)
+            val z = size.getLong(8 * i)
+            val uriLen = (uo(i + 1) - uo(i)).toInt
+            if (uriLen > 0) { val b = new Array[Byte](uriLen); ud.duplicate().position(uo(i).toInt).asInstanceOf[java.nio.ByteBuffer].get(b); uris(row) = b }
+            k match {
+              case 0 => // stored in this data file
+                if (z < 0 || p < 0 || p + z > source.size)
+                  fail(s"blob field '${field.name}', row ${row}: [$p, ${p + z}) lies outside the file")
+                if (z > Int.MaxValue - 16) fail(s"blob field '${field.name}', row $row: a blob of $z bytes")
+                val b = new Array[Byte](z.toInt)
+                if (z > 0) source.read(p, z).get(b)
+                data(row) = b
+              case _ if uriLen > 0 => () // stored elsewhere, named by its uri
+              case other => fail(s"blob field '${field.name}', row $row: blobs of kind $other (stored in the " +
+                "dataset's blob files) are not supported; blobs in the data file and external ones are")
+            }
+            row += 1
+            i += 1
+          }
+        case AllNullBlock(c) => row += c.toInt
+        case other => fail(s"blob field '${field.name}': descriptions decode to ${other.getClass.getSimpleName}")
+      }
+    }
+    def column(values: Array[Array[Byte]]): Seq[Slice] = {
+      val offsets = new Array[Long](n + 1)
+      var i = 0
+      while (i < n) { offsets(i + 1) = offsets(i) + (if (values(i) == null) 0 else values(i).length); i += 1 }
+      val bytes = new Array[Byte](offsets(n).toInt)
+      i = 0
+      while (i < n) { if (values(i) != null) System.arraycopy(values(i), 0, bytes, offsets(i).toInt, values(i).length); i += 1 }
+      val valid = Bits.tabulate(n)(values(_) != null)
+      Seq(Slice(VarBlock(n, offsets, java.nio.ByteBuffer.wrap(bytes), Some(valid)), 0, n))
+    }
+    field.children.zip(sv.getChildrenFromFields.asScala).foreach { case (c, cv) =>
+      c.name match {
+        case "data" => loader.loadLeaf(cv, column(data))
+        case "uri"  => loader.loadLeaf(cv, column(uris))
+        case other  => fail(s"blob field '${field.name}' has an unknown field '$other'")
+      }
+    }
+  }
 
   /** Page bytes of the batch being decoded and of the next one. */
   private val arenas = Array(new ReadArena, new ReadArena)
@@ -269,7 +364,11 @@ object V21FileReader {
   private def container(source: RandomAccessSource): FileContainer =
     FileContainer.open(source, accepts, "2.1 or 2.2")
 
+  /** A blob column of file version 2.2. */
+  def isBlobV2(f: LanceField): Boolean = f.metadata.get("ARROW:extension:name").contains("lance.blob.v2")
+
   /** The fields of a field that have columns in 2.1+ files: the leaves. */
   def leaves(f: LanceField): Vector[LanceField] =
-    if (f.isStruct || f.isList || f.isMap) f.children.flatMap(leaves) else Vector(f)
+    if (f.metadata.get("lance-encoding:packed").isDefined || isBlobV2(f)) Vector(f)
+    else if (f.isStruct || f.isList || f.isMap) f.children.flatMap(leaves) else Vector(f)
 }

@@ -101,7 +101,7 @@ object StructuralPage {
       case PageLayout.LayoutCase.MINI_BLOCK_LAYOUT => new MiniBlockPage(meta, leaf, layout.getMiniBlockLayout)
       case PageLayout.LayoutCase.FULL_ZIP_LAYOUT   => new FullZipPage(meta, leaf, layout.getFullZipLayout)
       case PageLayout.LayoutCase.CONSTANT_LAYOUT   => new ConstantPage(meta, leaf, layout.getConstantLayout)
-      case PageLayout.LayoutCase.BLOB_LAYOUT       => fail("unsupported page layout: blob (large binary values stored outside the page)")
+      case PageLayout.LayoutCase.BLOB_LAYOUT       => new BlobPage(meta, leaf, layout.getBlobLayout)
       case PageLayout.LayoutCase.DELTA_BLOB_LAYOUT => fail("unsupported page layout: delta blob")
       case other => fail(s"unsupported page layout '$other' (unknown to this reader)")
     }

@@ -1,0 +1,76 @@
+package io.lancespark.format.v21.layout
+
+import io.lancespark.format.arrow.{Block, Slice}
+import io.lancespark.format.arrow.Block.{FixedBlock, PackedBlock, VarBlock}
+import io.lancespark.format.file.PageMeta
+import io.lancespark.format.input.{PlannedRead, RandomAccessSource}
+import io.lancespark.format.v21.{LayerKind, LeafColumn, LeafRun, RepDef}
+import io.lancespark.format.v21.codec.Codec
+import io.lancespark.proto.encodings21.BlobLayout
+
+/** The blob layout (2.1, for binary columns with `lance-encoding:blob`):
+  * the values are stored outside the page, elsewhere in the file, and the page
+  * holds one description per entry, laid out by `inner_layout`: the value's
+  * position in the file and its size (u64 each). A size of 0 with a position
+  * of 0 is an empty value; a size of 0 with another position is a null, whose
+  * repetition level is the position's low 16 bits and definition level the
+  * next 16. Values are read at their positions. */
+final class BlobPage(meta: PageMeta, leaf: LeafColumn, layout: BlobLayout) extends StructuralPage(meta, leaf) {
+
+  private val inner: StructuralPage = StructuralPage.of(
+    meta.copy(encoding = layout.getInnerLayout.toByteString),
+    leaf.copy(path = Vector(LayerKind.Item)), "")
+
+  def describe: String = s"blob (descriptions: ${inner.describe})"
+
+  def plan(from: Long, until: Long, source: RandomAccessSource): Seq[PlannedRead] = inner.plan(from, until, source)
+
+  def decode(from: Long, until: Long, io: PageIO): LeafRun = {
+    val path = io.input.path
+    val cctx = codecContext(path)
+    val map = RepDef.canonical(StructuralPage.layers(layout.getLayersList), leaf.path, fail(path, _))
+    if (leaf.maxRep > 0) fail(path, "blob values inside lists are not supported")
+    val descriptions = inner.decode(from, until, io)
+    val rows = (until - from).toInt
+    val pos = new Array[Long](rows)
+    val size = new Array[Long](rows)
+    var at = 0
+    descriptions.values.foreach { case Slice(block, start, count) =>
+      block match {
+        case PackedBlock(_, Vector(FixedBlock(_, 8, p), FixedBlock(_, 8, s))) =>
+          var i = 0
+          while (i < count) { pos(at) = p.getLong(8 * (start + i).toInt); size(at) = s.getLong(8 * (start + i).toInt); at += 1; i += 1 }
+        case other => cctx.fail(s"blob descriptions decode to ${other.getClass.getSimpleName}, not (position, size) pairs")
+      }
+    }
+    if (at != rows) cctx.fail(s"$at blob descriptions for $rows rows")
+    val defs = new Array[Int](rows)
+    var anyNull = false
+    val offsets = new Array[Long](rows + 1)
+    var i = 0
+    while (i < rows) {
+      if (size(i) == 0 && pos(i) != 0) {
+        // the levels of a null: repetition in the low 16 bits, definition in the next 16
+        val d = ((pos(i) >>> 16) & 0xffff).toInt
+        if ((pos(i) & 0xffff) != 0 || d >= map.length)
+          cctx.fail(s"blob description of row ${from + i}: levels 0x${pos(i).toHexString} out of range")
+        defs(i) = d
+        anyNull = true
+      } else if (size(i) < 0 || pos(i) < 0 || pos(i) + size(i) > io.source.size)
+        cctx.fail(s"blob of row ${from + i} at [${pos(i)}, ${pos(i) + size(i)}) lies outside the file")
+      offsets(i + 1) = offsets(i) + (if (defs(i) == 0) size(i) else 0)
+      i += 1
+    }
+    if (offsets(rows) > Int.MaxValue - 16) cctx.fail(s"${offsets(rows)} bytes of blobs in one batch")
+    val data = new Array[Byte](offsets(rows).toInt)
+    i = 0
+    while (i < rows) {
+      val len = (offsets(i + 1) - offsets(i)).toInt
+      if (len > 0) io.input.read(pos(i), len).get(data, offsets(i).toInt, len)
+      i += 1
+    }
+    val levels = canonicalLevels(null, if (anyNull) defs else null, rows, map, path)
+    val values: Block = VarBlock(rows, offsets, Codec.wrap(data), None)
+    new LeafRun(levels, Vector(LeafRun.whole(values)))
+  }
+}
