@@ -7,7 +7,8 @@ copy of the same (kind, rows, seed) hold the same rows:
 * ``wide``  - 20 columns (8 long, 8 double, 4 short string) for projection;
 * ``int64`` - one plain int64 column (random, incompressible) for decode throughput.
 
-Lance copies are written by pylance at file version 2.0 (what the connector reads); Parquet
+Lance copies are written by pylance at file version 2.0 unless a workload asks for 2.2 (pylance
+14's default: compressed, mini-block and full-zip pages); Parquet
 copies are written by Spark (``spark.read.parquet(staging).write.parquet``), Spark's defaults
 (snappy), id-range partitioned into at least 4 files so Spark can use every core.
 """
@@ -29,7 +30,7 @@ from .env import DATA_DIR
 SCHEMA_VERSION = 1
 SEED = 20240601
 BATCH_ROWS = 1 << 20
-LANCE_FILE_VERSION = "2.0"      # the connector reads 0.1 and 2.0; pylance 14 defaults to 2.2
+LANCE_FILE_VERSION = "2.0"      # the version of the copies the 2.0-era workloads compare; pylance 14 defaults to 2.2
 LANCE_MAX_ROWS_PER_FILE = 1 << 20   # pylance's default, stated so the key covers it
 CATEGORIES = ["books", "music", "garden", "toys", "kitchen", "sports", "auto", "health",
               "beauty", "office", "pets", "tools"]
@@ -94,10 +95,10 @@ def parquet_files(rows: int) -> int:
     return max(4, math.ceil(rows / LANCE_MAX_ROWS_PER_FILE))
 
 
-def key(kind: str, rows: int, fmt: str, seed: int = SEED) -> str:
+def key(kind: str, rows: int, fmt: str, seed: int = SEED, file_version: str = LANCE_FILE_VERSION) -> str:
     spec = {"kind": kind, "rows": rows, "seed": seed, "schema_version": SCHEMA_VERSION, "format": fmt}
     if fmt == "lance":
-        spec.update(file_version=LANCE_FILE_VERSION, max_rows_per_file=LANCE_MAX_ROWS_PER_FILE)
+        spec.update(file_version=file_version, max_rows_per_file=LANCE_MAX_ROWS_PER_FILE)
     else:
         spec.update(files=parquet_files(rows))
     digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
@@ -118,15 +119,17 @@ def _cached(name: str, build: Callable[[Path], None], log) -> Path:
     return path
 
 
-def lance_dataset(kind: str, rows: int, log=print) -> Path:
+def lance_dataset(kind: str, rows: int, log=print, file_version: str = LANCE_FILE_VERSION) -> Path:
+    """The rows written by pylance at `file_version` (2.0 unless asked; pylance 14's default is 2.2)."""
     import lance
 
     def build(path: Path) -> None:
         reader = pa.RecordBatchReader.from_batches(schema_of(kind), batches(kind, rows))
-        lance.write_dataset(reader, str(path), data_storage_version=LANCE_FILE_VERSION,
+        lance.write_dataset(reader, str(path), data_storage_version=file_version,
                             max_rows_per_file=LANCE_MAX_ROWS_PER_FILE)
 
-    return _cached(key(kind, rows, "lance"), build, log)
+    name = key(kind, rows, "lance", file_version=file_version)
+    return _cached(name if file_version == LANCE_FILE_VERSION else f"{name}-v{file_version}", build, log)
 
 
 def parquet_dataset(spark, kind: str, rows: int, log=print) -> Path:

@@ -159,6 +159,75 @@ def spark_full_scan(ctx: Context) -> Prepared:
                "parquet_files": len(data.data_files(Path(pq_path), ".parquet"))})
 
 
+@workload("spark_full_scan_v2_2", kind="spark",
+          this="Spark on Lance 2.2 (pylance)", comparator="Spark on Parquet", target=0.8,
+          target_text="<= 0.8x Parquet",
+          description="The aggregation of `spark_full_scan` over the mixed table written by pylance "
+                      "at file version 2.2 (its default: bit-packed integers, FSST strings, "
+                      "dictionaries) vs the same rows in Parquet written by Spark.")
+def spark_full_scan_v2_2(ctx: Context) -> Prepared:
+    spark = ctx.spark
+    rows = ctx.mode.spark_rows
+    lance_path = str(data.lance_dataset("mixed", rows, ctx.log, file_version="2.2"))
+    pq_path = str(data.parquet_dataset(spark, "mixed", rows, ctx.log))
+    exprs = _agg_exprs(MIXED_AGGS)
+    return Prepared(
+        this=lambda: spark.read.format("lance").load(lance_path).agg(*exprs).collect()[0],
+        other=lambda: spark.read.parquet(pq_path).agg(*exprs).collect()[0],
+        rows=rows, check=_check_rows,
+        facts={"lance_bytes": data.tree_bytes(Path(lance_path)),
+               "parquet_bytes": data.tree_bytes(Path(pq_path), ".parquet")})
+
+
+@workload("spark_vs_pylance_v2_2", kind="spark",
+          this="Spark on Lance 2.2", comparator="pylance to_table()", target=None,
+          target_text="(report)",
+          description="The same 2.2 table: Spark's aggregation over every column vs pylance's own "
+                      "`lance.dataset(p).to_table()` (every column decoded to Arrow, in this process): "
+                      "how close the JVM decoder with Spark on top comes to the Rust one.")
+def spark_vs_pylance_v2_2(ctx: Context) -> Prepared:
+    import lance
+
+    spark = ctx.spark
+    rows = ctx.mode.spark_rows
+    lance_path = str(data.lance_dataset("mixed", rows, ctx.log, file_version="2.2"))
+    exprs = _agg_exprs(MIXED_AGGS)
+    return Prepared(
+        this=lambda: spark.read.format("lance").load(lance_path).agg(*exprs).collect()[0][0],
+        other=lambda: lance.dataset(lance_path).to_table().num_rows,
+        rows=rows)
+
+
+@workload("decode_throughput_v2_2", kind="spark",
+          this="Spark on Lance 2.2", comparator="Spark on Parquet", target=None,
+          target_text="(report: GB/s)",
+          description="Spark scanning one bit-packed int64 column (`max(id)`: sorted ids) and one "
+                      "FSST string column (`max(length(name))`) of the 2.2 mixed table, in GB/s of "
+                      "decoded values (8 bytes per id; the strings' bytes), next to Parquet.")
+def decode_throughput_v2_2(ctx: Context) -> Prepared:
+    from pyspark.sql import functions as F
+
+    spark = ctx.spark
+    rows = ctx.mode.spark_rows
+    lance_path = str(data.lance_dataset("mixed", rows, ctx.log, file_version="2.2"))
+    pq_path = str(data.parquet_dataset(spark, "mixed", rows, ctx.log))
+    name_bytes = spark.read.parquet(pq_path).agg(F.sum(F.length("name"))).collect()[0][0]
+
+    def q(df):
+        return df.agg(F.max("id"), F.max(F.length("name"))).collect()[0]
+
+    def derive(this_s: float, other_s: float) -> Dict[str, Any]:
+        int_only = _timed(lambda: spark.read.format("lance").load(lance_path).agg(F.max("id")).collect())
+        str_only = _timed(lambda: spark.read.format("lance").load(lance_path).agg(F.max(F.length("name"))).collect())
+        return {"int64_gb_per_s": 8 * rows / int_only / 1e9,
+                "fsst_gb_per_s": name_bytes / str_only / 1e9,
+                "both_gb_per_s": (8 * rows + name_bytes) / this_s / 1e9}
+
+    return Prepared(this=lambda: q(spark.read.format("lance").load(lance_path)),
+                    other=lambda: q(spark.read.parquet(pq_path)),
+                    rows=rows, check=_check_rows, derive=derive)
+
+
 def _lance_scan_metrics(df, keys, prefix: str = "") -> Dict[str, Any]:
     """Runs df once (untimed) and returns the named metrics of its Lance scan node."""
     facts: Dict[str, Any] = {}
