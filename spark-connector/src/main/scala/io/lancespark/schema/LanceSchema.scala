@@ -103,7 +103,7 @@ object LanceSchema {
         Option(f.getMetadata).map(_.asScala.toMap).getOrElse(Map.empty)
       val kids: Vector[LanceField] = f.getType match {
         case _: ArrowType.FixedSizeList => Vector.empty
-        case _: ArrowType.Struct | _: ArrowType.List | _: ArrowType.LargeList =>
+        case _: ArrowType.Struct | _: ArrowType.List | _: ArrowType.LargeList | _: ArrowType.Map =>
           f.getChildren.asScala.toVector.map(c => build(c, id, s"$path.${c.getName}"))
         case _ => Vector.empty
       }

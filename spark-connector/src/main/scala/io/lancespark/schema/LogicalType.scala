@@ -110,7 +110,7 @@ object LogicalType {
   /** Lance's name of a non-nested Arrow type (and "struct", "list", "large_list"). */
   def fromArrow(t: ArrowType, where: String): String = {
     def unsupported(what: String): Nothing =
-      throw new LanceFormatException(s"$where: Arrow type $what cannot be written to a Lance 2.0 file")
+      throw new LanceFormatException(s"$where: Arrow type $what cannot be written to a Lance file")
     t match {
       case _: ArrowType.Bool => "bool"
       case i: ArrowType.Int =>
@@ -142,6 +142,7 @@ object LogicalType {
       case _: ArrowType.Struct    => "struct"
       case _: ArrowType.List      => "list"
       case _: ArrowType.LargeList => "large_list"
+      case m: ArrowType.Map if !m.getKeysSorted => "map" // file version 2.2 only: the writers check
       case other => unsupported(other.toString)
     }
   }

@@ -27,6 +27,33 @@ private[format] final class ByteBuilder(initial: Int = 1024) {
     size += len.toInt
   }
 
+  def put(src: Array[Byte], from: Int, len: Int): Unit = if (len > 0) {
+    ensure(len)
+    System.arraycopy(src, from, arr, size, len)
+    size += len
+  }
+
+  def putZeros(len: Int): Unit = if (len > 0) {
+    ensure(len)
+    java.util.Arrays.fill(arr, size, size + len, 0.toByte)
+    size += len
+  }
+
+  def putByte(v: Int): Unit = { ensure(1); arr(size) = v.toByte; size += 1 }
+
+  def putShort(v: Int): Unit = { ensure(2); arr(size) = v.toByte; arr(size + 1) = (v >>> 8).toByte; size += 2 }
+
+  def putInt(v: Int): Unit = {
+    ensure(4)
+    arr(size) = v.toByte; arr(size + 1) = (v >>> 8).toByte; arr(size + 2) = (v >>> 16).toByte; arr(size + 3) = (v >>> 24).toByte
+    size += 4
+  }
+
+  /** Zero bytes up to a multiple of `n`. */
+  def padTo(n: Int): Unit = putZeros((n - size % n) % n)
+
+  def toArray: Array[Byte] = java.util.Arrays.copyOf(arr, size)
+
   def putLong(v: Long): Unit = {
     ensure(8)
     var i = 0
@@ -86,6 +113,9 @@ private[format] final class BitBuilder {
 
   def appendBit(v: Boolean): Unit = { ensure(1); if (v) setBit(bits); bits += 1 }
 
+  /** `count` bits of value `v`. */
+  def appendBits(v: Boolean, count: Long): Unit = if (v) appendOnes(count) else { ensure(count); bits += count }
+
   private def setBit(i: Long): Unit = {
     val k = (i >>> 3).toInt
     arr(k) = (arr(k) | (1 << (i & 7).toInt)).toByte
@@ -104,3 +134,31 @@ private[format] final class BitBuilder {
 
 /** Where finished pages go: the file writer writes each buffer (64-byte
   * aligned) and records the page in the column's metadata. */
+
+/** A growable array of ints (repetition and definition levels). */
+private[format] final class IntBuilder(initial: Int = 1024) {
+  var arr: Array[Int] = new Array[Int](math.max(initial, 16))
+  var size: Int = 0
+
+  def clear(): Unit = size = 0
+
+  def add(v: Int): Unit = {
+    if (size == arr.length) arr = java.util.Arrays.copyOf(arr, math.max(16, arr.length * 2))
+    arr(size) = v
+    size += 1
+  }
+
+  def fill(v: Int, count: Int): Unit = {
+    if (size + count > arr.length) arr = java.util.Arrays.copyOf(arr, math.max(size + count, arr.length * 2))
+    java.util.Arrays.fill(arr, size, size + count, v)
+    size += count
+  }
+
+  def apply(i: Int): Int = arr(i)
+
+  /** Keeps elements [from, size) moved to the front. */
+  def dropFront(from: Int): Unit = {
+    System.arraycopy(arr, from, arr, 0, size - from)
+    size -= from
+  }
+}

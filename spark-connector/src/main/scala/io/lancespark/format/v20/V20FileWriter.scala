@@ -5,22 +5,17 @@ import java.io.OutputStream
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
-import com.google.protobuf.{Any => PbAny, ByteString, Empty}
+import com.google.protobuf.ByteString
 import org.apache.arrow.memory.{BufferAllocator, RootAllocator}
 import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
 import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
-import io.lancespark.format.file.{Footer, PositionedOutput}
+import io.lancespark.format.file.{DataFileWriter, FileTail, PositionedOutput, WrittenFile}
 import io.lancespark.format.stats.{PageStatistics, StatsCollector, StatsStore, StatsValues}
-import io.lancespark.proto.encodings.{ArrayEncoding, ColumnEncoding}
-import io.lancespark.proto.file.{FileDescriptor, Schema => PbSchema}
-import io.lancespark.proto.file2.{ColumnMetadata, DirectEncoding, Encoding}
-
-/** What [[V20FileWriter.finish]] wrote: rows, the field ids (depth first) and
-  * the column each is stored in (for a manifest's DataFile), file size. */
-final case class WrittenFile(numRows: Long, fieldIds: Vector[Int], columnIndices: Vector[Int], sizeBytes: Long)
+import io.lancespark.proto.encodings.ArrayEncoding
+import io.lancespark.proto.file2.ColumnMetadata
 
 /** Writes one Lance 2.0 data file (footer version 0.3) as pylance 14 does:
   * one column per Lance field depth first, pages of the 2.0 encodings (flat,
@@ -41,7 +36,7 @@ final class V20FileWriter(
     val maxPageBytes: Long = V20FileWriter.DefaultMaxPageBytes,
     statistics: Boolean = true,
     allocator: BufferAllocator = null)
-    extends AutoCloseable {
+    extends DataFileWriter {
 
   require(maxRowsPerPage > 0, "maxRowsPerPage must be positive")
   require(maxPageBytes > 0, "maxPageBytes must be positive")
@@ -49,6 +44,7 @@ final class V20FileWriter(
   private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
 
   private val fields: Vector[LanceField] = schema.allFields
+  fields.find(_.isMap).foreach(f => fail(s"column '${f.name}' is a map, which file version 2.0 cannot store (2.2 can)"))
   private val columnOf: Map[Int, Int] = fields.zipWithIndex.map { case (f, i) => f.id -> i }.toMap
 
   private val pos = new PositionedOutput(out, V20FileWriter.Alignment)
@@ -74,8 +70,7 @@ final class V20FileWriter(
     def emitPage(column: Int, buffers: Seq[(Array[Byte], Int)], length: Long,
                  encoding: ArrayEncoding, priority: Long): Int = {
       val p = ColumnMetadata.Page.newBuilder().setLength(length).setPriority(priority)
-        .setEncoding(direct(PbAny.newBuilder()
-          .setTypeUrl("/lance.encodings.ArrayEncoding").setValue(encoding.toByteString).build()))
+        .setEncoding(FileTail.direct("lance.encodings.ArrayEncoding", encoding.toByteString))
       buffers.foreach { case (bytes, len) =>
         p.addBufferOffsets(pos.writeAligned(bytes, len))
         p.addBufferSizes(len.toLong)
@@ -98,7 +93,7 @@ final class V20FileWriter(
   }
 
   /** Appends a batch: one vector per top-level field, all of the same length. */
-  def write(vectors: Seq[FieldVector]): Unit = {
+  override def write(vectors: Seq[FieldVector]): Unit = {
     if (state != "open") fail(s"write on a writer that is $state")
     if (vectors.size != schema.fields.size)
       fail(s"${vectors.size} vectors for a schema of ${schema.fields.size} top-level fields")
@@ -130,7 +125,7 @@ final class V20FileWriter(
         if (s.getNullCount > 0) {
           val first = (0 until s.getValueCount).find(s.isNull).getOrElse(-1)
           fail(s"column '$path' holds a null struct (at index $first): Lance 2.0 files cannot store null " +
-            "struct values; make the struct non-null (its fields may be null) or write another file version")
+            "struct values; make the struct non-null (its fields may be null) or write file version 2.1 or later, which stores them")
         }
         val kids = s.getChildrenFromFields.asScala
         if (kids.size != f.children.size)
@@ -177,7 +172,7 @@ final class V20FileWriter(
 
   /** Writes the remaining pages, the statistics, schema, column metadata and
     * footer; closes the stream. */
-  def finish(): WrittenFile = {
+  override def finish(): WrittenFile = {
     if (state != "open") fail(s"finish on a writer that is $state")
     try {
       encoders.foreach(_.flush())
@@ -188,39 +183,13 @@ final class V20FileWriter(
           sink.emitPage(e.column, Nil, 0, if (e.field.isStruct) Encodings.struct else Encodings.allNulls, 0)
       }
       val metadata = Map.newBuilder[String, ByteString] ++= schema.metadataProto
-      val globals = ArrayBuffer.empty[(Long, Long)]
-      globals += ((0L, 0L)) // the descriptor, written last
+      val extra = scala.collection.mutable.ArrayBuffer.empty[Array[Byte]]
       if (statsFields.nonEmpty) {
         val alloc = if (allocator != null) allocator else new RootAllocator()
-        val ipc =
-          try StatsStore.toIpc(statsFields, stats.toSeq, alloc)
-          finally if (allocator == null) alloc.close()
-        globals += ((pos.writeAligned(ipc, ipc.length), ipc.length.toLong))
-        metadata += PageStatistics.BufferKey -> ByteString.copyFromUtf8((globals.size - 1).toString)
+        extra += (try StatsStore.toIpc(statsFields, stats.toSeq, alloc) finally if (allocator == null) alloc.close())
+        metadata += PageStatistics.BufferKey -> ByteString.copyFromUtf8("1")
       }
-      val fd = FileDescriptor.newBuilder()
-        .setSchema(PbSchema.newBuilder().addAllFields(schema.toProto.asJava).putAllMetadata(metadata.result().asJava))
-        .setLength(rowsWritten).build().toByteArray
-      globals(0) = (pos.writeAligned(fd, fd.length), fd.length.toLong)
-
-      val columnEncoding = direct(PbAny.newBuilder().setTypeUrl("/lance.encodings.ColumnEncoding")
-        .setValue(ColumnEncoding.newBuilder().setValues(Empty.getDefaultInstance).build().toByteString).build())
-      val cmStart = pos.position
-      val cmRegions = pages.map { ps =>
-        val bytes = ColumnMetadata.newBuilder().setEncoding(columnEncoding).addAllPages(ps.asJava).build().toByteArray
-        val at = pos.position
-        pos.write(bytes, bytes.length)
-        (at, bytes.length.toLong)
-      }
-      val cmTable = pos.position
-      cmRegions.foreach { case (p, s) => pos.writeLong(p); pos.writeLong(s) }
-      val gbTable = pos.position
-      globals.foreach { case (p, s) => pos.writeLong(p); pos.writeLong(s) }
-      pos.writeLong(cmStart); pos.writeLong(cmTable); pos.writeLong(gbTable)
-      pos.writeInt(globals.size); pos.writeInt(fields.size)
-      pos.writeShort(0); pos.writeShort(3)
-      pos.write(Footer.Magic, 4)
-      pos.flush()
+      FileTail.write(pos, schema, metadata.result(), rowsWritten, pages.map(_.toSeq), extra.toSeq, 0, 3)
       out.close()
       state = "finished"
       WrittenFile(rowsWritten, fields.map(_.id), fields.indices.toVector, pos.position)
@@ -232,9 +201,6 @@ final class V20FileWriter(
     state = "closed"
     out.close()
   }
-
-  private def direct(any: PbAny): Encoding =
-    Encoding.newBuilder().setDirect(DirectEncoding.newBuilder().setEncoding(any.toByteString)).build()
 }
 
 object V20FileWriter {

@@ -75,6 +75,11 @@ final class V21FileReader private (
     })
   }
 
+  /** How each page of each column below `field` is stored (layout and codecs,
+    * e.g. "mini-block: bitpack + dictionary(...)"), by leaf field name. */
+  def pageLayouts(field: LanceField): Vector[(String, Vector[String])] =
+    leavesOf(field).map(l => l.field.name -> pages(l).map(_.describe))
+
   /** Each leaf below a (possibly pruned) field, with its layers innermost first. */
   private def leavesOf(field: LanceField): Vector[LeafColumn] = {
     def walk(f: LanceField, outer: List[LayerKind]): Vector[LeafColumn] =

@@ -141,8 +141,6 @@ class V21BadInputSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
     refusedAt(PageLayout.newBuilder.build, "unsupported page layout")
     refusedAt(PageLayout.newBuilder.setMiniBlockLayout(miniBlock(4)
-      .setValueCompression(CompressiveEncoding.newBuilder.setPackedStruct(PackedStruct.newBuilder))).build, "packed-struct")
-    refusedAt(PageLayout.newBuilder.setMiniBlockLayout(miniBlock(4)
       .setValueCompression(CompressiveEncoding.newBuilder)).build, "an empty encoding description")
     // a message of another kind where a page layout belongs
     val p = tmp.resolve("other.bin")

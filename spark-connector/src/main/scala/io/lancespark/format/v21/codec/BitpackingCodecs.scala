@@ -96,3 +96,46 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
     FixedBlock(n, bytes, Codec.wrap(out))
   }
 }
+
+object InlineBitpackingCodec {
+  /** One group of up to 1024 `t`-bit values (`values`, the unused tail zero):
+    * its width as a `t`-bit integer, then the values FastLanes-packed to it. */
+  def encodeGroup(values: Array[Long], t: Int, out: io.lancespark.format.file.ByteBuilder): Unit = {
+    val w = FastLanes.width(values, FastLanes.GroupSize)
+    val bytes = t / 8
+    var b = 0
+    while (b < bytes) { out.putByte(if (b == 0) w else 0); b += 1 }
+    val packed = new Array[Byte](FastLanes.packedBytes(w))
+    FastLanes.pack(values, t, w, packed, 0, FastLanes.localScratch())
+    out.put(packed, 0, packed.length)
+  }
+}
+
+object OutOfLineBitpackingCodec {
+  /** `n` unsigned 16-bit levels packed to `w` bits: whole groups of 1024, and a
+    * last partial group packed (padded) only when that is strictly smaller
+    * than storing it raw, so that the size tells a reader which it is. */
+  def encodeLevels(levels: Array[Int], from: Int, n: Int, w: Int, out: io.lancespark.format.file.ByteBuilder): Unit = {
+    val group = new Array[Long](FastLanes.GroupSize)
+    val groupBytes = FastLanes.packedBytes(w)
+    val whole = n / FastLanes.GroupSize
+    val tail = n % FastLanes.GroupSize
+    val packTail = tail > 0 && groupBytes < 2 * tail
+    val groups = whole + (if (packTail) 1 else 0)
+    val packed = new Array[Byte](groupBytes)
+    var g = 0
+    while (g < groups) {
+      val take = math.min(FastLanes.GroupSize, n - g * FastLanes.GroupSize)
+      var i = 0
+      while (i < take) { group(i) = levels(from + g * FastLanes.GroupSize + i) & 0xffffL; i += 1 }
+      java.util.Arrays.fill(group, take, FastLanes.GroupSize, 0L)
+      FastLanes.pack(group, 16, w, packed, 0, FastLanes.localScratch())
+      out.put(packed, 0, groupBytes)
+      g += 1
+    }
+    if (tail > 0 && !packTail) {
+      var i = 0
+      while (i < tail) { out.putShort(levels(from + whole * FastLanes.GroupSize + i)); i += 1 }
+    }
+  }
+}

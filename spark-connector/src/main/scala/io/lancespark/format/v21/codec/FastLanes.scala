@@ -99,4 +99,50 @@ object FastLanes {
         while (i < take) { dst(base + i) = values(i).toByte; i += 1 }
     }
   }
+
+  /** Packs 1024 values (each below 2^w) of `t` bits into `w`-bit FastLanes
+    * words, written little-endian into `dst` at byte `at` ([[packedBytes]] of
+    * them): the inverse of [[unpack]]. */
+  def pack(values: Array[Long], t: Int, w: Int, dst: Array[Byte], at: Int, s: Scratch): Unit = {
+    if (w == 0) return
+    val lanes = GroupSize / t
+    val n = lanes * w
+    val words = s.words
+    java.util.Arrays.fill(words, 0, n, 0L)
+    val mask = if (w >= 64) -1L else (1L << w) - 1
+    val wordMask = if (t == 64) -1L else (1L << t) - 1
+    var r = 0
+    while (r < t) {
+      val bit = r * w
+      val word = bit / t
+      val shift = bit % t
+      val rowBase = Order(r >>> 3) * 16 + (r & 7) * 128
+      val lo = word * lanes
+      val spill = shift + w > t
+      var l = 0
+      while (l < lanes) {
+        val v = values(rowBase + l) & mask
+        words(lo + l) |= (v << shift) & wordMask
+        if (spill) words(lo + lanes + l) |= v >>> (t - shift)
+        l += 1
+      }
+      r += 1
+    }
+    val out = ByteBuffer.wrap(dst, at, n * (t / 8)).slice().order(ByteOrder.LITTLE_ENDIAN)
+    var k = 0
+    t match {
+      case 64 => out.asLongBuffer().put(words, 0, n)
+      case 32 => while (k < n) { out.putInt(4 * k, words(k).toInt); k += 1 }
+      case 16 => while (k < n) { out.putShort(2 * k, words(k).toShort); k += 1 }
+      case _  => while (k < n) { out.put(k, words(k).toByte); k += 1 }
+    }
+  }
+
+  /** Bits needed for the largest of `values(0 until n)` taken as unsigned. */
+  def width(values: Array[Long], n: Int): Int = {
+    var or = 0L
+    var i = 0
+    while (i < n) { or |= values(i); i += 1 }
+    64 - java.lang.Long.numberOfLeadingZeros(or)
+  }
 }

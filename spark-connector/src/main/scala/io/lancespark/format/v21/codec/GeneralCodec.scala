@@ -54,6 +54,25 @@ final case class GeneralCodec(general: General) extends Codec {
 }
 
 object GeneralCodec {
+  /** `len` bytes of `src` compressed for a general encoding: lz4 as its
+    * uncompressed size (u32) and an LZ4 block; zstd as its size (u64) and a frame. */
+  def compress(scheme: CompressionScheme, src: Array[Byte], from: Int, len: Int): Array[Byte] = scheme match {
+    case CompressionScheme.COMPRESSION_ALGORITHM_LZ4 =>
+      val c = new io.airlift.compress.lz4.Lz4Compressor()
+      val out = new Array[Byte](4 + c.maxCompressedLength(len))
+      val n = c.compress(src, from, len, out, 4, out.length - 4)
+      out(0) = len.toByte; out(1) = (len >>> 8).toByte; out(2) = (len >>> 16).toByte; out(3) = (len >>> 24).toByte
+      java.util.Arrays.copyOf(out, 4 + n)
+    case CompressionScheme.COMPRESSION_ALGORITHM_ZSTD =>
+      val c = new io.airlift.compress.zstd.ZstdCompressor()
+      val out = new Array[Byte](8 + c.maxCompressedLength(len))
+      val n = c.compress(src, from, len, out, 8, out.length - 8)
+      var b = 0
+      while (b < 8) { out(b) = (len.toLong >>> (8 * b)).toByte; b += 1 }
+      java.util.Arrays.copyOf(out, 8 + n)
+    case other => throw new IllegalArgumentException(s"no compressor for $other")
+  }
+
   private val ZstdMagic = 0xFD2FB528
 
   def schemeName(c: BufferCompression): String = c.getScheme match {

@@ -77,3 +77,32 @@ final case class RleCodec(rle: Rle) extends Codec {
       Codec.slice(buffer, 8 + valuesLen.toInt, buffer.remaining() - 8 - valuesLen.toInt), n, ctx)
   }
 }
+
+object RleCodec {
+  /** The runs of `n` values of `w` bytes at `from` in `src`: the run values,
+    * and the run lengths (u8: longer runs are split). */
+  def encode(src: Array[Byte], from: Int, n: Int, w: Int,
+             values: io.lancespark.format.file.ByteBuilder, lengths: io.lancespark.format.file.ByteBuilder): Unit = {
+    var i = 0
+    while (i < n) {
+      var j = i + 1
+      while (j < n && j - i < 255 && java.util.Arrays.equals(src, from + i * w, from + i * w + w, src, from + j * w, from + j * w + w)) j += 1
+      values.put(src, from + i * w, w)
+      lengths.putByte(j - i)
+      i = j
+    }
+  }
+
+  /** The number of runs (split at 255) of `n` values of `w` bytes. */
+  def runs(src: Array[Byte], from: Int, n: Int, w: Int): Int = {
+    var runs = 0
+    var i = 0
+    while (i < n) {
+      var j = i + 1
+      while (j < n && j - i < 255 && java.util.Arrays.equals(src, from + i * w, from + i * w + w, src, from + j * w, from + j * w + w)) j += 1
+      runs += 1
+      i = j
+    }
+    runs
+  }
+}

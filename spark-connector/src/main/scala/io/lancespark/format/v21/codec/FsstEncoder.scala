@@ -1,0 +1,176 @@
+package io.lancespark.format.v21.codec
+
+import java.lang.invoke.{MethodHandles, VarHandle}
+import java.nio.ByteOrder
+
+import io.lancespark.format.file.ByteBuilder
+
+/** The writing half of FSST ([[FsstCodec]] decodes): a symbol table learnt
+  * from a sample of a page's values, and the values compressed with it.
+  *
+  * The table is learnt in a few rounds, as the FSST paper describes: the
+  * sample is compressed with the current table (greedily, longest symbol
+  * first; bytes no symbol covers are escaped), and the next table keeps the
+  * 255 symbols of highest gain (uses times length) among the symbols used and
+  * the concatenations of adjacent pairs (up to 8 bytes). */
+final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
+  import FsstEncoder._
+
+  /** Codes of the symbols starting with each byte, longest first. */
+  private val byFirst: Array[Array[Int]] = {
+    val out = Array.fill(256)(Array.emptyIntArray)
+    symbols.indices.groupBy(c => (symbols(c) & 0xff).toInt).foreach { case (b, cs) =>
+      out(b) = cs.sortBy(c => -lens(c)).toArray
+    }
+    out
+  }
+
+  def size: Int = symbols.length
+
+  /** The code of the longest symbol at `p` (of `avail` bytes left), or -1. */
+  private def matchAt(src: Array[Byte], p: Int, avail: Int): Int = {
+    val cands = byFirst(src(p) & 0xff)
+    if (cands.length == 0) return -1
+    val word = load(src, p, avail)
+    var k = 0
+    while (k < cands.length) {
+      val c = cands(k)
+      val l = lens(c)
+      if (l <= avail && (word & Masks(l)) == symbols(c)) return c
+      k += 1
+    }
+    -1
+  }
+
+  /** Compresses `src(from until until)` onto `out`. */
+  def compress(src: Array[Byte], from: Int, until: Int, out: ByteBuilder): Unit = {
+    var p = from
+    while (p < until) {
+      val c = matchAt(src, p, until - p)
+      if (c >= 0) { out.putByte(c); p += lens(c) }
+      else { out.putByte(FsstCodec.Escape); out.putByte(src(p)); p += 1 }
+    }
+  }
+
+  /** The table as the encoding description holds it (fixed size: a u64
+    * header, the symbols as u64 words, their lengths, zero padding). */
+  def serialized: Array[Byte] = {
+    val b = java.nio.ByteBuffer.allocate(TableBytes).order(ByteOrder.LITTLE_ENDIAN)
+    b.putLong((FsstCodec.Magic << 32) | (1L << 24) | symbols.length.toLong)
+    symbols.foreach(s => b.putLong(s))
+    lens.foreach(l => b.put(l.toByte))
+    b.array()
+  }
+
+  /** Tokens of one round over the sample: counts of each token (codes below
+    * 256 are symbols, 256 + b the escaped byte b) and of adjacent pairs. */
+  private def count(sample: Array[Byte], ends: Array[Int], one: Array[Int], two: Array[Int]): Unit = {
+    java.util.Arrays.fill(one, 0)
+    java.util.Arrays.fill(two, 0)
+    var start = 0
+    var v = 0
+    while (v < ends.length) {
+      val end = ends(v)
+      var p = start
+      var prev = -1
+      while (p < end) {
+        val c = matchAt(sample, p, end - p)
+        val t = if (c >= 0) c else 256 + (sample(p) & 0xff)
+        one(t) += 1
+        if (prev >= 0) two(prev * Tokens + t) += 1
+        prev = t
+        p += (if (c >= 0) lens(c) else 1)
+      }
+      start = end
+      v += 1
+    }
+  }
+
+  private def token(t: Int): (Long, Int) = if (t < 256) (symbols(t), lens(t)) else ((t - 256).toLong, 1)
+
+  /** The next round's table from this round's counts. */
+  private def next(one: Array[Int], two: Array[Int]): FsstEncoder = {
+    val gains = new java.util.HashMap[(Long, Int), java.lang.Long]()
+    def offer(sym: Long, len: Int, gain: Long): Unit = {
+      val k = (sym, len)
+      val g = gains.get(k)
+      if (g == null || g < gain) gains.put(k, gain)
+    }
+    var t = 0
+    while (t < Tokens) {
+      if (one(t) > 0) {
+        val (s, l) = token(t)
+        offer(s, l, one(t).toLong * l)
+      }
+      t += 1
+    }
+    var i = 0
+    while (i < two.length) {
+      if (two(i) > 0) {
+        val (s1, l1) = token(i / Tokens)
+        val (s2, l2) = token(i % Tokens)
+        if (l1 + l2 <= 8) offer(s1 | (s2 << (8 * l1)), l1 + l2, two(i).toLong * (l1 + l2))
+      }
+      i += 1
+    }
+    val best = scala.jdk.CollectionConverters.MapHasAsScala(gains).asScala.toSeq
+      .sortBy { case ((s, l), g) => (-g, -l, s) }.take(MaxSymbols)
+    new FsstEncoder(best.map(_._1._1).toArray, best.map(_._1._2).toArray)
+  }
+}
+
+object FsstEncoder {
+  /** Bytes of a serialized table, as the reference's decoder requires. */
+  val TableBytes: Int = 8 + 256 * 8 + 256
+  /** Codes 0-254 are symbols; 255 escapes a byte. */
+  val MaxSymbols: Int = 255
+  /** The reference's rule for using FSST: values up to at least this many bytes... */
+  val MinMaxLength: Int = 5
+  /** ...and at least this many bytes of them in the page. */
+  val MinInputBytes: Long = 32 * 1024
+
+  private val Tokens = 512
+  private val Rounds = 5
+  private val SampleBytes = 16 * 1024
+  private val Masks: Array[Long] = Array.tabulate(9)(l => if (l == 8) -1L else (1L << (8 * l)) - 1)
+  private val LongLE: VarHandle = MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], ByteOrder.LITTLE_ENDIAN)
+
+  /** Up to 8 bytes from `p` (of `avail` left) as a little-endian word, the rest zero. */
+  private def load(src: Array[Byte], p: Int, avail: Int): Long =
+    if (avail >= 8) LongLE.get(src, p).asInstanceOf[Long]
+    else {
+      var w = 0L
+      var k = avail - 1
+      while (k >= 0) { w = (w << 8) | (src(p + k) & 0xffL); k -= 1 }
+      w
+    }
+
+  /** A table learnt from values `0 until n` of `data` (value i is
+    * `start(i) until end(i)`), from a sample of about 16 KiB of whole values
+    * spread over the page. */
+  def train(data: Array[Byte], start: Int => Int, end: Int => Int, n: Int): FsstEncoder = {
+    val total = if (n == 0) 0L else end(n - 1).toLong - start(0)
+    val stride = math.max(1, math.ceil(total.toDouble / SampleBytes).toInt)
+    val sample = new ByteBuilder(SampleBytes + 1024)
+    val ends = Array.newBuilder[Int]
+    var v = 0
+    while (v < n && sample.size < 2 * SampleBytes) {
+      val len = math.min(end(v) - start(v), 1024) // (long values: their first KiB)
+      sample.put(data, start(v), len)
+      ends += sample.size
+      v += stride
+    }
+    val bytes = sample.toArray
+    val sampleEnds = ends.result()
+    val one = new Array[Int](Tokens)
+    val two = new Array[Int](Tokens * Tokens)
+    var table = new FsstEncoder(Array.emptyLongArray, Array.emptyIntArray)
+    var round = 0
+    while (round < Rounds) {
+      table.count(bytes, sampleEnds, one, two)
+      table = table.next(one, two)
+      round += 1
+    }
+    table
+  }
+}

@@ -1,0 +1,151 @@
+package io.lancespark.format.v21.write
+
+import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BitVector, FieldVector, NullVector}
+import org.apache.arrow.vector.complex.FixedSizeListVector
+import org.apache.arrow.vector.types.pojo.ArrowType
+
+import io.lancespark.schema.{LanceField, LanceFormatException, LogicalType}
+import io.lancespark.format.file.{BitBuilder, ByteBuilder, IntBuilder}
+import io.lancespark.format.v21.{LayerKind, RepDef}
+
+/** How a leaf's values are stored while a page fills. */
+private[v21] sealed trait ValueKind
+private[v21] object ValueKind {
+  /** Fixed-width values of `width` bytes. */
+  final case class Fixed(width: Int) extends ValueKind
+  /** Booleans, one bit each. */
+  case object Bool extends ValueKind
+  /** Variable-width values (strings, binaries) with `offsetBits`-bit offsets
+    * (64 for Arrow's large types, as the reference stores them). */
+  final case class Var(offsetBits: Int) extends ValueKind
+  /** Fixed-size lists (vectors) of `dim` items of `itemWidth` bytes (0: booleans). */
+  final case class Fsl(dim: Int, itemWidth: Int) extends ValueKind
+  /** Values of the null type: nothing is stored. */
+  case object Nothing extends ValueKind
+
+  def of(f: LanceField, where: String): ValueKind = f.arrowType match {
+    case _: ArrowType.Null => Nothing
+    case _: ArrowType.Bool => Bool
+    case _: ArrowType.Utf8 | _: ArrowType.Binary => Var(32)
+    case _: ArrowType.LargeUtf8 | _: ArrowType.LargeBinary => Var(64)
+    case fsl: ArrowType.FixedSizeList =>
+      val item = LogicalType.toArrow(LogicalType.fixedSizeListItem(f.logicalType), where)
+      item match {
+        case _: ArrowType.Bool => Fsl(fsl.getListSize, 0)
+        case t => Fsl(fsl.getListSize, fixedWidth(t).getOrElse(
+          throw new LanceFormatException(s"$where: fixed-size lists of $t are not supported")))
+      }
+    case t => Fixed(fixedWidth(t).getOrElse(throw new LanceFormatException(s"$where: type $t is not supported")))
+  }
+
+  private def fixedWidth(t: ArrowType): Option[Int] = t match {
+    case i: ArrowType.Int => Some(i.getBitWidth / 8)
+    case f: ArrowType.FloatingPoint => Some(f.getPrecision match {
+      case org.apache.arrow.vector.types.FloatingPointPrecision.HALF => 2
+      case org.apache.arrow.vector.types.FloatingPointPrecision.SINGLE => 4
+      case _ => 8
+    })
+    case d: ArrowType.Date => Some(if (d.getUnit == org.apache.arrow.vector.types.DateUnit.DAY) 4 else 8)
+    case t: ArrowType.Time => Some(t.getBitWidth / 8)
+    case _: ArrowType.Timestamp | _: ArrowType.Duration => Some(8)
+    case d: ArrowType.Decimal => Some(d.getBitWidth / 8)
+    case b: ArrowType.FixedSizeBinary => Some(b.getByteWidth)
+    case _ => None
+  }
+}
+
+/** One leaf column of a 2.1/2.2 file being written: the repetition and
+  * definition levels (canonical numbering, see [[RepDef]]) of the rows
+  * buffered for its next page, and the values of their visible entries. */
+private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val path: Vector[LayerKind], val where: String) {
+  val kind: ValueKind = ValueKind.of(field, where)
+  val maxRep: Int = RepDef.maxRep(path)
+
+  val rep: IntBuilder = if (maxRep > 0) new IntBuilder else null
+  val defs: IntBuilder = new IntBuilder
+  var rows: Long = 0L
+  /** Entries whose definition level is not 0. */
+  var nulls: Long = 0L
+  /** Values of visible entries. */
+  var values: Int = 0
+
+  val fixed: ByteBuilder = new ByteBuilder()   // Fixed, Fsl items
+  val bits: BitBuilder = new BitBuilder         // Bool, Fsl boolean items
+  val ends: ByteBuilder = new ByteBuilder()    // Var: the end of each value (u64)
+  val itemValidity: BitBuilder = new BitBuilder // Fsl
+  var itemNulls: Long = 0L
+
+  /** Bytes buffered (to bound a page's size). */
+  def bytes: Long = fixed.size.toLong + bits.byteSize + ends.size + 4L * defs.size + (if (rep == null) 0 else 4L * rep.size)
+
+  def clear(): Unit = {
+    if (rep != null) rep.clear()
+    defs.clear(); rows = 0; nulls = 0; values = 0
+    fixed.clear(); bits.clear(); ends.clear(); itemValidity.clear(); itemNulls = 0
+  }
+
+  def entry(r: Int, d: Int): Unit = {
+    if (rep != null) rep.add(r)
+    defs.add(d)
+    if (d != 0) nulls += 1
+  }
+
+  private def varEnd: Long = if (values == 0) 0L else ends.getLong(values - 1)
+
+  /** A value slot of a null entry that has one. */
+  def placeholder(): Unit = {
+    kind match {
+      case ValueKind.Fixed(w) => fixed.putZeros(w)
+      case ValueKind.Bool => bits.appendBit(false)
+      case ValueKind.Var(_) => ends.putLong(varEnd)
+      case ValueKind.Fsl(dim, w) =>
+        if (w == 0) bits.appendBits(false, dim) else fixed.putZeros(dim * w)
+        itemValidity.appendOnes(dim)
+      case ValueKind.Nothing => ()
+    }
+    values += 1
+  }
+
+  /** Values [a, b) of `v` (a vector of this leaf's type), nulls included as placeholders. */
+  def appendValues(v: FieldVector, a: Int, b: Int): Unit = if (b > a) {
+    kind match {
+      case ValueKind.Fixed(w) => v match {
+        case f: BaseFixedWidthVector => fixed.append(f.getDataBuffer, a.toLong * w, (b - a).toLong * w)
+        case other => fail(s"a ${other.getClass.getSimpleName} for fixed-width values")
+      }
+      case ValueKind.Bool => v match {
+        case bv: BitVector => bits.append(bv.getDataBuffer, a, b - a)
+        case other => fail(s"a ${other.getClass.getSimpleName} for booleans")
+      }
+      case ValueKind.Var(_) =>
+        val (offs, ow, data) = v match {
+          case s: BaseVariableWidthVector => (s.getOffsetBuffer, 4, s.getDataBuffer)
+          case s: BaseLargeVariableWidthVector => (s.getOffsetBuffer, 8, s.getDataBuffer)
+          case other => fail(s"a ${other.getClass.getSimpleName} for variable-width values")
+        }
+        def off(i: Int): Long = if (ow == 4) offs.getInt(4L * i).toLong else offs.getLong(8L * i)
+        val start = off(a)
+        val base = varEnd
+        fixed.append(data, start, off(b) - start)
+        var i = a
+        while (i < b) { ends.putLong(base + off(i + 1) - start); i += 1 }
+      case ValueKind.Fsl(dim, w) => v match {
+        case l: FixedSizeListVector =>
+          val items = l.getDataVector
+          if (w == 0) bits.append(items.asInstanceOf[BitVector].getDataBuffer, a.toLong * dim, (b - a).toLong * dim)
+          else fixed.append(items.asInstanceOf[BaseFixedWidthVector].getDataBuffer, a.toLong * dim * w, (b - a).toLong * dim * w)
+          val n = (b - a).toLong * dim
+          if (items.getNullCount == 0) itemValidity.appendOnes(n)
+          else itemNulls += n - itemValidity.append(items.getValidityBuffer, a.toLong * dim, n)
+        case other => fail(s"a ${other.getClass.getSimpleName} for fixed-size lists")
+      }
+      case ValueKind.Nothing => v match {
+        case _: NullVector => ()
+        case _ => ()
+      }
+    }
+    values += b - a
+  }
+
+  private def fail(p: String): Nothing = throw new LanceFormatException(s"$where: $p")
+}

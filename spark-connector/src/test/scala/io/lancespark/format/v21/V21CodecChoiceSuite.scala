@@ -1,0 +1,105 @@
+package io.lancespark.format.v21
+
+import java.nio.file.{Files, Path}
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.memory.RootAllocator
+import org.apache.arrow.vector.types.pojo.{ArrowType, Schema}
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.schema.LanceSchema
+import io.lancespark.format.WriterTestKit
+import io.lancespark.format.input.LocalFileSource
+import io.lancespark.format.v20.ArrowCompare.{firstMismatch, values}
+import io.lancespark.format.v21.write.{V21FileWriter, WriteCodecs}
+
+/** The codec the writer picks for data of a known shape is the one the
+  * reference picks, and the page is smaller than plain; pylance reads it. */
+class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with WriterTestKit {
+
+  protected val allocator = new RootAllocator()
+  private val tmp: Path = Files.createTempDirectory("v21codecs")
+  private val plain = WriteCodecs(bitpacking = false, rle = false, dictionary = false, fsst = false, general = false,
+    constant = false)
+
+  override def afterAll(): Unit = {
+    try assert(allocator.getAllocatedMemory == 0, s"leaked ${allocator.getAllocatedMemory} bytes")
+    finally {
+      allocator.close()
+      if (!sys.env.contains("LANCE_KEEP_TEST_FILES"))
+        Files.walk(tmp).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.deleteIfExists(p))
+    }
+  }
+
+  /** Writes one column at 2.`minor` with `codecs`; returns the file and its pages' layouts. */
+  private def write(name: String, t: ArrowType, vals: IndexedSeq[Any], minor: Int,
+                    codecs: WriteCodecs): (Path, Vector[String]) = {
+    val schema = LanceSchema.fromArrow(new Schema(Seq(f("c", t)).asJava))
+    val p = tmp.resolve(s"$name.lance")
+    withVectors(vectors(schema, Seq(vals))) { vs =>
+      val w = new V21FileWriter(Files.newOutputStream(p), p.toString, schema, minor, vals.size.max(1),
+        V21FileWriter.DefaultMaxPageBytes * 8, codecs)
+      try { w.write(vs); w.finish() } finally w.close()
+      val r = V21FileReader.openStandalone(new LocalFileSource(p))
+      try {
+        withVectors(r.read(r.fileSchema.fields, 0, r.numRows, allocator)) { got =>
+          firstMismatch(name, values(got.head), values(vs.head)).foreach(m => fail(m))
+        }
+        (p, r.pageLayouts(r.fileSchema.fields.head).flatMap(_._2))
+      } finally r.close()
+    }
+  }
+
+  /** The chosen layout contains `expected`, the file is smaller than plain,
+    * and pylance reads it. */
+  private def chooses(name: String, t: ArrowType, vals: IndexedSeq[Any], expected: String, minor: Int = 2): Unit = {
+    val (p, layouts) = write(s"$name-2.$minor", t, vals, minor, WriteCodecs())
+    assert(layouts.nonEmpty && layouts.forall(_.contains(expected)), s"$name: $layouts")
+    val (q, plainLayouts) = write(s"$name-plain-2.$minor", t, vals, minor, plain)
+    assert(Files.size(p) < Files.size(q), s"$name: ${Files.size(p)} bytes, plain ${Files.size(q)} ($plainLayouts)")
+    withVectors(vectors(LanceSchema.fromArrow(new Schema(Seq(f("c", t)).asJava)), Seq(vals))) { vs =>
+      writeIpc(tmp.resolve(s"$name-2.$minor.arrow"), vs)
+    }
+    pylanceReads(tmp, s"$name-2.$minor")
+  }
+
+  private val n = 50000
+  private val utf8 = ArrowType.Utf8.INSTANCE
+
+  test("a constant: inline in a constant page at 2.2, runs at 2.1") {
+    chooses("constant", int(64), IndexedSeq.fill(n)(7L), "constant (inline)")
+    chooses("constant", int(64), IndexedSeq.fill(n)(7L), "rle", minor = 1)
+  }
+
+  test("a constant with nulls keeps its levels") {
+    chooses("constant_nulls", int(32), IndexedSeq.tabulate(n)(i => if (i % 3 == 0) null else 5), "constant (inline)")
+  }
+
+  test("sorted keys and small ints: bit-packed") {
+    chooses("sorted", int(64), IndexedSeq.tabulate(n)(i => 1000000L + i), "bitpack(inline, 64-bit)")
+    chooses("three_bits", int(32), IndexedSeq.tabulate(n)(i => (i * 7919) % 8), "bitpack(inline, 32-bit)")
+  }
+
+  test("runs: run-length encoded") {
+    chooses("runs", int(32), IndexedSeq.tabulate(n)(i => i / 100), "rle")
+  }
+
+  test("four distinct strings: a dictionary") {
+    val words = Vector("alpha", "beta", "gamma", "delta")
+    chooses("four_words", utf8, IndexedSeq.tabulate(n)(i => words(i * 31 % 4)), "dictionary")
+  }
+
+  test("URLs: FSST") {
+    val hosts = Vector("example.com", "shop.example.org", "cdn.images.net")
+    chooses("urls", utf8, IndexedSeq.tabulate(n)(i =>
+      s"https://${hosts(i % 3)}/products/category-${i % 97}/item-${i * 7919 % 1000003}?ref=campaign-${i % 13}"),
+      "fsst(variable(32-bit offsets))")
+  }
+
+  test("1 MB values: full-zip, each value zstd-compressed") {
+    val text = (0 until 20000).map(i => s"line $i of a long document; ").mkString.take(1 << 20)
+    chooses("blobs", utf8, IndexedSeq.tabulate(12)(i => s"$i:$text"), "full-zip: zstd")
+  }
+}
