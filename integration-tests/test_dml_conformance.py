@@ -432,7 +432,7 @@ def test_update_nested_struct_fields(t):
 def test_update_nested_struct_to_null_is_a_clear_error(t):
     # Spark: UPDATE ... SET s.c1 = NULL, s.c2 = NULL gives Row(1, Row(null, null), "hr"); Lance cannot store a NULL struct
     t.create(NESTED, [NESTED_ROW])
-    t.fails("UPDATE {t} SET s.c1 = NULL, s.c2 = NULL WHERE pk = 1", r"column 's\.c2' has a null struct value")
+    t.fails("UPDATE {t} SET s.c1 = NULL, s.c2 = NULL WHERE pk = 1", r"column 's\.c2' holds a null struct")
 
 
 def test_update_map_inside_struct_is_a_clear_error(t):
@@ -443,7 +443,7 @@ def test_update_map_inside_struct_is_a_clear_error(t):
 def test_update_fields_inside_null_structs(t):
     # Spark's setup holds a NULL struct, which Lance refuses with an error naming the column
     t.create("pk INT NOT NULL, s STRUCT<n1: INT, n2: INT>, dep STRING")
-    with pytest.raises(Exception, match=r"column 's' has a null struct value"):
+    with pytest.raises(Exception, match=r"column 's' holds a null struct"):
         t.append("pk INT NOT NULL, s STRUCT<n1: INT, n2: INT>, dep STRING", [(1, None, "hr")])
     t.check([])
 
@@ -939,14 +939,14 @@ def test_merge_with_updates_to_nested_struct_fields(spark, t, clause):
     t.sql(merge + "s = named_struct('c1', 1, 'c2', named_struct('a', array(1), 'm', null))")
     t.check([(1, (1, ([1], None)), "hr")])
     # Spark: SET s.c1 = NULL, s.c2 = NULL gives Row(1, Row(null, null), "hr"); Lance cannot store the NULL struct
-    t.fails(merge + "s.c1 = NULL, s.c2 = NULL", r"column 's\.c2' has a null struct value")
+    t.fails(merge + "s.c1 = NULL, s.c2 = NULL", r"column 's\.c2' holds a null struct")
 
 
 def test_merge_insert_null_struct_is_a_clear_error(spark, t):
     t.create("pk INT NOT NULL, s STRUCT<n1: INT, n2: INT>, dep STRING", [(1, (1, 1), "hr")])
     view(spark, "source", [(2,)], "pk INT")
     t.fails("""MERGE INTO {t} t USING source s ON t.pk = s.pk
-               WHEN NOT MATCHED THEN INSERT (pk, s, dep) VALUES (s.pk, NULL, 'new')""", r"column 's' has a null struct value")
+               WHEN NOT MATCHED THEN INSERT (pk, s, dep) VALUES (s.pk, NULL, 'new')""", r"column 's' holds a null struct")
 
 
 def test_merge_with_char_varchar_columns(spark, t):

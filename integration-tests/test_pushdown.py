@@ -104,6 +104,11 @@ def datasets(spark, tmp_path_factory):
     df = spark.createDataFrame(_rows(3000, 7), SCHEMA).repartition(3)
     spark_path = str(root / "spark.lance")
     df.write.format("lance").option("maxRowsPerPage", 97).save(spark_path)
+    written = {}
+    for version in ("2.1", "2.2"):   # Spark-written 2.1/2.2 files carry the same statistics
+        written[f"spark{version.replace('.', '')}"] = str(root / f"spark{version}.lance")
+        (df.write.format("lance").option("maxRowsPerPage", 97).option("fileVersion", version)
+         .save(written[f"spark{version.replace('.', '')}"]))
     flat = spark.read.format("lance").load(spark_path).drop("st").toArrow()
     flat = pa.Table.from_pylist(flat.to_pylist(), flat.schema)   # fresh, aligned buffers for pylance
     legacy_path = str(root / "legacy.lance")
@@ -111,10 +116,11 @@ def datasets(spark, tmp_path_factory):
                         max_rows_per_group=100)
     plain_path = str(root / "pylance20.lance")
     lance.write_dataset(flat, plain_path, data_storage_version="2.0", max_rows_per_file=1000)
-    return {"spark": spark_path, "legacy": legacy_path, "pylance20": plain_path}
+    return {"spark": spark_path, "legacy": legacy_path, "pylance20": plain_path, **written}
 
 
-@pytest.mark.parametrize("which,cases,seed", [("spark", 150, 1), ("legacy", 60, 2), ("pylance20", 30, 3)])
+@pytest.mark.parametrize("which,cases,seed", [("spark", 150, 1), ("legacy", 60, 2), ("pylance20", 30, 3),
+                                              ("spark21", 60, 4), ("spark22", 100, 5)])
 def test_pushdown_matches_no_pushdown(spark, datasets, which, cases, seed):
     rnd = random.Random(seed)
     path = datasets[which]
@@ -145,12 +151,12 @@ def _scan_metrics(df) -> dict:
     raise AssertionError(f"no Lance scan in {plan}")
 
 
-@pytest.fixture(scope="module")
-def sorted_ds(spark, tmp_path_factory):
+@pytest.fixture(scope="module", params=["2.0", "2.2"])
+def sorted_ds(spark, tmp_path_factory, request):
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     path = str(tmp_path_factory.mktemp("sorted") / "sorted.lance")
     (spark.range(0, 200_000, numPartitions=4).withColumn("v", F.col("id") * 3)
-     .write.format("lance").option("maxRowsPerPage", 200).save(path))
+     .write.format("lance").option("maxRowsPerPage", 200).option("fileVersion", request.param).save(path))
     return path
 
 

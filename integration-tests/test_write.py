@@ -70,33 +70,50 @@ def df(spark):
     return spark.createDataFrame([_row(i) for i in range(3000)], SCHEMA).repartition(3)
 
 
-def test_every_type_round_trips_through_pylance(spark, df, tmp_path):
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_every_type_round_trips_through_pylance(spark, df, tmp_path, version):
     path = str(tmp_path / "all.lance")
-    df.write.format("lance").option("maxRowsPerFile", 700).option("vectorColumns", "emb:4").save(path)
+    (df.write.format("lance").option("maxRowsPerFile", 700).option("vectorColumns", "emb:4")
+     .option("fileVersion", version).save(path))
 
     ds = lance.dataset(path)
     assert ds.count_rows() == 3000
+    assert ds.data_storage_version == version
+    assert {(f.file_major_version, f.file_minor_version) for frag in ds.get_fragments()
+            for f in frag.metadata.files} == {(2, int(version[-1]))}
     assert len(ds.get_fragments()) >= 3 * 2          # several fragments per task
     assert pa.types.is_fixed_size_list(ds.schema.field("emb").type)
     assert ds.schema.field("emb").type.list_size == 4
+    ds.validate()
 
     expected = spark_rows(df)
     back = spark.read.format("lance").load(path)
-    # Spark -> Spark: the vector column reads back as an array, maps as arrays of entries
+    # Spark -> Spark: the vector column reads back as an array
     assert_same(spark_rows(back.drop("m")), [{k: v for k, v in r.items() if k != "m"} for r in expected],
                 "Spark -> Spark")
     # Spark -> pylance
     assert_same(oracle_rows(ds.to_table().drop(["m"])),
                 [{k: v for k, v in r.items() if k != "m"} for r in expected], "Spark -> pylance")
-    # maps are stored as list<struct<key, value>>
+    # maps: Lance maps from 2.2, lists of key/value structs before
+    m_type = ds.schema.field("m").type
+    assert pa.types.is_map(m_type) if version == "2.2" else pa.types.is_list(m_type)
     m = {r["id"]: r["m"] for r in ds.to_table(columns=["id", "m"]).to_pylist()}
     for r in expected:
         want = None if r["m"] is None else sorted((k, v) for k, v in r["m"])
-        got = None if m[r["id"]] is None else sorted((e["key"], e["value"]) for e in m[r["id"]])
+        got = m[r["id"]]
+        if got is not None:
+            got = sorted(tuple(e) if version == "2.2" else (e["key"], e["value"]) for e in got)
         assert got == want, r["id"]
+    if version == "2.2":   # and Spark reads them back as MAP
+        assert isinstance(back.schema["m"].dataType, T.MapType)
+        got = {r["id"]: r["m"] for r in spark_rows(back.select("id", "m"))}
+        for r in expected:
+            assert (None if got[r["id"]] is None else sorted(got[r["id"]])) == \
+                (None if r["m"] is None else sorted(r["m"])), r["id"]
     # Spark -> pure-Python reader
-    assert_same(oracle_rows(reader.dataset(path).to_table().drop(["m"])),
-                [{k: v for k, v in r.items() if k != "m"} for r in expected], "Spark -> pure-Python reader")
+    if version == "2.0":
+        assert_same(oracle_rows(reader.dataset(path).to_table().drop(["m"])),
+                    [{k: v for k, v in r.items() if k != "m"} for r in expected], "Spark -> pure-Python reader")
 
 
 def test_save_modes(spark, tmp_path):
@@ -152,14 +169,17 @@ def test_append_of_null_into_non_nullable_column_is_refused(spark, tmp_path, whe
     assert lance.dataset(path).to_table()["id"].to_pylist() == [1, 2, 3]
 
 
-def test_null_struct_is_refused_naming_the_column(spark, tmp_path):
+def test_null_struct_is_refused_at_2_0_naming_the_column(spark, tmp_path):
     path = str(tmp_path / "nullstruct.lance")
     schema = T.StructType([T.StructField("id", T.LongType()),
                            T.StructField("p", T.StructType([T.StructField("x", T.LongType())]))])
     data = spark.createDataFrame([(1, (1,)), (2, None)], schema)
     with pytest.raises(Exception, match="column 'p'.*null struct"):
-        data.write.format("lance").save(path)
+        data.write.format("lance").option("fileVersion", "2.0").save(path)
     assert not Path(path, "_versions").exists()
+    # 2.1 and later store them
+    data.write.format("lance").option("fileVersion", "2.1").save(path)
+    assert lance.dataset(path).to_table().to_pylist() == [{"id": 1, "p": {"x": 1}}, {"id": 2, "p": None}]
 
 
 def test_pylance_appends_and_deletes_on_spark_written_data(spark, tmp_path):

@@ -63,7 +63,7 @@ class SparkLayerSuite extends AnyFunSuite {
     val w = WriteOptions.conf(Map("maxRowsPerFile" -> "10", "vectorColumns" -> "emb:4, v2:128"), _ => None, Map.empty)
     assert(w.maxRowsPerFile == 10 && w.vectorColumns == Map("emb" -> 4, "v2" -> 128))
     for ((k, v) <- Seq("maxRowsPerFile" -> "0", "maxRowsPerPage" -> "-1", "vectorColumns" -> "emb",
-        "vectorColumns" -> "emb:0", "enableStableRowIds" -> "1", "fileVersion" -> "2.1")) {
+        "vectorColumns" -> "emb:0", "enableStableRowIds" -> "1", "fileVersion" -> "2.3", "fileVersion" -> "0.1")) {
       val m = intercept[IllegalArgumentException](WriteOptions.conf(Map(k -> v), _ => None, Map.empty)).getMessage
       assert(m.contains(s"'$k'") && m.contains(s"'$v'"), m)
     }

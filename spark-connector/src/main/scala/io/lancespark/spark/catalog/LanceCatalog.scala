@@ -17,6 +17,7 @@ import io.lancespark.spark.LanceTable
 import io.lancespark.spark.options.{OptionSource, ReadTarget, WriteOptions}
 import io.lancespark.spark.write.SparkToArrow
 import io.lancespark.table.commit.{CommitSettings, Committer, OverwriteDataset, ReplaceSchema}
+import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** A Spark catalog of Lance datasets under a warehouse directory
@@ -96,9 +97,10 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces {
     // TBLPROPERTIES and OPTIONS (which Spark prefixes with "option.") alike: known write options only
     val kept = WriteOptions.tableProperties(properties.asScala.toMap.map { case (k, v) => k.stripPrefix("option.") -> v })
     val opts = WriteOptions.conf(kept, OptionSource.activeSession, Map.empty)
-    val lance = LanceSchema.fromArrow(SparkToArrow.schema(schema, opts.vectorColumns))
+    val version = opts.versionFor(None, overwrite = true)
+    val lance = LanceSchema.fromArrow(SparkToArrow.schema(schema, opts.vectorColumns, version))
     val storage = DatasetStorage(location(ident), conf)
-    Committer.commit(storage, None, OverwriteDataset(Nil, lance.toProto, lance.metadata, kept),
+    Committer.commit(storage, None, OverwriteDataset(Nil, lance.toProto, lance.metadata, version, kept),
       CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths))
     loadTable(ident)
   }
@@ -109,7 +111,7 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces {
     if (!exists(ident)) throw new NoSuchTableException(ident)
     val storage = DatasetStorage(location(ident), conf)
     val snapshot = Dataset.open(storage, None)
-    val fields = SchemaChanges.apply(snapshot.schema, changes, ident.toString)
+    val fields = SchemaChanges.apply(snapshot.schema, changes, ident.toString, DataFileVersion.ofDataset(snapshot))
     Committer.commit(storage, Some(snapshot.version), ReplaceSchema(fields.fields, snapshot.schema.metadata),
       CommitSettings())
     loadTable(ident)

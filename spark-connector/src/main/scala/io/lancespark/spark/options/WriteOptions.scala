@@ -1,12 +1,41 @@
 package io.lancespark.spark.options
 
-/** A write's settings, resolved once on the driver. */
+import io.lancespark.schema.LanceFormatException
+import io.lancespark.table.model.{DataFileVersion, Snapshot}
+
+/** A write's settings, resolved once on the driver. `maxRowsPerPage` and
+  * `fileVersion`: None when not set (the writer's default; the dataset's
+  * version, or [[DataFileVersion.Default]] for a new one). */
 final case class WriteConf(
     maxRowsPerFile: Long,
-    maxRowsPerPage: Int,
+    maxRowsPerPage: Option[Int],
+    fileVersion: Option[DataFileVersion],
     vectorColumns: Map[String, Int],
     enableStableRowIds: Boolean,
-    v2ManifestPaths: Boolean)
+    v2ManifestPaths: Boolean) {
+
+  /** The file version of the data files a write adds to `existing` (None: a
+    * new dataset). Appends and row-level changes write at the dataset's
+    * version (a dataset never mixes versions): a different explicit
+    * `fileVersion` is refused, not ignored. An overwrite may convert. */
+  def versionFor(existing: Option[Snapshot], overwrite: Boolean): DataFileVersion = existing match {
+    case None => fileVersion.getOrElse(DataFileVersion.Default)
+    case Some(s) =>
+      val stored = DataFileVersion.ofDataset(s)
+      if (overwrite) fileVersion.orElse(stored).getOrElse(DataFileVersion.Default)
+      else {
+        val v = stored.getOrElse(throw new LanceFormatException(
+          s"${s.storage.uri}: the dataset stores Lance file version ${s.fileVersion}, which this connector reads " +
+            s"but does not write (it writes ${DataFileVersion.Written.mkString(", ")}); overwrite the dataset to convert it"))
+        fileVersion.filter(_ != v).foreach { asked =>
+          throw new IllegalArgumentException(
+            s"${s.storage.uri}: option fileVersion=$asked, but the dataset stores file version $v and a dataset " +
+              s"may not mix versions; drop the option to write $v files, or overwrite the dataset to convert it")
+        }
+        v
+      }
+  }
+}
 
 /** The options of `df.write.format("lance")`, of catalog writes and of
   * `CREATE TABLE ... TBLPROPERTIES` (which keeps them as table properties). */
@@ -15,11 +44,9 @@ object WriteOptions {
   val MaxRowsPerFile: LanceOption[Long] = LanceOption.positiveLong("maxRowsPerFile")
   /** Most rows in one page of a column. */
   val MaxRowsPerPage: LanceOption[Int] = LanceOption.positiveInt("maxRowsPerPage")
-  /** Lance file version to write; only 2.0 is written today. */
-  val FileVersion: LanceOption[String] =
-    LanceOption.string("fileVersion", "2.0 (or stable; this connector writes Lance file version 2.0)") { v =>
-      Some(v).filter(x => x == "2.0" || x.equalsIgnoreCase("stable"))
-    }
+  /** Lance file version of new datasets (and of overwrites); appends use the dataset's. */
+  val FileVersion: LanceOption[DataFileVersion] =
+    LanceOption("fileVersion", DataFileVersion.Accepted, DataFileVersion.parse)
   /** "emb:768,other:128": ARRAY<FLOAT|DOUBLE> columns stored as fixed-size lists (vectors). */
   val VectorColumns: LanceOption[Map[String, Int]] =
     LanceOption("vectorColumns", "a list of name:dimension entries (e.g. emb:768,other:128)", parseVectors)
@@ -35,16 +62,15 @@ object WriteOptions {
   val VectorDimensionMetadata = "lance.vector.dimension"
 
   val DefaultMaxRowsPerFile: Long = 1024L * 1024L
-  val DefaultMaxRowsPerPage: Int = 65536
 
   def path(explicit: Map[String, String]): String =
     OptionSource.path(explicit, "df.write.format(\"lance\").save(\"/path/to/dataset\")")
 
   def conf(source: OptionSource): WriteConf = {
-    source.get(FileVersion)  // checked only: 2.0 is the one version written
     WriteConf(
       maxRowsPerFile = source.getOrElse(MaxRowsPerFile, DefaultMaxRowsPerFile),
-      maxRowsPerPage = source.getOrElse(MaxRowsPerPage, DefaultMaxRowsPerPage),
+      maxRowsPerPage = source.get(MaxRowsPerPage),
+      fileVersion = source.get(FileVersion),
       vectorColumns = source.getOrElse(VectorColumns, Map.empty[String, Int]),
       enableStableRowIds = source.getOrElse(EnableStableRowIds, false),
       v2ManifestPaths = source.getOrElse(V2ManifestPaths, true))

@@ -38,10 +38,7 @@ abstract class ArrowFieldWriter(val vector: ValueVector, val column: String) {
     case v: ListVector              => v.setNull(index)
     case v: LargeListVector         => v.setNull(index)
     case v: FixedSizeListVector     => v.setNull(index)
-    case v: StructVector            =>
-      throw new LanceFormatException(
-        s"column '$column' has a null struct value, which Lance file version 2.0 cannot store; " +
-          "make the struct non-null (e.g. a struct of nulls) or filter those rows")
+    case v: StructVector            => v.setNull(index)  // (the 2.0 file writer refuses it, naming the column)
     case _: NullVector              => ()
     case v => throw new IllegalStateException(s"no null support for ${v.getClass.getSimpleName}")
   }

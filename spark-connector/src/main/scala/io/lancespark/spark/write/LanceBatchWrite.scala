@@ -44,7 +44,7 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     val files = messages.toSeq.collect { case LanceCommitMessage(f) => f }.flatten
     val op =
-      if (overwrite) OverwriteDataset(files, snapshot.schema.toProto, snapshot.schema.metadata)
+      if (overwrite) OverwriteDataset(files, snapshot.schema.toProto, snapshot.schema.metadata, version)
       else AppendFragments(files)
     try Committer.commit(snapshot.storage, Some(snapshot.version), op, CommitSettings())
     catch {
@@ -54,8 +54,9 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
     }
   }
 
+  private val version = opts.versionFor(Some(snapshot), overwrite)
   private val task = WriteTask(snapshot.storage.uri, hadoopConf, snapshot.schema, info.schema(),
-    opts.maxRowsPerFile, opts.maxRowsPerPage)
+    opts.maxRowsPerFile, opts.maxRowsPerPage, version)
 
   override def abort(messages: Array[WriterCommitMessage]): Unit = {
     LanceBatchWrite.delete(snapshot.storage,

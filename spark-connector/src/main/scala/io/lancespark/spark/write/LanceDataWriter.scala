@@ -14,6 +14,7 @@ import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.table.commit.WrittenFragment
+import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{DatasetStorage, FragmentWriter}
 
 /** What every task of one write needs; serialized to executors. `schema`
@@ -25,10 +26,11 @@ final case class WriteTask(
     schema: LanceSchema,
     sparkSchema: StructType,
     maxRowsPerFile: Long,
-    maxRowsPerPage: Int,
+    maxRowsPerPage: Option[Int],
+    version: DataFileVersion,
     filePrefix: String = UUID.randomUUID().toString.take(8))
 
-/** Writes one task's rows into one or more 2.0 data files (one fragment each).
+/** Writes one task's rows into one or more data files (one fragment each).
   * `commit` returns them; `abort` deletes them. Nothing is visible until the
   * driver commits a manifest that references the files. */
 final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
@@ -97,7 +99,7 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
   }
 
   private def openFile(): OpenFile = {
-    val f = new OpenFile(new FragmentWriter(storage, task.schema, task.maxRowsPerPage, task.filePrefix), 0L)
+    val f = new OpenFile(new FragmentWriter(storage, task.schema, task.version, task.maxRowsPerPage, task.filePrefix), 0L)
     current = Some(f)
     f
   }

@@ -12,13 +12,14 @@ import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
 import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
 import io.lancespark.table.commit.{AppendFragments, CommitSettings, Committer, OverwriteDataset, PendingOperation, WrittenFragment}
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.model.{DataFileVersion, Snapshot}
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** A DataFrame write: executors write data files, the driver commits one
   * version with a transaction file (see Committer). A failed or cancelled job
   * commits nothing and deletes the files its tasks wrote. */
 object LanceWriteJob {
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
   /** `parameters`: the DataFrameWriter's options (with the path). */
   def run(data: DataFrame, parameters: Map[String, String], mode: SaveMode): Option[Snapshot] = {
@@ -39,12 +40,18 @@ object LanceWriteJob {
       case (SaveMode.Ignore, Some(_)) => None
       case (SaveMode.Append, Some(s)) =>
         val (input, schema) = alignForAppend(data, s)
-        val files = writeFiles(input, schema, storage, opts, new SerializableHadoopConf(conf))
+        val version = opts.versionFor(existing, overwrite = false)
+        val files = writeFiles(input, schema, version, storage, opts, new SerializableHadoopConf(conf))
         Some(commitOrClean(storage, files, Some(s.version), AppendFragments(files), opts))
       case (_, base) =>
-        val schema = LanceSchema.fromArrow(SparkToArrow.schema(data.schema, opts.vectorColumns))
-        val files = writeFiles(data, schema, storage, opts, new SerializableHadoopConf(conf))
-        val op = OverwriteDataset(files, schema.toProto, schema.metadata)
+        val version = opts.versionFor(base, overwrite = true)
+        val schema = LanceSchema.fromArrow(SparkToArrow.schema(data.schema, opts.vectorColumns, version))
+        base.filter(s => DataFileVersion.ofDataset(s).isEmpty && opts.fileVersion.isEmpty).foreach { s =>
+          log.warn(s"${storage.uri}: overwriting a dataset of file version ${s.fileVersion} (not written by this " +
+            s"connector) at $version")
+        }
+        val files = writeFiles(data, schema, version, storage, opts, new SerializableHadoopConf(conf))
+        val op = OverwriteDataset(files, schema.toProto, schema.metadata, version)
         Some(commitOrClean(storage, files, base.map(_.version), op, opts))
     }
   }
@@ -79,9 +86,9 @@ object LanceWriteJob {
     case other => other
   }
 
-  private def writeFiles(data: DataFrame, schema: LanceSchema, storage: DatasetStorage, opts: WriteConf,
-      conf: SerializableHadoopConf): Seq[WrittenFragment] = {
-    val task = WriteTask(storage.uri, conf, schema, data.schema, opts.maxRowsPerFile, opts.maxRowsPerPage)
+  private def writeFiles(data: DataFrame, schema: LanceSchema, version: DataFileVersion, storage: DatasetStorage,
+      opts: WriteConf, conf: SerializableHadoopConf): Seq[WrittenFragment] = {
+    val task = WriteTask(storage.uri, conf, schema, data.schema, opts.maxRowsPerFile, opts.maxRowsPerPage, version)
     val rdd = data.queryExecution.toRdd
     val results = mutable.Map.empty[Int, Seq[WrittenFragment]]
     val sc = data.sparkSession.sparkContext

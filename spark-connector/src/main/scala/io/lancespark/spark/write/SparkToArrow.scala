@@ -8,18 +8,22 @@ import org.apache.spark.sql.types._
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.spark.options.WriteOptions
+import io.lancespark.table.model.DataFileVersion
 
-/** The Lance (Arrow) type each Spark type is written as, for new datasets.
-  * Documented in docs/type-mapping.md ("Writing"). */
+/** The Lance (Arrow) type each Spark type is written as, for new datasets
+  * (and added columns) of file version `version`: maps are Lance maps from
+  * 2.2, lists of key/value structs before. Documented in
+  * docs/type-mapping.md ("Writing"). */
 object SparkToArrow {
 
-  def schema(st: StructType, vectors: Map[String, Int]): Schema = {
+  def schema(st: StructType, vectors: Map[String, Int], version: DataFileVersion): Schema = {
+    val maps = version.minor >= 2
     vectors.keys.foreach { name =>
       if (!st.fieldNames.contains(name))
         throw new IllegalArgumentException(s"vectorColumns names '$name', which is not a column of the DataFrame")
     }
     new Schema(st.fields.toSeq.map(f => withCharMetadata(
-      field(f.name, f.dataType, f.nullable, f.name, dimension(f, vectors)), f)).asJava)
+      field(f.name, f.dataType, f.nullable, f.name, maps, dimension(f, vectors)), f)).asJava)
   }
 
   /** Spark keeps CHAR(n)/VARCHAR(n) as STRING plus this metadata key; Lance
@@ -51,7 +55,8 @@ object SparkToArrow {
         Some(f.metadata.getLong(WriteOptions.VectorDimensionMetadata).toInt)
       else None)
 
-  private def field(name: String, dt: DataType, nullable: Boolean, path: String, vectorDim: Option[Int] = None): Field = {
+  private def field(name: String, dt: DataType, nullable: Boolean, path: String, maps: Boolean,
+      vectorDim: Option[Int] = None): Field = {
     def leaf(t: ArrowType): Field = new Field(name, new FieldType(nullable, t, null), null)
     dt match {
       case BooleanType => leaf(ArrowType.Bool.INSTANCE)
@@ -70,21 +75,23 @@ object SparkToArrow {
       case _: TimeType => leaf(new ArrowType.Time(TimeUnit.NANOSECOND, 64))
       case _: DayTimeIntervalType => leaf(new ArrowType.Duration(TimeUnit.MICROSECOND))
       case ArrayType(et @ (FloatType | DoubleType), _) if vectorDim.isDefined =>
-        val item = field("item", et, nullable = true, s"$path.item")
+        val item = field("item", et, nullable = true, s"$path.item", maps)
         new Field(name, new FieldType(nullable, new ArrowType.FixedSizeList(vectorDim.get), null), java.util.List.of(item))
       case ArrayType(et, containsNull) =>
         if (vectorDim.isDefined)
           throw new IllegalArgumentException(s"column '$path' is ${dt.simpleString}; only ARRAY<FLOAT> and ARRAY<DOUBLE> can be vectors")
         new Field(name, new FieldType(nullable, ArrowType.List.INSTANCE, null),
-          java.util.List.of(field("item", et, containsNull, s"$path.element")))
+          java.util.List.of(field("item", et, containsNull, s"$path.element", maps)))
       case MapType(kt, vt, valueContainsNull) =>
         val entries = new Field("entries", new FieldType(false, ArrowType.Struct.INSTANCE, null),
-          java.util.List.of(field("key", kt, nullable = false, s"$path.key"),
-            field("value", vt, valueContainsNull, s"$path.value")))
-        new Field(name, new FieldType(nullable, ArrowType.List.INSTANCE, null), java.util.List.of(entries))
+          java.util.List.of(field("key", kt, nullable = false, s"$path.key", maps),
+            field("value", vt, valueContainsNull, s"$path.value", maps)))
+        val t = if (maps) new ArrowType.Map(false) else ArrowType.List.INSTANCE
+        new Field(name, new FieldType(nullable, t, null), java.util.List.of(entries))
       case st: StructType =>
         new Field(name, new FieldType(nullable, ArrowType.Struct.INSTANCE, null),
-          st.fields.toSeq.map(f => withCharMetadata(field(f.name, f.dataType, f.nullable, s"$path.${f.name}"), f)).asJava)
+          st.fields.toSeq.map(f => withCharMetadata(field(f.name, f.dataType, f.nullable, s"$path.${f.name}", maps), f))
+            .asJava)
       case other =>
         throw new LanceFormatException(s"column '$path' has Spark type ${other.simpleString}, which Lance cannot store")
     }

@@ -10,7 +10,7 @@ import com.google.protobuf.Timestamp
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
-import io.lancespark.table.model.{FeatureFlags, Snapshot}
+import io.lancespark.table.model.{DataFileVersion, FeatureFlags, Snapshot}
 import io.lancespark.table.storage.{AtomicPut, Dataset, DatasetStorage, FragmentDeletion, FragmentWriter, ManifestFile, ManifestNaming, RowDeletions, TransactionFile}
 
 /** A data file a task wrote, before the commit gives it a fragment id. */
@@ -19,15 +19,22 @@ final case class WrittenFragment(
     fieldIds: Vector[Int],
     columnIndices: Vector[Int],
     physicalRows: Long,
-    sizeBytes: Long)
+    sizeBytes: Long,
+    version: DataFileVersion)
 
 /** What a write commits. */
 sealed trait PendingOperation { def fragments: Seq[WrittenFragment] }
 final case class AppendFragments(fragments: Seq[WrittenFragment]) extends PendingOperation
 /** Replaces the dataset's contents and schema (creates it when absent).
-  * `schema` is the depth-first field list with the ids the files were written with. */
+  * `schema` is the depth-first field list with the ids the files were written
+  * with; `version` the file version the dataset stores from now on (the
+  * fragments' own). */
 final case class OverwriteDataset(fragments: Seq[WrittenFragment], schema: Seq[PbField],
-    schemaMetadata: Map[String, String], config: Map[String, String] = Map.empty) extends PendingOperation
+    schemaMetadata: Map[String, String], version: DataFileVersion, config: Map[String, String] = Map.empty)
+    extends PendingOperation {
+  fragments.find(_.version != version).foreach(f =>
+    throw new IllegalArgumentException(s"${f.path} is a ${f.version} file; the dataset is being written at $version"))
+}
 
 /** Changes only the schema (ALTER TABLE ADD/DROP/RENAME COLUMN): data files
   * stay; added fields read as nulls, dropped fields are no longer read. */
@@ -63,8 +70,6 @@ final class CommitConflictException(message: String) extends RuntimeException(me
   * build the next manifest and create it if absent; when another writer won
   * the race, check again and retry, a bounded number of times. */
 object Committer {
-
-  val FileFormatVersion: String = FragmentWriter.FileVersion
 
   /** Commits `op` read at `readVersion` (None: the dataset is being created).
     * Returns the committed snapshot. Each attempt writes its own transaction
@@ -227,12 +232,12 @@ object Committer {
     val txn = TransactionFile.newTransaction(readVersion)
     op match {
       case AppendFragments(_) =>
-        requireSameFileFormat(storage, prev)
+        requireSameFileFormat(storage, prev, op.fragments)
         b.addAllFragments(added.asJava)
         keepMaxId()
         txn.setAppend(Transaction.Append.newBuilder().addAllFragments(added.asJava))
         Built(b.build(), base.flatMap(_.indexSection), txn.build())
-      case OverwriteDataset(_, schema, schemaMetadata, config) =>
+      case OverwriteDataset(_, schema, schemaMetadata, version, config) =>
         b.putAllConfig(config.asJava)
         val flags = if (stable) FeatureFlags.StableRowIds else 0L
         b.clearFragments().addAllFragments(added.asJava)
@@ -241,7 +246,7 @@ object Committer {
           .putAllSchemaMetadata(utf8(schemaMetadata))
           .setReaderFeatureFlags(flags)
           .setWriterFeatureFlags(flags | (if (b.getConfigCount > 0) FeatureFlags.TableConfig else 0L))
-          .setDataFormat(Manifest.DataStorageFormat.newBuilder().setFileFormat("lance").setVersion(FileFormatVersion))
+          .setDataFormat(Manifest.DataStorageFormat.newBuilder().setFileFormat("lance").setVersion(version.name))
         lastId.orElse(if (firstId > 0) Some(firstId - 1) else None) match {
           case Some(id) => b.setMaxFragmentId(id.toInt)
           case None => b.clearMaxFragmentId()
@@ -256,7 +261,7 @@ object Committer {
         txn.setProject(Transaction.Project.newBuilder().addAllSchema(schema.asJava))
         Built(b.build(), base.flatMap(_.indexSection), txn.build())
       case change: RowLevelChange =>
-        if (change.fragments.nonEmpty) requireSameFileFormat(storage, prev)
+        requireSameFileFormat(storage, prev, change.fragments)
         val current = prev.map(_.getFragmentsList.asScala.toVector).getOrElse(Vector.empty)
         val deletions = DeletionRebase.plan(storage, change, current, disjoint, readVersion)
           .flatMap(_.write(storage, readVersion))
@@ -288,13 +293,15 @@ object Committer {
   private def utf8(m: Map[String, String]): java.util.Map[String, com.google.protobuf.ByteString] =
     m.map { case (k, v) => k -> com.google.protobuf.ByteString.copyFromUtf8(v) }.asJava
 
-  private def requireSameFileFormat(storage: DatasetStorage, prev: Option[Manifest]): Unit = {
-    val dataFormat = prev.map(_.getDataFormat.getVersion).getOrElse(FileFormatVersion)
-    if (dataFormat != FileFormatVersion)
+  /** Files added to a dataset are at its file version: a dataset never mixes versions. */
+  private def requireSameFileFormat(storage: DatasetStorage, prev: Option[Manifest],
+      files: Seq[WrittenFragment]): Unit = {
+    val dataFormat = prev.map(_.getDataFormat.getVersion).getOrElse("(none)")
+    files.find(_.version.name != dataFormat).foreach { f =>
       throw new LanceFormatException(
-        s"${storage.uri}: the dataset stores file version $dataFormat and this connector writes " +
-          s"$FileFormatVersion files; a dataset may not mix file versions, so adding files is refused " +
-          "(overwrite it to convert)")
+        s"${storage.uri}: the dataset stores file version $dataFormat and ${f.path} is a ${f.version} file; " +
+          "a dataset may not mix file versions, so adding it is refused (overwrite the dataset to convert it)")
+    }
   }
 
   private def dataFile(w: WrittenFragment): DataFile.Builder =
@@ -302,7 +309,7 @@ object Committer {
       .setPath(w.path)
       .addAllFields(w.fieldIds.map(Int.box).asJava)
       .addAllColumnIndices(w.columnIndices.map(Int.box).asJava)
-      .setFileMajorVersion(2).setFileMinorVersion(0)
+      .setFileMajorVersion(w.version.major).setFileMinorVersion(w.version.minor)
       .setFileSizeBytes(w.sizeBytes)
 
   /** The operation kind and touched fragments of `op`, for conflict checks. */
@@ -310,7 +317,7 @@ object Committer {
     val t = TransactionFile.newTransaction(readVersion)
     op match {
       case AppendFragments(_) => t.setAppend(Transaction.Append.getDefaultInstance)
-      case OverwriteDataset(_, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
+      case OverwriteDataset(_, _, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
       case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
       case change: RowLevelChange =>
         val touched = change.deletions.map(d => DataFragment.newBuilder().setId(d.fragmentId).build()).asJava

@@ -5,19 +5,37 @@ import java.util.UUID
 import org.apache.arrow.vector.FieldVector
 import org.apache.hadoop.fs.Path
 
+import io.lancespark.format.file.DataFileWriter
 import io.lancespark.format.v20.V20FileWriter
+import io.lancespark.format.v21.write.V21FileWriter
 import io.lancespark.schema.LanceSchema
 import io.lancespark.table.commit.WrittenFragment
+import io.lancespark.table.model.DataFileVersion
 
 /** Writes the data file of one new fragment: named `<prefix>-<uuid>.lance`
-  * under the dataset's data directory, in the file version this connector
-  * writes. Nothing is visible until a commit lists the fragment; `abort`
-  * removes the file. The writer next to FragmentScanner, the reader. */
-final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, maxRowsPerPage: Int, prefix: String) {
+  * under the dataset's data directory, at `version` (the dataset's file
+  * version). `maxRowsPerPage`: None for the writer's default. Nothing is
+  * visible until a commit lists the fragment; `abort` removes the file. The
+  * writer next to FragmentScanner, the reader. */
+final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, version: DataFileVersion,
+    maxRowsPerPage: Option[Int], prefix: String) {
 
   val name: String = s"$prefix-${UUID.randomUUID()}.lance"
   private val path: Path = storage.dataFile(name)
-  private val writer = new V20FileWriter(storage.fs.create(path, false), path.toString, schema, maxRowsPerPage)
+  private val writer: DataFileWriter = {
+    val out = storage.fs.create(path, false)
+    try version match {
+      case DataFileVersion.V2_0 =>
+        new V20FileWriter(out, path.toString, schema, maxRowsPerPage.getOrElse(FragmentWriter.V20RowsPerPage))
+      case DataFileVersion(2, minor @ (1 | 2)) =>
+        new V21FileWriter(out, path.toString, schema, minor, maxRowsPerPage.getOrElse(V21FileWriter.DefaultMaxRowsPerPage))
+      case other => throw new IllegalArgumentException(s"file version $other is not written by this connector")
+    } catch {
+      case e: Throwable =>  // a schema the version cannot store: no file is left behind
+        try out.close() finally FragmentWriter.delete(storage, name)
+        throw e
+    }
+  }
 
   /** One batch: a vector per top-level field of `schema`, in order. */
   def write(columns: Seq[FieldVector]): Unit = writer.write(columns)
@@ -25,7 +43,7 @@ final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, maxRows
   /** Writes the file's footer; the fragment a commit can now add. */
   def finish(): WrittenFragment = {
     val done = writer.finish()
-    WrittenFragment(name, done.fieldIds, done.columnIndices, done.numRows, done.sizeBytes)
+    WrittenFragment(name, done.fieldIds, done.columnIndices, done.numRows, done.sizeBytes, version)
   }
 
   /** Closes and deletes the file (a failed or cancelled task). */
@@ -36,8 +54,9 @@ final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, maxRows
 }
 
 object FragmentWriter {
-  /** The Lance file version of the data files this connector writes. */
-  val FileVersion: String = "2.0"
+  /** Rows per page of 2.0 files when not set: a 2.0 page is decoded whole,
+    * so this bounds a scan's memory per column. */
+  val V20RowsPerPage: Int = 65536
 
   /** Deletes a data file this connector wrote and never committed; best effort. */
   def delete(storage: DatasetStorage, name: String): Unit =
