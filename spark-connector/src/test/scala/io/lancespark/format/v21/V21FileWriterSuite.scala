@@ -93,7 +93,9 @@ class V21FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll with WriterT
         f("st", ArrowType.Struct.INSTANCE, f("in", ArrowType.Struct.INSTANCE, f("v", int(32))),
           list("l", f("item", ArrowType.Utf8.INSTANCE))),
         list("ls", f("item", ArrowType.Struct.INSTANCE, f("x", int(64)), list("y", f("item", int(16))))),
-        new Field("nn", FieldType.notNullable(int(64)), null)).asJava))
+        new Field("nn", FieldType.notNullable(int(64)), null),
+        // null structs over lists that are never null nor empty (regression: differential seed 74)
+        f("sl", ArrowType.Struct.INSTANCE, list("l", f("item", ArrowType.Bool.INSTANCE)))).asJava))
       val n = 4000
       val cols = Seq(
         (0 until n).map(i => if (i % 5 == 0) null else Map(
@@ -102,7 +104,8 @@ class V21FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll with WriterT
         (0 until n).map(i => if (i % 6 == 0) null else (0 until i % 4).map(k =>
           if ((i + k) % 5 == 0) null else Map("x" -> (i * 10 + k).toLong,
             "y" -> (if (k % 2 == 0) Seq.empty else (0 until k).map(_.toShort)))): Any),
-        (0 until n).map(i => i.toLong: Any))
+        (0 until n).map(i => i.toLong: Any),
+        (0 until n).map(i => if (i % 3 == 1) null else Map("l" -> (0 to i % 5).map(k => if (k == 3) null else k % 2 == 0)): Any))
       roundTrip(s"nested-2.$minor", schema, cols, minor, 1000, 1500)
     }
 

@@ -59,6 +59,11 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
             case (true, true) => map(b + 1) = pb + 1; map(b + 2) = pb + 2; pb += 2; RepDefLayer.REPDEF_NULL_AND_EMPTY_LIST
             case (true, false) => pb += 1; map(b + 1) = pb; RepDefLayer.REPDEF_NULLABLE_LIST
             case (false, true) => pb += 1; map(b + 2) = pb; RepDefLayer.REPDEF_EMPTYABLE_LIST
+            // a list with neither nulls nor empties under a null struct or list: declared nullable
+            // (its level unused), as readers (pylance) attribute levels above an all-valid list
+            // to the items below it
+            case _ if seen.indexWhere(identity, bases(j + 1) + 1) >= 0 =>
+              pb += 1; map(b + 1) = pb; RepDefLayer.REPDEF_NULLABLE_LIST
             case _ => RepDefLayer.REPDEF_ALL_VALID_LIST
           }
       }
