@@ -1,6 +1,7 @@
 # lance_spark: two commands for a fresh machine (Java 17 and Python 3.11 only):
 #   make demo   - builds everything and runs the demo job end to end
 #   make test   - builds everything and runs every test (Scala, Python, interop)
+#   make test-long - the randomized differential tests with thousands of seeds
 #   make bench  - builds everything and regenerates docs/benchmarks.md (bench-quick: small data)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -11,7 +12,7 @@ JAR := spark-connector/target/scala-2.13/lance-spark-bundle_2.13-0.1.0.jar
 FIXTURES := spark-connector/target/fixtures
 
 
-.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration demo bench bench-quick clean
+.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration test-long demo bench bench-quick clean
 
 all: python
 
@@ -60,6 +61,10 @@ test-integration: python
 	$(PY) -m pytest -q integration-tests
 
 test: test-scala test-python test-integration
+
+# The randomized differential tests at length (make test runs 150 seeds per case).
+test-long: python
+	LANCE_DIFF_CASES=3000 $(PY) -m pytest -q -k differential integration-tests
 
 demo: python
 	$(PY) examples/demo.py
