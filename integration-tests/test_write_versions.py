@@ -145,6 +145,65 @@ def test_row_level_changes_on_pylance_tables(spark, wh, version):
     assert _versions(str(path)) == {(2, int(version[-1]))}
     got = _agree(spark, str(path), f"DML on a pylance {version} table")
     assert sorted((r["id"], r["k"], r["s"]) for r in got) == sorted(expect.values())
-    # pylance keeps working on the result
+    # pylance keeps working on the result: appends, deletes, and random access into our pages
+    lance.write_dataset(pa.table({"id": pa.array([40_000, 40_001], pa.int64()), "k": pa.array([1, 2], pa.int64()),
+                                  "s": pa.array(["p", "q"])}), str(path), mode="append")
     lance.dataset(str(path)).delete("id < 100")
-    assert spark.table(t).count() == len([i for i in expect if i >= 100])
+    assert spark.table(t).count() == len([i for i in expect if i >= 100]) + 2
+    _agree(spark, str(path), f"pylance append and delete after DML at {version}")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_pylance_random_access_into_spark_pages(spark, tmp_path, version):
+    """pylance's take() starts reads mid-page (repetition index, chunk
+    metadata): rows taken at random equal the rows of a full read."""
+    import random
+
+    path = str(tmp_path / "take.lance")
+    (_people(spark, 0, 20_000, maps=version == "2.2")
+     .withColumn("long", F.when(F.col("id") % 3 == 0, F.repeat(F.lit("x"), 400)))   # full-zip pages
+     .repartition(1).write.format("lance").option("fileVersion", version).save(path))
+    ds = lance.dataset(path)
+    full = ds.to_table().to_pylist()
+    idx = sorted(random.Random(7).sample(range(len(full)), 300))
+    assert ds.take(idx).to_pylist() == [full[i] for i in idx]
+
+
+def test_version_through_sql_and_dataframe_writer_v2(spark, wh):
+    """CREATE TABLE ... TBLPROPERTIES, CTAS and DataFrameWriterV2 choose the
+    version; later INSERTs keep it."""
+    spark.sql("CREATE TABLE lance.default.sql21 (id BIGINT, s STRING) USING lance "
+              "TBLPROPERTIES ('fileVersion' = '2.1')")
+    spark.sql("INSERT INTO lance.default.sql21 VALUES (1, 'a'), (2, NULL)")
+    path = str(wh / "default" / "sql21.lance")
+    assert lance.dataset(path).data_storage_version == "2.1" and _versions(path) == {(2, 1)}
+    spark.sql("CREATE TABLE lance.default.ctas22 USING lance TBLPROPERTIES ('fileVersion' = '2.2') "
+              "AS SELECT id, named_struct('x', id) AS st FROM range(10)")
+    path = str(wh / "default" / "ctas22.lance")
+    assert lance.dataset(path).data_storage_version == "2.2" and _versions(path) == {(2, 2)}
+    spark.sql("INSERT INTO lance.default.ctas22 SELECT 10, CAST(NULL AS STRUCT<x: BIGINT>)")  # a null struct
+    assert lance.dataset(path).to_table().to_pylist()[-1] == {"id": 10, "st": None}
+    spark.range(5).writeTo("lance.default.v2w").using("lance").tableProperty("fileVersion", "2.1").create()
+    spark.range(5, 8).writeTo("lance.default.v2w").append()
+    path = str(wh / "default" / "v2w.lance")
+    assert lance.dataset(path).data_storage_version == "2.1" and _versions(path) == {(2, 1)}
+    assert lance.dataset(path).count_rows() == 8
+
+
+def test_codecs_can_be_turned_off(spark, tmp_path):
+    """disabledCodecs (for diagnosis): the same rows without FSST and
+    dictionaries take more bytes and read back the same."""
+    df = (spark.range(0, 50_000, numPartitions=1)
+          .withColumn("url", F.concat(F.lit("https://shop.example.com/products/item-"), F.col("id").cast("string")))
+          .withColumn("word", F.element_at(F.array(*[F.lit(w) for w in "abcd"]), (F.col("id") % 4 + 1).cast("int"))))
+
+    def size(path: str) -> int:
+        return sum(p.stat().st_size for p in Path(path, "data").iterdir())
+
+    on, off = str(tmp_path / "on.lance"), str(tmp_path / "off.lance")
+    df.write.format("lance").option("fileVersion", "2.2").save(on)
+    df.write.format("lance").option("fileVersion", "2.2").option("disabledCodecs", "fsst, dictionary").save(off)
+    assert size(off) > 1.5 * size(on), (size(on), size(off))
+    assert lance.dataset(off).to_table().equals(lance.dataset(on).to_table())
+    with pytest.raises(Exception, match=r"'disabledCodecs'.*bitpacking, rle, dictionary, fsst, zstd.*got 'lz4'"):
+        df.write.format("lance").option("disabledCodecs", "lz4").save(str(tmp_path / "bad.lance"))

@@ -2,6 +2,7 @@ package io.lancespark.spark.options
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.table.model.{DataFileVersion, Snapshot}
+import io.lancespark.table.storage.FragmentWriter
 
 /** A write's settings, resolved once on the driver. `maxRowsPerPage` and
   * `fileVersion`: None when not set (the writer's default; the dataset's
@@ -10,6 +11,7 @@ final case class WriteConf(
     maxRowsPerFile: Long,
     maxRowsPerPage: Option[Int],
     fileVersion: Option[DataFileVersion],
+    disabledCodecs: Set[String],
     vectorColumns: Map[String, Int],
     enableStableRowIds: Boolean,
     v2ManifestPaths: Boolean) {
@@ -47,6 +49,12 @@ object WriteOptions {
   /** Lance file version of new datasets (and of overwrites); appends use the dataset's. */
   val FileVersion: LanceOption[DataFileVersion] =
     LanceOption("fileVersion", DataFileVersion.Accepted, DataFileVersion.parse)
+  /** "fsst,dictionary": codecs of 2.1/2.2 files not to use (for diagnosis). */
+  val DisabledCodecs: LanceOption[Set[String]] =
+    LanceOption("disabledCodecs", s"a list of ${FragmentWriter.Codecs.mkString(", ")}", v => {
+      val names = v.split(",").map(_.trim.toLowerCase(java.util.Locale.ROOT)).filter(_.nonEmpty).toSet
+      if (names.forall(FragmentWriter.Codecs.contains)) Some(names) else None
+    })
   /** "emb:768,other:128": ARRAY<FLOAT|DOUBLE> columns stored as fixed-size lists (vectors). */
   val VectorColumns: LanceOption[Map[String, Int]] =
     LanceOption("vectorColumns", "a list of name:dimension entries (e.g. emb:768,other:128)", parseVectors)
@@ -56,7 +64,8 @@ object WriteOptions {
   val V2ManifestPaths: LanceOption[Boolean] = LanceOption.boolean("v2ManifestPaths")
 
   val All: Seq[LanceOption[_]] =
-    Seq(MaxRowsPerFile, MaxRowsPerPage, FileVersion, VectorColumns, EnableStableRowIds, V2ManifestPaths)
+    Seq(MaxRowsPerFile, MaxRowsPerPage, FileVersion, DisabledCodecs, VectorColumns, EnableStableRowIds,
+      V2ManifestPaths)
 
   /** Column metadata key that marks an ARRAY<FLOAT|DOUBLE> column as a vector of that dimension. */
   val VectorDimensionMetadata = "lance.vector.dimension"
@@ -71,6 +80,7 @@ object WriteOptions {
       maxRowsPerFile = source.getOrElse(MaxRowsPerFile, DefaultMaxRowsPerFile),
       maxRowsPerPage = source.get(MaxRowsPerPage),
       fileVersion = source.get(FileVersion),
+      disabledCodecs = source.getOrElse(DisabledCodecs, Set.empty[String]),
       vectorColumns = source.getOrElse(VectorColumns, Map.empty[String, Int]),
       enableStableRowIds = source.getOrElse(EnableStableRowIds, false),
       v2ManifestPaths = source.getOrElse(V2ManifestPaths, true))

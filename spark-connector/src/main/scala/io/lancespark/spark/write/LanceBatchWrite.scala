@@ -56,7 +56,7 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
 
   private val version = opts.versionFor(Some(snapshot), overwrite)
   private val task = WriteTask(snapshot.storage.uri, hadoopConf, snapshot.schema, info.schema(),
-    opts.maxRowsPerFile, opts.maxRowsPerPage, version)
+    opts.maxRowsPerFile, opts.maxRowsPerPage, version, opts.disabledCodecs)
 
   override def abort(messages: Array[WriterCommitMessage]): Unit = {
     LanceBatchWrite.delete(snapshot.storage,

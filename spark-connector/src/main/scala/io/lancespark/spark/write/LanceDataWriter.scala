@@ -28,6 +28,7 @@ final case class WriteTask(
     maxRowsPerFile: Long,
     maxRowsPerPage: Option[Int],
     version: DataFileVersion,
+    disabledCodecs: Set[String],
     filePrefix: String = UUID.randomUUID().toString.take(8))
 
 /** Writes one task's rows into one or more data files (one fragment each).
@@ -99,7 +100,8 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
   }
 
   private def openFile(): OpenFile = {
-    val f = new OpenFile(new FragmentWriter(storage, task.schema, task.version, task.maxRowsPerPage, task.filePrefix), 0L)
+    val f = new OpenFile(new FragmentWriter(storage, task.schema, task.version, task.maxRowsPerPage, task.filePrefix,
+      task.disabledCodecs), 0L)
     current = Some(f)
     f
   }

@@ -66,7 +66,7 @@ final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, con
 
   private val opts = WriteOptions.conf(Map.empty, OptionSource.activeSession, snapshot.config)
   private val task = WriteTask(snapshot.storage.uri, conf, snapshot.schema, info.schema(),
-    opts.maxRowsPerFile, opts.maxRowsPerPage, opts.versionFor(Some(snapshot), overwrite = false))
+    opts.maxRowsPerFile, opts.maxRowsPerPage, opts.versionFor(Some(snapshot), overwrite = false), opts.disabledCodecs)
   private val fragments: Map[Long, FragmentState] =
     snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap
 

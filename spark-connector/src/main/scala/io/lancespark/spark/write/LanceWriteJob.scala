@@ -88,7 +88,8 @@ object LanceWriteJob {
 
   private def writeFiles(data: DataFrame, schema: LanceSchema, version: DataFileVersion, storage: DatasetStorage,
       opts: WriteConf, conf: SerializableHadoopConf): Seq[WrittenFragment] = {
-    val task = WriteTask(storage.uri, conf, schema, data.schema, opts.maxRowsPerFile, opts.maxRowsPerPage, version)
+    val task = WriteTask(storage.uri, conf, schema, data.schema, opts.maxRowsPerFile, opts.maxRowsPerPage, version,
+      opts.disabledCodecs)
     val rdd = data.queryExecution.toRdd
     val results = mutable.Map.empty[Int, Seq[WrittenFragment]]
     val sc = data.sparkSession.sparkContext

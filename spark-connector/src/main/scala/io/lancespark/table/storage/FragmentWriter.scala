@@ -7,7 +7,7 @@ import org.apache.hadoop.fs.Path
 
 import io.lancespark.format.file.DataFileWriter
 import io.lancespark.format.v20.V20FileWriter
-import io.lancespark.format.v21.write.V21FileWriter
+import io.lancespark.format.v21.write.{V21FileWriter, WriteCodecs}
 import io.lancespark.schema.LanceSchema
 import io.lancespark.table.commit.WrittenFragment
 import io.lancespark.table.model.DataFileVersion
@@ -18,7 +18,7 @@ import io.lancespark.table.model.DataFileVersion
   * visible until a commit lists the fragment; `abort` removes the file. The
   * writer next to FragmentScanner, the reader. */
 final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, version: DataFileVersion,
-    maxRowsPerPage: Option[Int], prefix: String) {
+    maxRowsPerPage: Option[Int], prefix: String, disabledCodecs: Set[String] = Set.empty) {
 
   val name: String = s"$prefix-${UUID.randomUUID()}.lance"
   private val path: Path = storage.dataFile(name)
@@ -28,7 +28,8 @@ final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, version
       case DataFileVersion.V2_0 =>
         new V20FileWriter(out, path.toString, schema, maxRowsPerPage.getOrElse(FragmentWriter.V20RowsPerPage))
       case DataFileVersion(2, minor @ (1 | 2)) =>
-        new V21FileWriter(out, path.toString, schema, minor, maxRowsPerPage.getOrElse(V21FileWriter.DefaultMaxRowsPerPage))
+        new V21FileWriter(out, path.toString, schema, minor, maxRowsPerPage.getOrElse(V21FileWriter.DefaultMaxRowsPerPage),
+          codecs = FragmentWriter.codecs(disabledCodecs))
       case other => throw new IllegalArgumentException(s"file version $other is not written by this connector")
     } catch {
       case e: Throwable =>  // a schema the version cannot store: no file is left behind
@@ -54,6 +55,13 @@ final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, version
 }
 
 object FragmentWriter {
+  /** The codecs of 2.1/2.2 files a write can turn off (for diagnosis). */
+  val Codecs: Seq[String] = Seq("bitpacking", "rle", "dictionary", "fsst", "zstd", "fullzip", "constant")
+
+  private def codecs(off: Set[String]): WriteCodecs = WriteCodecs(
+    bitpacking = !off("bitpacking"), rle = !off("rle"), dictionary = !off("dictionary"), fsst = !off("fsst"),
+    general = !off("zstd"), fullZip = !off("fullzip"), constant = !off("constant"))
+
   /** Rows per page of 2.0 files when not set: a 2.0 page is decoded whole,
     * so this bounds a scan's memory per column. */
   val V20RowsPerPage: Int = 65536
