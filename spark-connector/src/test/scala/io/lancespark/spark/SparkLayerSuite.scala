@@ -59,11 +59,46 @@ class SparkLayerSuite extends AnyFunSuite {
     assert(src.unknown == Seq("bachSize", "mergeSchema"))
   }
 
+  test("an unknown option on a read or write is a warning in the log naming it") {
+    import org.apache.logging.log4j.core.{LogEvent, Logger => CoreLogger}
+    import org.apache.logging.log4j.core.appender.AbstractAppender
+    val seen = new java.util.concurrent.CopyOnWriteArrayList[String]()
+    val appender = new AbstractAppender("lance-test", null, null, true, Array.empty) {
+      override def append(event: LogEvent): Unit =
+        seen.add(s"${event.getLevel} ${event.getMessage.getFormattedMessage}")
+    }
+    appender.start()
+    // the log4j configuration behind the slf4j logger OptionSource writes to: a logger
+    // config of its own at WARN (the default configuration logs errors only), with our appender
+    val slf4j = org.slf4j.LoggerFactory.getLogger(classOf[OptionSource])
+    val inner = slf4j.getClass.getDeclaredField("logger")
+    inner.setAccessible(true)
+    val context = inner.get(slf4j).asInstanceOf[CoreLogger].getContext
+    val name = classOf[OptionSource].getName
+    val config = new org.apache.logging.log4j.core.config.LoggerConfig(name, org.apache.logging.log4j.Level.WARN, false)
+    config.addAppender(appender, null, null)
+    context.getConfiguration.addLogger(name, config)
+    context.updateLoggers()
+    try {
+      ReadOptions.conf(Map("bachSize" -> "10", "path" -> "/x"), _ => None, Map.empty)
+      WriteOptions.conf(Map("maxRowPerFile" -> "10"), _ => None, Map.empty)
+      ReadOptions.conf(Map("batchSize" -> "10"), _ => None, Map.empty)  // nothing unknown: no warning
+    } finally {
+      context.getConfiguration.removeLogger(name)
+      context.updateLoggers()
+    }
+    val warnings = seen.toArray.map(_.toString).toSeq
+    assert(warnings.size == 2, warnings)
+    assert(warnings.head.startsWith("WARN") && warnings.head.contains("read") && warnings.head.contains("bachSize") &&
+      warnings.head.contains("batchSize"), warnings.head)
+    assert(warnings(1).contains("write") && warnings(1).contains("maxRowPerFile"), warnings(1))
+  }
+
   test("write options: strict values, vector columns, table properties checked") {
     val w = WriteOptions.conf(Map("maxRowsPerFile" -> "10", "vectorColumns" -> "emb:4, v2:128"), _ => None, Map.empty)
     assert(w.maxRowsPerFile == 10 && w.vectorColumns == Map("emb" -> 4, "v2" -> 128))
     for ((k, v) <- Seq("maxRowsPerFile" -> "0", "maxRowsPerPage" -> "-1", "vectorColumns" -> "emb",
-        "vectorColumns" -> "emb:0", "enableStableRowIds" -> "1", "fileVersion" -> "2.3", "fileVersion" -> "0.1")) {
+        "vectorColumns" -> "emb:0", "enableStableRowIds" -> "1", "fileVersion" -> "2.3", "fileVersion" -> "0.1", "disabledCodecs" -> "fsst,lz4")) {
       val m = intercept[IllegalArgumentException](WriteOptions.conf(Map(k -> v), _ => None, Map.empty)).getMessage
       assert(m.contains(s"'$k'") && m.contains(s"'$v'"), m)
     }
