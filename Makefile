@@ -64,7 +64,7 @@ test: test-scala test-python test-integration
 
 # The randomized differential tests at length (make test runs 150 seeds per case).
 test-long: python
-	LANCE_DIFF_CASES=3000 $(PY) -m pytest -q -k differential integration-tests
+	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 $(PY) -m pytest -q -k differential integration-tests
 
 demo: python
 	$(PY) examples/demo.py

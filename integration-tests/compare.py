@@ -82,7 +82,7 @@ def _eq(a: Any, b: Any) -> bool:
         return (math.isnan(a) and math.isnan(b)) or a == b
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_eq(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b))
     if isinstance(a, (bytes, bytearray)) and isinstance(b, (bytes, bytearray)):
         return bytes(a) == bytes(b)

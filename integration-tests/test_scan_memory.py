@@ -67,3 +67,31 @@ def test_peak_reader_memory_follows_batch_size(spark, one_file, ahead):
     assert large <= 4 * 65536 * row_bytes, large
     # ... and nowhere near the file, which a whole-file read would hold
     assert large < file_bytes / 3, (large, file_bytes)
+
+
+def test_full_zip_pages_of_large_values_are_not_read_whole(spark, tmp_path):
+    """1 MB binary values written by pylance at 2.2 (its default) go to
+    full-zip pages many values long; a batch of 2 rows reads those 2 values
+    (through the page's repetition index), not the page."""
+    import lance
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(3)
+    n, size = 48, 1 << 20
+    blobs = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in range(n)]
+    path = str(tmp_path / "big.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(n), pa.int64()), "b": pa.array(blobs, pa.binary())}),
+                        path, data_storage_version="2.2")
+    [data_file] = list(Path(path).rglob("*.lance"))
+    assert data_file.stat().st_size > n * size
+    df = spark.read.format("lance").option("batchSize", 2).option("readAhead", "false").load(path)
+    got = df.select("id", F.length("b").alias("len"), F.xxhash64("b").alias("h")).orderBy("id").collect()
+    assert [r["len"] for r in got] == [size] * n
+    peak = _bytes(_last_metric(spark, PEAK))
+    want = spark.createDataFrame([(i, bytearray(b)) for i, b in enumerate(blobs[:4])], "id long, b binary") \
+        .select("id", F.xxhash64("b").alias("h")).orderBy("id").collect()
+    assert [r["h"] for r in got[:4]] == [r["h"] for r in want]
+    print(f"peak {peak} bytes for 2-row batches of 1 MiB values, file {data_file.stat().st_size}")
+    assert peak <= 8 * 2 * size, peak                      # a few batches' worth (2 MiB a batch) ...
+    assert peak < data_file.stat().st_size / 4, peak        # ... never the page or the file

@@ -24,6 +24,8 @@ from random_tables import describe, random_table
 CASES = int(os.environ.get("LANCE_DIFF_CASES", "150"))
 ONLY = os.environ.get("LANCE_DIFF_SEED")
 SEEDS = [int(ONLY)] if ONLY else list(range(CASES))
+# Rows per table at most (make test-long raises it).
+MAX_ROWS = int(os.environ.get("LANCE_DIFF_MAX_ROWS", "3000"))
 # Seeds that once failed, kept as regression cases whatever LANCE_DIFF_CASES is.
 REGRESSIONS: list[int] = [
     74,   # a null struct over a list that is never null nor empty: pylance misread an all-valid list layer
@@ -67,7 +69,7 @@ def _first_difference(got: list, want: list) -> str:
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
 @pytest.mark.parametrize("seed", sorted(set(SEEDS + REGRESSIONS)))
 def test_write_differential(spark, tmp_path, version, seed):
-    table = random_table(seed, spark_types=True, maps=version == "2.2", max_rows=3000, max_bytes=2 << 20)
+    table = random_table(seed, spark_types=True, maps=version == "2.2", max_rows=MAX_ROWS, max_bytes=max(2 << 20, MAX_ROWS * 700))
     staged = tmp_path / "in.parquet"
     pq.write_table(table, staged)
     df = spark.read.parquet(str(staged))
