@@ -5,6 +5,7 @@ implementation and read by another.
 
     random_table(seed, spark_types=False, maps=True, max_rows=20000, max_bytes=8 << 20) -> pa.Table
     describe(table) -> str
+    write_with_pylance(table, path, version, seed)   # fragments and page sizes drawn from the seed
 
 The same seed gives the same table. `spark_types=True` keeps to types Spark
 writes and reads back unchanged (no unsigned ints, large lists/strings,
@@ -254,3 +255,28 @@ def random_table(seed: int, *, spark_types: bool = False, maps: bool = True, max
 def describe(table: pa.Table) -> str:
     """One line: rows and each column's type."""
     return f"{table.num_rows} rows: " + ", ".join(f"{f.name} {f.type}" for f in table.schema)
+
+
+def _unsliced(table: pa.Table) -> pa.Table:
+    """The same rows in buffers of their own (concatenation copies them):
+    pylance 14 fails on struct arrays sliced at an offset ("null_bit_buffer
+    size too small"), which is not what the differential tests are about."""
+    cols = [pa.concat_arrays(list(col.chunks) + [pa.array([], col.type)]) for col in table.columns]
+    return pa.Table.from_arrays(cols, schema=table.schema)
+
+
+def write_with_pylance(table: pa.Table, path: str, version: str, seed: int) -> None:
+    """The table written by pylance at `version` as one or several fragments
+    (one append each) with pages of 37 to 1,024 rows, drawn from the seed:
+    pages then split lists and structs anywhere."""
+    import random
+
+    import lance
+
+    r = random.Random(seed)
+    rows = table.num_rows
+    per_file = max(r.choice([rows, rows // 3, 997]), 1)
+    per_group = r.choice([1024, 100, 37])
+    for i, start in enumerate(range(0, max(rows, 1), per_file)):
+        lance.write_dataset(_unsliced(table.slice(start, per_file)), path, data_storage_version=version,
+                            mode="create" if i == 0 else "append", max_rows_per_group=per_group)

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from compare import assert_same, oracle_rows, spark_rows
-from random_tables import describe, random_table
+from random_tables import describe, random_table, write_with_pylance
 
 CASES = int(os.environ.get("LANCE_DIFF_CASES", "150"))
 ONLY = os.environ.get("LANCE_DIFF_SEED")
@@ -30,40 +30,12 @@ MAX_ROWS = int(os.environ.get("LANCE_DIFF_MAX_ROWS", "3000"))
 REGRESSIONS: list[int] = []
 
 
-def _layout(seed: int, rows: int) -> dict:
-    """Fragment and page sizes drawn from the seed: one fragment, several, or
-    many small pages (pages split mid-list and mid-struct)."""
-    import random
-
-    r = random.Random(seed)
-    per_file = r.choice([max(rows, 1), max(rows // 3, 1), 997])
-    per_group = r.choice([1024, 100, 37])
-    return {"max_rows_per_file": per_file, "max_rows_per_group": per_group}
-
-
-def _unsliced(table: pa.Table) -> pa.Table:
-    """The same rows in buffers of their own (concatenation copies them):
-    pylance 14 fails on struct arrays sliced at an offset ("null_bit_buffer
-    size too small"), which is not what this test is about."""
-    cols = [pa.concat_arrays([c for c in col.chunks] + [pa.array([], col.type)]) for col in table.columns]
-    return pa.Table.from_arrays(cols, schema=table.schema)
-
-
-def _write_fragments(table: pa.Table, path: str, version: str, max_rows_per_file: int,
-                     max_rows_per_group: int) -> None:
-    """The table as one fragment per `max_rows_per_file` rows, one append each."""
-    step = max(max_rows_per_file, 1)
-    for i, start in enumerate(range(0, max(table.num_rows, 1), step)):
-        lance.write_dataset(_unsliced(table.slice(start, step)), path, data_storage_version=version,
-                            mode="create" if i == 0 else "append", max_rows_per_group=max_rows_per_group)
-
-
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
 @pytest.mark.parametrize("seed", sorted(set(SEEDS + REGRESSIONS)))
 def test_read_differential(spark, tmp_path, version, seed):
     table = random_table(seed, maps=version == "2.2", max_rows=MAX_ROWS, max_bytes=max(2 << 20, MAX_ROWS * 700))
     path = str(tmp_path / "in.lance")
-    _write_fragments(table, path, version, **_layout(seed, table.num_rows))
+    write_with_pylance(table, path, version, seed)
     what = f"seed {seed} at {version}: {describe(table)}"
 
     ds = lance.dataset(path)

@@ -27,6 +27,9 @@ DATASETS = {
     "rich_2_0_v1paths": ("build_small_history", "2.0", False, False),
     "bitmap_legacy": ("build_bitmap_history", "legacy", True, True),
     "bitmap_2_0": ("build_bitmap_history", "2.0", False, False),
+    "rich_2_1": ("build_small_history", "2.1", True, True),
+    "rich_2_2": ("build_small_history", "2.2", False, False),
+    "bitmap_2_2": ("build_bitmap_history", "2.2", True, False),
 }
 
 

@@ -79,7 +79,7 @@ def test_versions_and_fragments(datasets_dir, name):
         assert f.physical_rows == of.metadata.physical_rows
         assert f.num_rows == of.count_rows()
         assert [d.path for d in f.files] == [d.path for d in of.data_files()]
-        want = "legacy" if "legacy" in name else "2.0"
+        want = DATASETS[name][1]
         assert {d.file_version for d in f.files} == {want}
 
 

@@ -36,14 +36,14 @@ def _fragment_dict(frag) -> dict:
 
 def _page_statistics(ds, frags) -> List[dict]:
     """Per column: pages with statistics, nulls, and the overall bounds, over every 2.x data file."""
-    from .reader.format.file_v2 import FileV2Reader
+    from .reader.table.fragment import open_v2
     names = {f.id: f.name for f in ds.fields}
     acc: dict = {}
     for frag in frags:
         for df in frag.files:
             if not str(df.file_version).startswith("2"):
                 continue
-            r = FileV2Reader(df.full_path)
+            r = open_v2(df)
             try:
                 table = r.page_statistics()
             finally:
@@ -71,6 +71,50 @@ def _page_statistics(ds, frags) -> List[dict]:
     return out
 
 
+def _column_layouts(ds, frags) -> List[dict]:
+    """Per leaf column of the 2.1+ data files: each (layout, codecs) used and on how many pages."""
+    from .reader.format.file_v21 import FileV21Reader, leaves
+    from .reader.table.fragment import column_map
+
+    names = {}
+    by_id = {x.id: x for t in ds.fields for x in t.walk()}
+    for top in ds.fields:
+        for lf in leaves(top):
+            path, f = [lf.name], lf
+            while f.parent_id in by_id and f.id != top.id:
+                f = by_id[f.parent_id]
+                path.append(f.name)
+            names[lf.id] = ".".join(reversed(path))
+    acc: dict = {}
+    for frag in frags:
+        for df in frag.files:
+            if (df.file_major_version, df.file_minor_version) not in ((2, 1), (2, 2)):
+                continue
+            r = FileV21Reader(df.full_path)
+            try:
+                for fid, col in column_map(df).items():
+                    if fid not in names:
+                        continue
+                    for pno in range(len(r.column(col).pages)):
+                        d = r.describe_page(col, pno)
+                        key = (fid, d["layout"], d["codec"])
+                        e = acc.setdefault(key, {"field_id": fid, "column": names[fid], "layout": d["layout"],
+                                                 "codec": d["codec"], "layers": d["layers"], "pages": 0,
+                                                 "widths": set()})
+                        e["pages"] += 1
+                        e["widths"].update(d["widths"])
+            finally:
+                r.close()
+    out = []
+    for e in sorted(acc.values(), key=lambda e: (e["field_id"], -e["pages"])):
+        widths = sorted(e.pop("widths"))
+        if widths:
+            e["codec"] = e["codec"].replace("bitpack(inline)", f"bitpack({','.join(map(str, widths))})")
+        e["description"] = f"{e['layout']}: {e['codec']}"
+        out.append(e)
+    return out
+
+
 def cmd_inspect(args) -> int:
     ds = _reader().dataset(args.path, version=args.version)
     versions = ds.versions()
@@ -86,6 +130,7 @@ def cmd_inspect(args) -> int:
                       "operation": v["operation"]} for v in versions],
         "fragments": [_fragment_dict(f) for f in frags],
         "page_statistics": _page_statistics(ds, frags),
+        "columns": _column_layouts(ds, frags),
     }
     if args.json:
         print(json.dumps(info, indent=2))
@@ -107,6 +152,11 @@ def cmd_inspect(args) -> int:
         print(f"  #{fd['id']}: {fd['physical_rows']} physical rows{dtxt}")
         for f in fd["files"]:
             print(f"      {f['path']}  (file version {f['file_version']}, fields {_ranges(f['fields'])})")
+    if info["columns"]:
+        print("columns (2.1+ data files: layout and codecs, pages)")
+        for e in info["columns"]:
+            print(f"  {e['column']}: {e['description']} ({e['pages']} page(s); layers "
+                  f"{', '.join(e['layers'])})")
     if info["page_statistics"]:
         print("page statistics (all data files)")
         for e in info["page_statistics"]:

@@ -1,4 +1,4 @@
-"""A pure-Python reader for Lance datasets (file formats 0.1 "legacy" and 2.0).
+"""A pure-Python reader for Lance datasets (file formats 0.1 "legacy", 2.0, 2.1 and 2.2).
 
 An independent second implementation of the format (numpy + pyarrow, no pylance)::
 

@@ -31,7 +31,10 @@ PAGE_STATS_VERSION_KEY = b"lance_spark:page_stats_version"
 
 
 class FileV2Reader(MappedFile):
-    """One 2.0 data file, memory-mapped."""
+    """One 2.0 data file, memory-mapped (the 2.1/2.2 reader shares this container)."""
+
+    #: (major, minor) footer versions this class reads
+    VERSIONS = ((0, 3), (2, 0))
 
     def __init__(self, path: str):
         super().__init__(path)
@@ -41,8 +44,10 @@ class FileV2Reader(MappedFile):
          self.major, self.minor, magic) = _FOOTER.unpack(self._read(self.size - FOOTER_LEN, FOOTER_LEN).to_pybytes())
         if magic != MAGIC:
             raise LanceFormatError(path, f"bad magic {magic!r} (expected {MAGIC!r}): truncated or not a Lance file")
-        if (self.major, self.minor) not in ((0, 3), (2, 0)):
-            raise LanceFormatError(path, f"unsupported Lance file version {self.major}.{self.minor} (only 2.0 is read)")
+        if (self.major, self.minor) not in self.VERSIONS:
+            wanted = ", ".join("2.0" if v == (0, 3) else f"{v[0]}.{v[1]}" for v in self.VERSIONS if v != (2, 0))
+            raise LanceFormatError(path, f"unsupported Lance file version {self.major}.{self.minor} "
+                                         f"(this reader expects {wanted})")
         end_meta = self.size - FOOTER_LEN
         for name, pos, n in (("column metadata offset table", self.cm_table, self.num_columns),
                              ("global buffer offset table", self.gb_table, self.num_global_buffers)):
@@ -114,13 +119,16 @@ class FileV2Reader(MappedFile):
                 cm.ParseFromString(self._read(pos, sz).to_pybytes())
             except DecodeError as e:
                 raise LanceFormatError(self.path, f"corrupt metadata of column {idx}: {e}") from None
-            if cm.HasField("encoding"):
-                col_enc = self._unwrap(cm.encoding, encodings_pb2.ColumnEncoding(), f"column {idx}")
-                kind = col_enc.WhichOneof("column_encoding")
-                if kind not in (None, "values"):
-                    raise LanceFormatError(self.path, f"column {idx}: unsupported column encoding {kind!r}")
+            self._check_column_encoding(cm, idx)
             self._columns[idx] = cm
         return cm
+
+    def _check_column_encoding(self, cm, idx: int) -> None:
+        if cm.HasField("encoding"):
+            col_enc = self._unwrap(cm.encoding, encodings_pb2.ColumnEncoding(), f"column {idx}")
+            kind = col_enc.WhichOneof("column_encoding")
+            if kind not in (None, "values"):
+                raise LanceFormatError(self.path, f"column {idx}: unsupported column encoding {kind!r}")
 
     def _unwrap(self, enc, msg, what: str):
         loc = enc.WhichOneof("location")

@@ -45,7 +45,7 @@ class LanceField:
     @property
     def is_nested(self) -> bool:
         lt = self.logical_type
-        return lt == "struct" or lt in ("list", "list.struct", "large_list", "large_list.struct")
+        return lt in ("struct", "map", "list", "list.struct", "large_list", "large_list.struct")
 
 
 def _unit(u: str, lt: str, where: str) -> str:
@@ -97,6 +97,11 @@ def logical_to_arrow(lt: str, children: List[pa.Field], where: str) -> pa.DataTy
         return pa.large_list(children[0]) if lt.startswith("large") else pa.list_(children[0])
     if lt == "struct":
         return pa.struct(children)
+    if lt == "map" or lt.startswith("map:"):
+        if len(children) != 1 or not pa.types.is_struct(children[0].type) or children[0].type.num_fields != 2:
+            raise LanceFormatError(where, "map field must have one child: a struct of key and value")
+        entries = children[0].type
+        return pa.map_(entries.field(0), entries.field(1), keys_sorted=lt.endswith(":sorted"))
     raise LanceFormatError(where, f"unsupported Lance logical type {lt!r}")
 
 

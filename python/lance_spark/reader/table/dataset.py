@@ -11,7 +11,8 @@ import pyarrow as pa
 from ..errors import LanceFormatError
 from ..format.schema import LanceField, arrow_field, build_fields, to_arrow_schema
 from . import deletion as _del
-from .fragment import DataFileInfo, DeletionFileInfo, FragmentInfo, read_data_file
+from .fragment import (DataFileInfo, DeletionFileInfo, FragmentInfo, file_has_field, iter_data_file,
+                       read_data_file)
 from .manifest import (check_reader_flags, operation_name, parse_manifest, read_manifest_bytes,
                        read_transaction, version_files)
 
@@ -165,7 +166,7 @@ class LanceDataset:
         plan: Dict[int, List[LanceField]] = {}
         for i, df in enumerate(frag.files):
             for f in fields:
-                if f.id in wanted and f.id in df.fields:
+                if f.id in wanted and file_has_field(df, f):
                     plan.setdefault(i, []).append(f)
                     del wanted[f.id]
         arrays: Dict[int, pa.Array] = {}
@@ -206,10 +207,70 @@ class LanceDataset:
         cols = [pa.chunked_array(c, type=schema.field(j).type) for j, c in enumerate(chunks)]
         return pa.Table.from_arrays(cols, schema=schema)
 
+    def to_batches(self, columns: Optional[Sequence[str]] = None, batch_rows: int = 8192):
+        """Record batches of live rows, fragment by fragment. 2.1 / 2.2 data files are decoded page
+        by page: memory is bounded by the pages under one batch of the asked columns (older files
+        are read a data file at a time)."""
+        fields = self._select(columns)
+        schema = pa.schema([self.schema.field(f.name) for f in fields], metadata=self.schema.metadata)
+        for frag in self.fragments():
+            yield from self._fragment_batches(frag, fields, schema, batch_rows)
+
+    def _fragment_batches(self, frag: FragmentInfo, fields: List[LanceField], schema: pa.Schema,
+                          batch_rows: int):
+        plan: Dict[int, List[LanceField]] = {}
+        missing = []
+        for f in fields:
+            i = next((i for i, df in enumerate(frag.files) if file_has_field(df, f)), None)
+            if i is None:
+                missing.append(f)
+            else:
+                plan.setdefault(i, []).append(f)
+        keep = None
+        if frag.deletion_file is not None:
+            offs = self.deleted_offsets(frag)
+            if offs.size:
+                keep = np.ones(frag.physical_rows, dtype=bool)
+                keep[offs] = False
+        streams = [iter_data_file(frag.files[i], fs, batch_rows) for i, fs in plan.items()]
+        pending: Dict[int, List[pa.Array]] = {f.id: [] for f in fields if f not in missing}
+        have: Dict[int, int] = {fid: 0 for fid in pending}
+        start = 0
+        while start < frag.physical_rows:
+            # pull from every file until each field has a batch (files may batch differently)
+            want = min(batch_rows, frag.physical_rows - start)
+            for s, (i, fs) in zip(streams, plan.items()):
+                while any(have[f.id] < want for f in fs):
+                    got = next(s, None)
+                    if got is None:
+                        break
+                    for f in fs:
+                        pending[f.id].append(got[f.id])
+                        have[f.id] += len(got[f.id])
+            arrays = []
+            for f in fields:
+                if f in missing:
+                    arrays.append(pa.nulls(want, arrow_field(f, self.manifest_path).type))
+                    continue
+                if have[f.id] < want:
+                    raise LanceFormatError(_file_of(frag, f), f"field {f.name!r} has {have[f.id]} more rows, "
+                                                              f"fragment {frag.id} needs {want}")
+                merged = pa.concat_arrays(pending[f.id]) if len(pending[f.id]) > 1 else pending[f.id][0]
+                arrays.append(merged.slice(0, want))
+                rest = merged.slice(want)
+                pending[f.id] = [rest] if len(rest) else []
+                have[f.id] -= want
+            batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+            if keep is not None:
+                batch = batch.filter(pa.array(keep[start:start + want]))
+            start += want
+            if batch.num_rows:
+                yield batch
+
 
 def _file_of(frag: FragmentInfo, f: LanceField) -> str:
     for df in frag.files:
-        if f.id in df.fields:
+        if file_has_field(df, f):
             return df.full_path
     return f"fragment {frag.id}"
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 from ..errors import LanceFormatError
 from ..format.file_v01 import FileV01Reader
 from ..format.file_v2 import FileV2Reader
+from ..format.file_v21 import FileV21Reader
 from ..format.schema import LanceField
 
 
@@ -69,15 +70,60 @@ def read_data_file(df: DataFileInfo, fields: List[LanceField]) -> Dict[int, pa.A
             return {f.id: r.read_field(f) for f in fields}
         finally:
             r.close()
-    if (df.file_major_version, df.file_minor_version) != (2, 0):
-        raise LanceFormatError(df.full_path, f"unsupported data file version {df.file_version} "
-                                             "(this reader handles legacy and 2.0)")
-    r = FileV2Reader(df.full_path)
+    r = open_v2(df)
     try:
-        if df.column_indices:
-            columns = {fid: ci for fid, ci in zip(df.fields, df.column_indices) if fid >= 0 and ci >= 0}
-        else:
-            columns = {fid: i for i, fid in enumerate(df.fields) if fid >= 0}
+        columns = column_map(df)
         return {f.id: r.read_field(f, columns) for f in fields}
+    finally:
+        r.close()
+
+
+def column_map(df: DataFileInfo) -> Dict[int, int]:
+    """Field id -> column index of a 2.x data file."""
+    if df.column_indices:
+        return {fid: ci for fid, ci in zip(df.fields, df.column_indices) if fid >= 0 and ci >= 0}
+    return {fid: i for i, fid in enumerate(df.fields) if fid >= 0}
+
+
+def open_v2(df: DataFileInfo):
+    """The reader of a 2.x data file's version (2.0, or 2.1 / 2.2)."""
+    version = (df.file_major_version, df.file_minor_version)
+    if version == (2, 0):
+        return FileV2Reader(df.full_path)
+    if version in ((2, 1), (2, 2)):
+        return FileV21Reader(df.full_path)
+    raise LanceFormatError(df.full_path, f"unsupported data file version {df.file_version} "
+                                         "(this reader handles legacy, 2.0, 2.1 and 2.2)")
+
+
+def file_has_field(df: DataFileInfo, field: LanceField) -> bool:
+    """Whether a data file stores `field` (2.1+ files list only the leaves of nested fields)."""
+    ids = set(df.fields)
+    return any(sub.id in ids for sub in field.walk())
+
+
+def iter_data_file(df: DataFileInfo, fields: List[LanceField], batch_rows: int):
+    """Batches of at most `batch_rows` rows ({field id: array}) of one data file, decoded page by page
+    (2.1 / 2.2), or read whole (older versions)."""
+    _check_size(df)
+    if df.is_legacy or (df.file_major_version, df.file_minor_version) == (2, 0):
+        yield read_data_file(df, fields)
+        return
+    r = open_v2(df)
+    try:
+        columns = column_map(df)
+        iters = {f.id: r.iter_field(f, columns, batch_rows) for f in fields}
+        while True:
+            batch = {}
+            for fid, it in iters.items():
+                arr = next(it, None)
+                if arr is None:
+                    return
+                batch[fid] = arr
+            if not batch:
+                return
+            yield batch
+            if all(len(a) == 0 for a in batch.values()):
+                return
     finally:
         r.close()
