@@ -5,7 +5,12 @@ copy of the same (kind, rows, seed) hold the same rows:
 
 * ``mixed`` - long id, int, double, short string, low-cardinality string, nullable double;
 * ``wide``  - 20 columns (8 long, 8 double, 4 short string) for projection;
-* ``int64`` - one plain int64 column (random, incompressible) for decode throughput.
+* ``int64`` - one plain int64 column (random, incompressible) for decode throughput;
+* ``events`` - what pipelines write: a sequential key, a timestamp that grows, skewed user ids,
+  small status codes, a low-cardinality country, URLs (high cardinality, shared prefixes), a
+  nullable amount with cents;
+* ``lineitem`` - TPC-H ``lineitem`` from ``tpchgen-cli`` (PyPI), at the scale factor that gives
+  about ``rows`` rows (6M rows per unit), generated once as Parquet and read batch by batch.
 
 Lance copies are written by pylance at file version 2.0 unless a workload asks for 2.2 (pylance
 14's default: compressed, mini-block and full-zip pages); Parquet
@@ -23,6 +28,7 @@ from typing import Callable, Dict, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from .env import DATA_DIR
 
@@ -75,11 +81,66 @@ def _int64(rng: np.random.Generator, start: int, n: int, words: pa.Array) -> pa.
     return pa.record_batch({"v": pa.array(rng.integers(-(1 << 62), 1 << 62, size=n, dtype=np.int64))})
 
 
-KINDS: Dict[str, Callable] = {"mixed": _mixed, "wide": _wide, "int64": _int64}
+COUNTRIES = ["US", "DE", "FR", "GB", "JP", "BR", "IN", "CA", "AU", "ES", "IT", "NL", "SE", "MX", "KR",
+             "PL", "CH", "BE", "AT", "NO", "DK", "FI", "IE", "PT", "NZ", "SG", "ZA", "AR", "CL", "TR"]
+HOSTS = ["shop.example.com", "www.example.org", "cdn.images.example.net", "api.example.io"]
+SECTIONS = ["products", "category", "search", "cart", "checkout", "account", "help"]
+STATUS = np.array([200, 200, 200, 200, 200, 200, 301, 304, 404, 500], dtype=np.int16)
+
+
+def _events(rng: np.random.Generator, start: int, n: int, words: pa.Array) -> pa.RecordBatch:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    ts = 1_700_000_000_000_000 + ids * 250_000 + rng.integers(0, 200_000, size=n)
+    users = (rng.zipf(1.3, size=n) % 100_000).astype(np.int64)
+    host = pa.array(HOSTS).take(pa.array(rng.integers(0, len(HOSTS), size=n)))
+    section = pa.array(SECTIONS).take(pa.array(rng.integers(0, len(SECTIONS), size=n)))
+    item = pa.array(rng.integers(0, 2_000_000, size=n)).cast(pa.string())
+    url = pa.compute.binary_join_element_wise("https://", host, "/", section, "/item-", item, "")
+    amount = np.round(rng.gamma(2.0, 30.0, size=n), 2)
+    return pa.record_batch({
+        "id": pa.array(ids),
+        "ts": pa.array(ts, pa.timestamp("us", "UTC")),
+        "user_id": pa.array(users),
+        "status": pa.array(STATUS[rng.integers(0, len(STATUS), size=n)]),
+        "country": pa.array(COUNTRIES).take(pa.array(np.minimum(rng.geometric(0.2, size=n) - 1, 29))),
+        "url": url,
+        "amount": pa.array(amount, mask=rng.random(n) < 0.4),
+    })
+
+
+def _lineitem_source(rows: int) -> Path:
+    """TPC-H lineitem at the scale factor giving about `rows` rows, as Parquet (tpchgen-cli)."""
+    import subprocess
+    import sys
+
+    sf = max(0.01, round(rows / 6_000_000, 2))
+    out = DATA_DIR / f"tpch-sf{sf}"
+    done = out / ".done"
+    if not done.exists():
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        cli = Path(sys.executable).with_name("tpchgen-cli")
+        subprocess.run([str(cli), "parquet", "-s", str(sf), "--tables=lineitem", f"--output-dir={out}"],
+                       check=True)
+        done.write_text("")
+    return next(out.rglob("lineitem*.parquet"))
+
+
+KINDS: Dict[str, Callable] = {"mixed": _mixed, "wide": _wide, "int64": _int64, "events": _events}
 
 
 def batches(kind: str, rows: int, seed: int = SEED) -> Iterator[pa.RecordBatch]:
-    """The rows of a table kind, in batches of BATCH_ROWS; the same for the same arguments."""
+    """The rows of a table kind, in batches of BATCH_ROWS; the same for the same arguments
+    (lineitem: all rows of its scale factor, which `rows` chooses)."""
+    if kind == "lineitem":
+        import pyarrow.parquet as pq
+        f = pq.ParquetFile(str(_lineitem_source(rows)))
+        # (string_view as string, which Spark and pylance write; no Parquet field ids)
+        schema = pa.schema([pa.field(x.name, pa.string() if x.type == pa.string_view() else x.type, x.nullable)
+                            for x in f.schema_arrow])
+        for b in f.iter_batches(batch_size=BATCH_ROWS):
+            yield pa.record_batch([c.cast(t.type) for c, t in zip(b.columns, schema)], schema=schema)
+        return
     rng = np.random.default_rng(seed)
     words = _vocabulary(rng, 65_536, 4, 12)
     gen = KINDS[kind]
@@ -145,7 +206,7 @@ def parquet_dataset(spark, kind: str, rows: int, log=print) -> Path:
         try:
             df = spark.read.parquet(str(staging))
             order = df.columns[0]
-            if order == "id":
+            if order in ("id", "l_orderkey"):
                 df = df.repartitionByRange(parquet_files(rows), order).sortWithinPartitions(order)
             else:
                 df = df.repartition(parquet_files(rows))
