@@ -98,6 +98,28 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
       "fsst(variable(32-bit offsets))")
   }
 
+  private val decimal = new ArrowType.Decimal(15, 2, 128)
+  private val double = new ArrowType.FloatingPoint(org.apache.arrow.vector.types.FloatingPointPrecision.DOUBLE)
+
+  test("decimal quantities (50 distinct) and prices of few values: a dictionary of fixed-width items") {
+    chooses("quantities", decimal, IndexedSeq.tabulate(n)(i => java.math.BigDecimal.valueOf(100L * (1 + i * 31 % 50), 2)),
+      "dictionary")
+    chooses("few_prices", double, IndexedSeq.tabulate(n)(i => Seq(9.99, 19.99, 4.5, 100.0, 0.25)(i * 7 % 5)),
+      "dictionary", minor = 1)
+  }
+
+  test("decimal prices of many values: zstd over flat 128-bit chunks") {
+    val rnd = new scala.util.Random(5)
+    chooses("prices", decimal, IndexedSeq.fill(n)(java.math.BigDecimal.valueOf(90000L + rnd.nextInt(10000000), 2)),
+      "zstd(flat(128")
+  }
+
+  test("random doubles stay flat") {
+    val rnd = new scala.util.Random(6)
+    val (_, layouts) = write("random_doubles", double, IndexedSeq.fill(n)(rnd.nextDouble()), 2, WriteCodecs())
+    assert(layouts.forall(l => l.contains("flat(64") && !l.contains("dictionary") && !l.contains("zstd")), layouts)
+  }
+
   test("1 MB values: full-zip, each value zstd-compressed") {
     val text = (0 until 20000).map(i => s"line $i of a long document; ").mkString.take(1 << 20)
     chooses("blobs", utf8, IndexedSeq.tabulate(12)(i => s"$i:$text"), "full-zip: zstd")

@@ -1,6 +1,7 @@
 package io.lancespark.format.v21.codec
 
-import java.nio.ByteBuffer
+import java.lang.invoke.{MethodHandles, VarHandle}
+import java.nio.{ByteBuffer, ByteOrder}
 
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.VarBlock
@@ -18,79 +19,69 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
 
   def describe: String = s"fsst(${inner.describe})"
 
-  /** The parsed symbol table: symbols (u64, little-endian bytes), their
-    * lengths, and whether values are compressed at all; or what is wrong. */
-  private lazy val table: Either[String, (Array[Long], Array[Int], Boolean)] = {
-    val t = fsst.getSymbolTable.asReadOnlyByteBuffer().order(java.nio.ByteOrder.LITTLE_ENDIAN)
-    if (t.remaining() < 8) Left(s"an FSST symbol table of ${t.remaining()} bytes")
-    else {
-      val header = t.getLong(0)
-      val n = (header & 0xff).toInt
-      if ((header >>> 32) != FsstCodec.Magic) Left(f"an FSST symbol table without its magic (header 0x$header%016x)")
-      else if (t.remaining() < 8 + 9L * n) Left(s"an FSST symbol table of ${t.remaining()} bytes for $n symbols")
-      else {
-        val symbols = Array.tabulate(n)(i => t.getLong(8 + 8 * i))
-        val lens = Array.tabulate(n)(i => t.get(8 + 8 * n + i) & 0xff)
-        lens.indexWhere(l => l < 1 || l > 8) match {
-          case -1 => Right((symbols, lens, (header & (1L << 24)) != 0))
-          case i => Left(s"FSST symbol $i has length ${lens(i)}")
-        }
-      }
-    }
-  }
+  /** The parsed symbol table: symbols (u64, little-endian bytes) and their
+    * lengths by code (0 for the escape code and codes past the table), and
+    * whether values are compressed at all; or what is wrong. */
+  private val table: Either[String, FsstCodec.Table] = FsstCodec.parse(fsst.getSymbolTable.asReadOnlyByteBuffer())
 
   /** Decodes every value: each code byte becomes its symbol (written as 8
     * bytes, of which the next symbol overwrites the unused ones), the escape
-    * byte the byte after it. */
+    * byte the byte after it. One pass: the output grows when a value could
+    * overrun it (at most 8 bytes a code). */
   private def expand(compressed: VarBlock, ctx: CodecContext): VarBlock = {
-    val (symbols, lens, on) = table.fold(ctx.fail, identity)
-    if (!on) return compressed
+    val t = table match {
+      case Right(t) => t
+      case Left(problem) => ctx.fail(problem)
+    }
+    if (!t.on) return compressed
     val n = compressed.length.toInt
     val offs = compressed.offsets
-    val base = offs(0).toInt
-    val inLen = (offs(n) - offs(0)).toInt
+    val base = offs(0)
     val (src, srcAt) = Codec.array(compressed.data)
-    val from = srcAt + base
-    val nsym = symbols.length
+    val from = srcAt.toLong
+    val words = t.words
+    val lens = t.lens
     val out = new Array[Long](n + 1)
-    // the decoded size, and 8 bytes of slack for the last symbol's word
-    val dst = new Array[Byte](decodedSize(src, from, from + inLen, lens).toInt + 8)
-    val dstBuf = ByteBuffer.wrap(dst).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+    val inLen = offs(n) - base
+    var dst = new Array[Byte](math.min(Int.MaxValue - 64L, inLen * 3 + 64).toInt)
     var o = 0
     var i = 0
     while (i < n) {
-      var p = from + (offs(i) - base).toInt
-      val e = from + (offs(i + 1) - base).toInt
+      var p = (from + offs(i)).toInt
+      val e = (from + offs(i + 1)).toInt
+      val most = o + 8L * (e - p) + 8
+      if (most > dst.length) dst = FsstCodec.grow(dst, most)
+      // four codes at a time while none of them is an escape
+      while (p + 4 <= e && {
+          val c0 = src(p) & 0xff; val c1 = src(p + 1) & 0xff; val c2 = src(p + 2) & 0xff; val c3 = src(p + 3) & 0xff
+          val l0 = lens(c0); val l1 = lens(c1); val l2 = lens(c2); val l3 = lens(c3)
+          if ((l0 != 0) & (l1 != 0) & (l2 != 0) & (l3 != 0)) {
+            FsstCodec.LongLE.set(dst, o, words(c0)); o += l0
+            FsstCodec.LongLE.set(dst, o, words(c1)); o += l1
+            FsstCodec.LongLE.set(dst, o, words(c2)); o += l2
+            FsstCodec.LongLE.set(dst, o, words(c3)); o += l3
+            p += 4
+            true
+          } else false
+        }) ()
       while (p < e) {
         val c = src(p) & 0xff
-        if (c < nsym) {
-          dstBuf.putLong(o, symbols(c))
-          o += lens(c)
+        val len = lens(c)
+        if (len != 0) {
+          FsstCodec.LongLE.set(dst, o, words(c))
+          o += len
           p += 1
         } else if (c == FsstCodec.Escape && p + 1 < e) {
           dst(o) = src(p + 1)
           o += 1
           p += 2
         } else if (c == FsstCodec.Escape) ctx.fail(s"FSST value $i ends with an escape byte")
-        else ctx.fail(s"FSST code $c but the table has $nsym symbols")
+        else ctx.fail(s"FSST code $c but the table has ${t.symbols} symbols")
       }
-      if (p != e) ctx.fail(s"FSST value $i ends with an escape byte")
       out(i + 1) = o
       i += 1
     }
-    VarBlock(n, out, Codec.wrap(dst), compressed.validity)
-  }
-
-  private def decodedSize(src: Array[Byte], from: Int, until: Int, lens: Array[Int]): Long = {
-    var total = 0L
-    var p = from
-    while (p < until) {
-      val c = src(p) & 0xff
-      if (c == FsstCodec.Escape) { total += 1; p += 2 }
-      else { total += (if (c < lens.length) lens(c) else 0); p += 1 }
-    }
-    if (total > Int.MaxValue - 64) throw new IllegalArgumentException(s"$total bytes of FSST-decoded values")
-    total
+    VarBlock(n, out, ByteBuffer.wrap(dst, 0, o).slice().order(ByteOrder.LITTLE_ENDIAN), compressed.validity)
   }
 
   private def asVar(b: Block, ctx: CodecContext): VarBlock = b match {
@@ -111,4 +102,40 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
 object FsstCodec {
   val Magic: Long = 0x46535354L // "FSST"
   val Escape: Int = 255
+
+  /** Little-endian longs written into byte arrays (no ByteBuffer in the loop). */
+  private val LongLE: VarHandle = MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], ByteOrder.LITTLE_ENDIAN)
+
+  /** A parsed symbol table, by code: the symbol's bytes as a little-endian
+    * long and its length (0: the escape code, or no such symbol). */
+  final class Table(val words: Array[Long], val lens: Array[Int], val symbols: Int, val on: Boolean)
+
+  def parse(raw: ByteBuffer): Either[String, Table] = {
+    val t = raw.order(ByteOrder.LITTLE_ENDIAN)
+    if (t.remaining() < 8) return Left(s"an FSST symbol table of ${t.remaining()} bytes")
+    val header = t.getLong(0)
+    val n = (header & 0xff).toInt
+    if ((header >>> 32) != Magic) return Left(f"an FSST symbol table without its magic (header 0x$header%016x)")
+    if (t.remaining() < 8 + 9L * n) return Left(s"an FSST symbol table of ${t.remaining()} bytes for $n symbols")
+    val words = new Array[Long](256)
+    val lens = new Array[Int](256)
+    var i = 0
+    while (i < n) {
+      val len = t.get(8 + 8 * n + i) & 0xff
+      if (len < 1 || len > 8) return Left(s"FSST symbol $i has length $len")
+      if (i != Escape) {   // (a table has at most 255 symbols: code 255 is always the escape)
+        words(i) = t.getLong(8 + 8 * i)
+        lens(i) = len
+      }
+      i += 1
+    }
+    Right(new Table(words, lens, n, (header & (1L << 24)) != 0))
+  }
+
+  /** `dst` with room for at least `need` bytes, its bytes kept. */
+  private def grow(dst: Array[Byte], need: Long): Array[Byte] = {
+    val size = math.max(need, dst.length * 2L)
+    if (size > Int.MaxValue - 64) throw new IllegalArgumentException(s"$size bytes of FSST-decoded values")
+    java.util.Arrays.copyOf(dst, size.toInt)
+  }
 }

@@ -172,6 +172,31 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     def chunk(v: Int, n: Int): Seq[Array[Byte]] = Seq(java.util.Arrays.copyOfRange(src, v * w, (v + n) * w))
   }
 
+  /** Another storage's chunks with their first buffer zstd-compressed
+    * (wide values that neither bit-pack nor repeat, e.g. decimal prices),
+    * `perChunk` values a chunk. */
+  private final class CompressedValues(inner: Values, perChunk: Int) extends Values {
+    private val scheme = CompressionScheme.COMPRESSION_ALGORITHM_ZSTD
+    val encoding: CompressiveEncoding = CompressiveEncoding.newBuilder().setGeneral(General.newBuilder()
+      .setCompression(BufferCompression.newBuilder().setScheme(scheme)).setValues(inner.encoding)).build()
+    def buffersPerChunk: Int = inner.buffersPerChunk
+    def preferred(v: Int): Int = perChunk
+    def chunk(v: Int, n: Int): Seq[Array[Byte]] = {
+      val buffers = inner.chunk(v, n)
+      buffers.updated(0, GeneralCodec.compress(scheme, buffers.head, 0, buffers.head.length))
+    }
+  }
+
+  /** Flat values of `w` >= 8 bytes, zstd-compressed by chunks of 16 KiB
+    * when a sample chunk shrinks to 70% or less. */
+  private def compressedIfItPays(values: FlatValues, w: Int, n: Int): Values = {
+    if (!codecs.general || n < 64) return values
+    val perChunk = pow2AtMost(16 * 1024 / w)
+    val sample = values.chunk(0, math.min(perChunk, n)).head
+    val packed = GeneralCodec.compress(CompressionScheme.COMPRESSION_ALGORITHM_ZSTD, sample, 0, sample.length)
+    if (packed.length <= 0.7 * sample.length) new CompressedValues(values, perChunk) else values
+  }
+
   /** Booleans: a bitmap per chunk. */
   private final class BoolValues(lb: LeafBuffer) extends Values {
     val encoding: CompressiveEncoding = flat(1)
@@ -284,12 +309,24 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
   private def chooseValues(lb: LeafBuffer): (Values, Option[(CompressiveEncoding, Array[Byte], Int)]) = lb.kind match {
     case ValueKind.Bool => (new BoolValues(lb), None)
     case ValueKind.Fsl(dim, w) => (new FslValues(lb, dim, w), None)
-    case ValueKind.Fixed(w) if Set(1, 2, 4, 8).contains(w) && lb.values > 0 =>
+    case ValueKind.Fixed(w) if lb.values > 0 =>
       val src = lb.fixed.arr
       val n = lb.values
-      if (codecs.rle && RleCodec.runs(src, 0, n, w) < n / 2) (new RleValues(src, w), None)
-      else if (codecs.bitpacking && bitpackingPays(src, n, w)) (new BitpackedValues(src, w), None)
-      else (new FlatValues(src, w), None)
+      val runs = if (codecs.rle && Set(1, 2, 4, 8).contains(w)) RleCodec.runs(src, 0, n, w) else n
+      val packed = if (codecs.bitpacking && Set(1, 2, 4, 8).contains(w)) bitpackedBytes(src, n, w) else Long.MaxValue
+      val (plain, plainBytes) =
+        if (runs < n / 2) (new RleValues(src, w), runs.toLong * (w + 1))
+        else if (packed < 0.9 * n * w) (new BitpackedValues(src, w), packed)
+        else (new FlatValues(src, w), n.toLong * w)
+      FixedDictionary.build(src, n, w, codecs.dictionary, plainBytes) match {
+        case Some(d) =>
+          val idxValues = if (codecs.bitpacking) new BitpackedValues(d.indices, 4) else new FlatValues(d.indices, 4)
+          (idxValues, Some((flat(8L * w), d.items, d.count)))
+        case None => (plain match {
+          case f: FlatValues if w >= 8 => compressedIfItPays(f, w, n)
+          case other => other
+        }, None)
+      }
     case ValueKind.Fixed(w) => (new FlatValues(lb.fixed.arr, w), None)
     case ValueKind.Var(bits) =>
       dictionary(lb, bits / 8) match {
@@ -309,7 +346,8 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     case ValueKind.Nothing => throw new IllegalStateException("no values to store")
   }
 
-  private def bitpackingPays(src: Array[Byte], n: Int, w: Int): Boolean = {
+  /** Bytes of the values bit-packed in groups of 1024, each at its own width. */
+  private def bitpackedBytes(src: Array[Byte], n: Int, w: Int): Long = {
     val group = new Array[Long](1024)
     var packed = 0L
     var v = 0
@@ -319,7 +357,7 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
       packed += w + 1024L * io.lancespark.format.v21.codec.FastLanes.width(group, k) / 8
       v += k
     }
-    packed < 0.9 * n * w
+    packed
   }
 
   /** Longest value and total bytes of a variable-width leaf's buffered values. */

@@ -189,7 +189,7 @@ final class V21FileWriter(
 object V21FileWriter {
   /** Rows per page: pages are the unit of statistics (pruning); chunks inside
     * a page are decoded on their own. */
-  val DefaultMaxRowsPerPage: Int = 32 * 1024
+  val DefaultMaxRowsPerPage: Int = 128 * 1024
   val DefaultMaxPageBytes: Long = 8L * 1024 * 1024
   val Alignment = 64
 }

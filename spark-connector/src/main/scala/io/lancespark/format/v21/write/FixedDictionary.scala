@@ -1,0 +1,96 @@
+package io.lancespark.format.v21.write
+
+/** A dictionary of fixed-width values (integers, floats, dates, decimals,
+  * fixed-size binaries of up to 16 bytes): the distinct values in order of
+  * first appearance, as one flat block, and each value's item number (u32,
+  * little-endian) to be bit-packed. As the reference does for repeated
+  * fixed-width values (e.g. decimal quantities, a few status codes). */
+private[write] final case class FixedDictionary(items: Array[Byte], indices: Array[Byte], count: Int)
+
+private[write] object FixedDictionary {
+  /** Least values in a page worth a dictionary. */
+  private val MinValues = 16
+
+  /** The dictionary of the `n` values of `w` bytes in `src`, if it is on and
+    * takes at most 0.8x `plainBytes` (what the values take without it). */
+  def build(src: Array[Byte], n: Int, w: Int, enabled: Boolean, plainBytes: Long): Option[FixedDictionary] = {
+    if (!enabled || n < MinValues || w > 16) return None
+    // most distinct values that could still pay: items alone must stay below the budget
+    val budget = (0.8 * plainBytes).toLong
+    val limit = math.min(n / 2, (budget / w).toInt)
+    if (limit < 1) return None
+    val table = new Table(limit)
+    val indices = new Array[Byte](4 * n)
+    var i = 0
+    while (i < n) {
+      val at = i * w
+      val lo = word(src, at, math.min(w, 8))
+      val hi = if (w > 8) word(src, at + 8, w - 8) else 0L
+      val id = table.idOf(hi, lo)
+      if (id < 0) return None
+      indices(4 * i) = id.toByte; indices(4 * i + 1) = (id >>> 8).toByte
+      indices(4 * i + 2) = (id >>> 16).toByte; indices(4 * i + 3) = (id >>> 24).toByte
+      i += 1
+    }
+    val count = table.size
+    val bits = math.max(1, 32 - Integer.numberOfLeadingZeros(count - 1))
+    val groups = (n + 1023) / 1024
+    val dictBytes = count.toLong * w + groups * (4 + 128L * bits)
+    if (dictBytes > budget) return None
+    val items = new Array[Byte](count * w)
+    var k = 0
+    while (k < count) {
+      put(items, k * w, math.min(w, 8), table.lo(k))
+      if (w > 8) put(items, k * w + 8, w - 8, table.hi(k))
+      k += 1
+    }
+    Some(FixedDictionary(items, indices, count))
+  }
+
+  /** `len` (1..8) little-endian bytes at `at` as a long. */
+  private def word(src: Array[Byte], at: Int, len: Int): Long = {
+    var x = 0L
+    var b = len - 1
+    while (b >= 0) { x = (x << 8) | (src(at + b) & 0xffL); b -= 1 }
+    x
+  }
+
+  private def put(dst: Array[Byte], at: Int, len: Int, x: Long): Unit = {
+    var b = 0
+    while (b < len) { dst(at + b) = (x >>> (8 * b)).toByte; b += 1 }
+  }
+
+  /** Open addressing from a 128-bit value to its item number, at most
+    * `limit` items (then `idOf` answers -1). */
+  private final class Table(limit: Int) {
+    private val capacity = Integer.highestOneBit(math.max(16, limit * 2)) * 2
+    private val mask = capacity - 1
+    private val slots = Array.fill(capacity)(-1)
+    private val his = new Array[Long](limit)
+    private val los = new Array[Long](limit)
+    var size: Int = 0
+
+    def hi(k: Int): Long = his(k)
+    def lo(k: Int): Long = los(k)
+
+    def idOf(hi: Long, lo: Long): Int = {
+      var h = java.lang.Long.hashCode(lo * 0x9E3779B97F4A7C15L ^ hi * 0xC2B2AE3D27D4EB4FL)
+      h ^= h >>> 16
+      var s = h & mask
+      while (true) {
+        val id = slots(s)
+        if (id < 0) {
+          if (size >= limit) return -1
+          slots(s) = size
+          his(size) = hi
+          los(size) = lo
+          size += 1
+          return size - 1
+        }
+        if (los(id) == lo && his(id) == hi) return id
+        s = (s + 1) & mask
+      }
+      -1
+    }
+  }
+}
