@@ -89,6 +89,36 @@ def py_reader_to_table(ctx: Context) -> Prepared:
                            "data_files": len(data.data_files(Path(path), ".lance"))})
 
 
+@workload("py_reader_to_table_v2_2", kind="python",
+          this="lance_spark.reader", comparator="pylance", target=3.0, target_text="<= 3x pylance",
+          description="The `py_reader_to_table` read of the mixed table written by pylance at file "
+                      "version 2.2 (its default: mini-block pages, FastLanes bit-packing, FSST strings): "
+                      "`lance_spark.reader.dataset(p).to_table()` vs `lance.dataset(p).to_table()`.")
+def py_reader_to_table_v2_2(ctx: Context) -> Prepared:
+    import lance
+
+    from lance_spark import reader
+
+    rows = ctx.mode.reader_rows
+    path = str(data.lance_dataset("mixed", rows, ctx.log, file_version="2.2"))
+
+    def check(a, b) -> str:
+        if a.num_rows != b.num_rows:
+            return f"MISMATCH: {a.num_rows} vs {b.num_rows} rows"
+        if a.schema != b.schema:
+            try:
+                a = a.cast(b.schema)
+            except Exception as e:  # pragma: no cover
+                return f"MISMATCH: schemas differ ({e})"
+        return "tables equal" if a.equals(b) else "MISMATCH: values differ"
+
+    return Prepared(this=lambda: reader.dataset(path).to_table(),
+                    other=lambda: lance.dataset(path).to_table(),
+                    rows=rows, check=check,
+                    facts={"dataset_bytes": data.tree_bytes(Path(path)),
+                           "data_files": len(data.data_files(Path(path), ".lance"))})
+
+
 def _arrow_aggs(t) -> tuple:
     """MIXED_AGGS computed with pyarrow.compute: touches every value of the table."""
     import pyarrow.compute as pc

@@ -156,6 +156,65 @@ def test_nested_projection(datasets_dir):
     assert_same_table(ds.to_table(columns=nested), lance.dataset(path).to_table(columns=nested))
 
 
+def packed_structs(n: int, variable: bool) -> pa.Table:
+    """Structs stored as one column (`lance-encoding:packed`): fixed-width fields only, or (2.2)
+    with variable-width fields (strings FSST-compressed, binary), null structs, lists of them."""
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    if variable:
+        st = pa.struct([pa.field("a", pa.int32()), pa.field("s", pa.string()), pa.field("bin", pa.binary()),
+                        pa.field("b", pa.int16())])
+        rows = [None if i % 11 == 3 else {"a": i, "s": " ".join(words[(i + j) % 6] for j in range(i % 9)),
+                                          "bin": bytes([i % 256]) * (i % 3), "b": i % 300} for i in range(n)]
+    else:
+        st = pa.struct([pa.field("a", pa.int32()), pa.field("b", pa.float64()), pa.field("c", pa.uint8())])
+        rows = [None if i % 11 == 3 else {"a": i, "b": i * 0.5, "c": i % 256} for i in range(n)]
+    meta = {"lance-encoding:packed": "true"}
+    item = pa.field("item", st, metadata=meta)
+    lists = pa.array([rows[i:i + i % 4] if i % 7 else None for i in range(n)], pa.list_(item))
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("p", st, metadata=meta), pa.field("lp", lists.type)])
+    return pa.table({"id": np.arange(n, dtype=np.int64), "p": pa.array(rows, st), "lp": lists}, schema=schema)
+
+
+@pytest.mark.parametrize("version,variable", [("2.1", False), ("2.2", False), ("2.2", True)])
+def test_packed_structs(tmp_path, version, variable):
+    """Packed structs are one column each (not one per field); 2.2 packs variable-width fields too
+    (a full-zip `variable_packed_struct`)."""
+    path = str(tmp_path / "packed")
+    lance.write_dataset(packed_structs(5000, variable), path, data_storage_version=version,
+                        max_rows_per_group=2000)
+    ds = reader.dataset(path)
+    assert_same_table(ds.to_table(), lance.dataset(path).to_table())
+    assert_same_table(ds.to_table(columns=["lp"]), lance.dataset(path).to_table(columns=["lp"]))
+    frag = ds.fragments()[0].files[0]
+    r = FileV21Reader(frag.full_path)
+    try:
+        codec = r.describe_page(1, 0)["codec"]
+    finally:
+        r.close()
+    assert codec.startswith("variable-packed-struct" if variable else "packed-struct"), codec
+
+
+def test_variable_packed_struct_rows_that_overrun_are_rejected():
+    from lance_spark.reader.format import encodings_v21 as e
+    from lance_spark._proto import encodings_v2_1_pb2 as pb
+
+    vps = pb.VariablePackedStruct()
+    f = vps.fields.add()
+    f.value.flat.bits_per_value = 32
+    f.bits_per_value = 32
+    g = vps.fields.add()
+    g.value.variable.SetInParent()
+    g.bits_per_length = 32
+    row = np.frombuffer(np.array([7], "<i4").tobytes() + np.array([9], "<u4").tobytes() + b"abc", np.uint8)
+    block = e.Var(np.array([0, row.size], np.int64), row)
+    with pytest.raises(e.DecodeError, match="runs past the end of its row"):
+        e._variable_packed_struct(vps, block)
+    ok = np.frombuffer(np.array([7], "<i4").tobytes() + np.array([3], "<u4").tobytes() + b"abc", np.uint8)
+    st = e._variable_packed_struct(vps, e.Var(np.array([0, 0, ok.size], np.int64), ok))
+    assert st.n == 2 and st.children[0].ints().tolist() == [0, 7]
+    assert st.children[1].offsets.tolist() == [0, 0, 3] and st.children[1].data.tobytes() == b"abc"
+
+
 # -- vectorized kernels ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bits", [8, 16, 32, 64])
@@ -188,6 +247,142 @@ def test_fsst_expand_escapes_and_runs_of_ff():
     # strings: [abc, esc ff] [xy, esc 07] [esc ff, esc 00]
     assert out.tobytes() == b"abc\xff" + b"xy\x07" + b"\xff\x00"
     assert o.tolist() == [0, 4, 7, 9]
+
+
+def _scalar_fsst(symbols, lengths, data: bytes) -> bytes:
+    out, i = bytearray(), 0
+    while i < len(data):
+        c = data[i]
+        if c == 255:
+            out.append(data[i + 1])
+            i += 2
+        else:
+            out += bytes(symbols[c][:lengths[c]])
+            i += 1
+    return bytes(out)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fsst_expand_matches_a_scalar_expander(seed):
+    """Random symbol tables and code streams (escapes, runs of 0xFF, empty strings) expand as a
+    byte-by-byte expander does."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 255))
+    lengths = rng.integers(1, 9, n).astype(np.uint8)
+    symbols = rng.integers(0, 256, (n, 8)).astype(np.uint8)
+    header = (fsst.MAGIC << 32) | (1 << 24) | n
+    table = header.to_bytes(8, "little") + symbols.tobytes() + lengths.tobytes()
+    strings = []
+    for _ in range(int(rng.integers(1, 300))):
+        parts = []
+        for _ in range(int(rng.integers(0, 12))):
+            if rng.random() < 0.3:
+                parts += [255, int(rng.choice([255, int(rng.integers(0, 256))]))]
+            else:
+                parts.append(int(rng.integers(0, n)))
+        strings.append(bytes(parts))
+    data = np.frombuffer(b"".join(strings) or b"", np.uint8)
+    offs = np.concatenate(([0], np.cumsum([len(x) for x in strings]))).astype(np.int64)
+    if data.size == 0:
+        return
+    out, o = fsst.expand(table, data, offs)
+    want = [_scalar_fsst(symbols, lengths, x) for x in strings]
+    assert out.tobytes() == b"".join(want)
+    assert np.diff(o).tolist() == [len(x) for x in want]
+
+
+def test_fsst_rejects_codes_outside_the_table_and_dangling_escapes():
+    header = (fsst.MAGIC << 32) | (1 << 24) | 1
+    table = header.to_bytes(8, "little") + b"a" + bytes(7) + bytes([1])
+    with pytest.raises(fsst.FsstError, match="not in the symbol table"):
+        fsst.expand(table, np.array([0, 3], np.uint8), np.array([0, 2], np.int64))
+    with pytest.raises(fsst.FsstError, match="escape"):
+        fsst.expand(table, np.array([0, 255], np.uint8), np.array([0, 2], np.int64))
+    with pytest.raises(fsst.FsstError, match="ends with an escape"):
+        fsst.expand(table, np.array([255, 0, 0], np.uint8), np.array([0, 1, 3], np.int64))
+
+
+def _pack_group(vals: np.ndarray, width: int, bits: int) -> np.ndarray:
+    """The inverse of fastlanes.unpack for one group (slow, from the layout)."""
+    lanes = 1024 // bits
+    packed = np.zeros(width * lanes, dtype=object)
+    for lane in range(lanes):
+        for row in range(bits):
+            v = int(vals[int(fastlanes.ORDER[row // 8]) * 16 + (row % 8) * 128 + lane])
+            for b in range(width):
+                bit = row * width + b
+                if v >> b & 1:
+                    packed[(bit // bits) * lanes + lane] |= 1 << (bit % bits)
+    return packed.astype(f"uint{bits}")
+
+
+def test_inline_bitpacking_across_chunks_of_several_groups():
+    """Chunks of 1..3 groups of different widths (and short last groups) unpack together as each
+    chunk alone."""
+    from lance_spark.reader.format import encodings_v21 as e
+
+    rng = np.random.default_rng(7)
+    bits = 16
+    counts, blobs, want = [2048, 1024, 3000, 5], [], []
+    for n in counts:
+        buf = []
+        vals = np.zeros(0, np.uint16)
+        for g in range((n + 1023) // 1024):
+            width = int(rng.integers(0, 17))
+            v = rng.integers(0, 1 << width, 1024).astype(np.uint16) if width else np.zeros(1024, np.uint16)
+            buf.append(np.array([width], np.uint16))
+            buf.append(_pack_group(v, width, bits))
+            vals = np.concatenate([vals, v])
+        want.append(vals[:n])
+        raw = np.concatenate(buf).view(np.uint8)
+        blobs.append(np.concatenate([raw, np.zeros(-raw.size % 8, np.uint8)]))
+    data = np.concatenate(blobs)
+    size = np.array([b.size for b in blobs], np.int64)
+    pos = np.cumsum(size) - size
+    got = e._unpack_inline(data, pos, size, np.array(counts, np.int64), bits, "test")
+    assert np.array_equal(got.ints(), np.concatenate(want))
+    with pytest.raises(e.DecodeError, match="runs past|ends before"):
+        e._unpack_inline(data, pos, size - 8, np.array(counts, np.int64), bits, "test")
+
+
+def test_out_of_line_levels_across_chunks():
+    from lance_spark.reader.format import encodings_v21 as e
+
+    rng = np.random.default_rng(8)
+    counts = [1024, 2048, 700]
+    blobs, want = [], []
+    for n in counts:
+        vals = rng.integers(0, 4, ((n + 1023) // 1024) * 1024).astype(np.uint16)
+        raw = np.concatenate([_pack_group(vals[g * 1024:(g + 1) * 1024], 2, 16)
+                              for g in range(vals.size // 1024)]).view(np.uint8)
+        blobs.append(raw)
+        want.append(vals[:n])
+    data = np.concatenate(blobs)
+    size = np.array([b.size for b in blobs], np.int64)
+    pos = np.cumsum(size) - size
+    got = e._out_of_line_chunks(data, pos, size, np.array(counts, np.int64), 2, 16, "levels")
+    assert np.array_equal(got.ints(), np.concatenate(want))
+
+
+def test_binary_chunks_rebase_offsets_and_reject_bad_ones():
+    from lance_spark.reader.format import encodings_v21 as e
+
+    chunks, want = [], []
+    for strs in (["ab", "", "cde"], ["f"], ["", ""]):
+        head = 4 * (len(strs) + 1)
+        offs = np.concatenate(([0], np.cumsum([len(x) for x in strs]))) + head
+        raw = offs.astype("<u4").tobytes() + "".join(strs).encode()
+        raw += bytes(-len(raw) % 8)
+        chunks.append([np.frombuffer(raw, np.uint8)])
+        want += strs
+    ch = e.Chunks.from_lists(chunks, np.array([3, 1, 2], np.int64))
+    v = e._binary_chunks(ch, 32)
+    got = [v.data[a:b].tobytes().decode() for a, b in zip(v.offsets[:-1], v.offsets[1:])]
+    assert got == want
+    bad = chunks[0][0].copy()
+    bad[4:8] = np.frombuffer(np.array([1000], "<u4").tobytes(), np.uint8)
+    with pytest.raises(e.DecodeError, match="offsets"):
+        e._binary_chunks(e.Chunks.from_lists([[bad]], np.array([3], np.int64)), 32)
 
 
 # -- malformed files ------------------------------------------------------------------------------

@@ -73,13 +73,13 @@ def _page_statistics(ds, frags) -> List[dict]:
 
 def _column_layouts(ds, frags) -> List[dict]:
     """Per leaf column of the 2.1+ data files: each (layout, codecs) used and on how many pages."""
-    from .reader.format.file_v21 import FileV21Reader, leaves
+    from .reader.format.file_v21 import FileV21Reader
     from .reader.table.fragment import column_map
 
     names = {}
     by_id = {x.id: x for t in ds.fields for x in t.walk()}
     for top in ds.fields:
-        for lf in leaves(top):
+        for lf in top.walk():  # leaves, and structs stored as one column (packed)
             path, f = [lf.name], lf
             while f.parent_id in by_id and f.id != top.id:
                 f = by_id[f.parent_id]
@@ -186,8 +186,27 @@ def cmd_history(args) -> int:
     return 0
 
 
+def _pages_in(df) -> int:
+    """Pages of a data file, for the progress bar (1 for a legacy file or one that cannot be
+    opened: the check reports why)."""
+    from .reader.table.fragment import open_v2
+
+    if df.is_legacy or not os.path.isfile(df.full_path):
+        return 1
+    try:
+        r = open_v2(df)
+    except Exception:
+        return 1
+    try:
+        return max(1, sum(len(r.column(c).pages) for c in range(r.num_columns)))
+    except Exception:
+        return 1
+    finally:
+        r.close()
+
+
 def _verify(path: str, problems: List[str], counts: dict) -> None:
-    from rich.progress import Progress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     reader = _reader()
     from .reader.table.manifest import version_files
@@ -197,26 +216,48 @@ def _verify(path: str, problems: List[str], counts: dict) -> None:
     except reader.LanceFormatError as e:
         problems.append(str(e))
         return
+    # the versions' fragments first, so that the bar counts every page to decode
+    work = []
+    for v in versions:
+        try:
+            ds = reader.dataset(path, version=v)
+            frags = ds.fragments()
+        except (reader.LanceFormatError, ValueError) as e:
+            problems.append(f"version {v}: {e}")
+            continue
+        counts["versions"] += 1
+        work.append((v, ds, frags))
+    pages = {}
+    for _, _, frags in work:
+        for frag in frags:
+            for df in frag.files:
+                key = (df.full_path, tuple(df.fields))
+                if key not in pages:
+                    pages[key] = _pages_in(df)
     checked_files = {}
     checked_dels = {}
-    with Progress(transient=True, console=_stderr_console()) as progress:
-        task = progress.add_task("verifying", total=len(versions))
-        for v in versions:
-            progress.update(task, description=f"version {v}")
-            try:
-                ds = reader.dataset(path, version=v)
-                frags = ds.fragments()
-            except (reader.LanceFormatError, ValueError) as e:
-                problems.append(f"version {v}: {e}")
-                progress.advance(task)
-                continue
-            counts["versions"] += 1
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages")]
+    with Progress(*columns, transient=True, console=_stderr_console()) as progress:
+        task = progress.add_task("verifying", total=sum(pages.values()))
+        for v, ds, frags in work:
             for frag in frags:
                 counts["fragments"] += 1
                 for df in frag.files:
                     key = (df.full_path, tuple(df.fields))
                     if key not in checked_files:
-                        checked_files[key] = _check_data_file(ds, frag, df)
+                        name = os.path.basename(df.full_path)
+                        done = [0]
+
+                        def on_page(col: int, pno: int, name=name, done=done) -> None:
+                            done[0] += 1
+                            progress.update(task, advance=1, description=f"{name} column {col} page {pno}")
+
+                        progress.update(task, description=f"version {v} {name}")
+                        checked_files[key] = _check_data_file(ds, frag, df, on_page)
+                        # pages not reported one by one (2.0 / legacy files, or after a problem)
+                        rest = pages[key] - done[0]
+                        if rest > 0:
+                            progress.advance(task, rest)
                     if checked_files[key]:
                         problems.append(f"version {v} fragment {frag.id}: {checked_files[key]}")
                 if frag.deletion_file is not None:
@@ -225,22 +266,22 @@ def _verify(path: str, problems: List[str], counts: dict) -> None:
                         checked_dels[key] = _check_deletions(ds, frag)
                     if checked_dels[key]:
                         problems.append(f"version {v} fragment {frag.id}: {checked_dels[key]}")
-            progress.advance(task)
     counts["data_files"] = len({k[0] for k in checked_files})
     counts["deletion_files"] = len({k[0] for k in checked_dels})
 
 
-def _check_data_file(ds, frag, df) -> Optional[str]:
+def _check_data_file(ds, frag, df, on_page=None) -> Optional[str]:
     reader = _reader()
-    from .reader.table.fragment import read_data_file
+    from .reader.table.fragment import file_has_field, read_data_file
     if not os.path.isfile(df.full_path):
         return f"{df.full_path}: data file is missing"
     size = os.path.getsize(df.full_path)
     if df.file_size_bytes and size != df.file_size_bytes:
         return f"{df.full_path}: size {size} bytes, manifest says {df.file_size_bytes}"
-    fields = [f for f in ds.fields if f.id in df.fields]
+    # 2.1+ files list only the leaves of nested fields
+    fields = [f for f in ds.fields if file_has_field(df, f)]
     try:
-        arrays = read_data_file(df, fields)
+        arrays = read_data_file(df, fields, on_page)
     except reader.LanceFormatError as e:
         return str(e)
     except Exception as e:  # a decoder crash on malformed input is a problem too

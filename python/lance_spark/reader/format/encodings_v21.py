@@ -219,56 +219,111 @@ def _view_words(buf: np.ndarray, bits: int, what: str) -> np.ndarray:
     return buf[:usable].view(dt) if usable else np.empty(0, dt)
 
 
-def _inline_groups(buf: np.ndarray, bits: int, n: int, what: str):
-    """(word offsets of each group's packed words, widths) of the FastLanes groups of one buffer
-    holding `n` values."""
-    words = _view_words(buf, bits, what)
-    ngroups = (n + fastlanes.GROUP - 1) // fastlanes.GROUP
-    starts, widths = [], []
-    pos = 0
-    for _ in range(ngroups):  # one iteration per 1024-value group
-        if pos >= words.size:
-            raise DecodeError(f"{what}: bit-packed data ends before group {len(starts)}")
-        w = int(words[pos])
-        if w > bits:
-            raise DecodeError(f"{what}: bit width {w} exceeds the {bits}-bit word")
-        nwords = fastlanes.words_per_group(w, bits)
-        if pos + 1 + nwords > words.size:
-            raise DecodeError(f"{what}: group of width {w} runs past its buffer")
-        starts.append(pos + 1)
-        widths.append(w)
-        pos += 1 + nwords
-    return words, starts, widths
+def _ranges(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """data[starts[i] : starts[i] + lens[i]] for every i, back to back (one copy per range)."""
+    if starts.size == 1:
+        a = int(starts[0])
+        return data[a:a + int(lens[0])]
+    if starts.size == 0:
+        return np.empty(0, np.uint8)
+    return np.concatenate([data[a:a + n] for a, n in zip(starts.tolist(), lens.tolist())])
 
 
-def _unpack_inline(pieces, bits: int, counts: Sequence[int], what: str) -> Fixed:
-    """Inline (FastLanes, width stored in front of each group) bit-packed buffers, one per chunk,
-    unpacked together: all groups of one width across every chunk in one operation."""
+@dataclass
+class Chunks:
+    """The value buffers of every chunk of a mini-block page, as positions into one byte array:
+    buffer i of chunk c is `data[pos[i][c] : pos[i][c] + size[i][c]]` (8-byte aligned starts)."""
+    data: np.ndarray
+    pos: List[np.ndarray]    # int64, one array per buffer
+    size: List[np.ndarray]   # int64, one array per buffer
+    counts: np.ndarray       # int64 values per chunk
+
+    def __len__(self) -> int:
+        return int(self.counts.size)
+
+    def lists(self) -> List[List[np.ndarray]]:
+        """Each chunk's buffers (views), for the codecs decoded chunk by chunk."""
+        pos = [p.tolist() for p in self.pos]
+        size = [z.tolist() for z in self.size]
+        return [[self.data[pos[i][c]:pos[i][c] + size[i][c]] for i in range(len(pos))] for c in range(len(self))]
+
+    @staticmethod
+    def from_lists(chunks: List[List[np.ndarray]], counts: np.ndarray) -> "Chunks":
+        """Chunks from per-chunk buffers (e.g. after decompression), laid out back to back."""
+        nb = len(chunks[0]) if chunks else 0
+        flat = [b for c in chunks for b in c]
+        sizes = np.array([b.size for b in flat], dtype=np.int64)
+        padded = (sizes + 7) & ~np.int64(7)
+        starts = np.cumsum(padded) - padded
+        data = np.zeros(int(padded.sum()), np.uint8)
+        for a, b in zip(starts.tolist(), flat):  # one copy per chunk buffer
+            data[a:a + b.size] = b
+        return Chunks(data, [starts[i::nb] for i in range(nb)], [sizes[i::nb] for i in range(nb)],
+                      np.asarray(counts, dtype=np.int64))
+
+
+def _keep_groups(out: np.ndarray, counts: np.ndarray, ngroups: np.ndarray) -> np.ndarray:
+    """The first `counts[c]` values of chunk c's groups (rows of `out`, `ngroups[c]` per chunk)."""
+    total = int(counts.sum())
+    some = ngroups > 0
+    last = (np.cumsum(ngroups) - 1)[some]
+    valid = np.full(out.shape[0], fastlanes.GROUP, dtype=np.int64)
+    valid[last] = (counts - (ngroups - 1) * fastlanes.GROUP)[some]
+    if out.shape[0] == 0 or np.all(valid[:-1] == fastlanes.GROUP):
+        return out.reshape(-1)[:total]
+    return out[np.arange(fastlanes.GROUP)[None, :] < valid[:, None]]
+
+
+def _unpack_inline(data: np.ndarray, pos: np.ndarray, size: np.ndarray, counts: np.ndarray, bits: int,
+                   what: str) -> Fixed:
+    """Inline (FastLanes, width stored in front of each group) bit-packed buffers, one per chunk
+    (`data[pos[c] : pos[c] + size[c]]` holding `counts[c]` values), unpacked together: group k of
+    every chunk is located in round k, then all groups of one width are unpacked at once."""
     dt = _UINT[bits]
-    total_groups = sum((c + 1023) // 1024 for c in counts)
+    wb = dt.itemsize
+    if np.any(pos % wb):
+        raise DecodeError(f"{what}: bit-packed buffer not aligned to its {bits}-bit words")
+    words = _view_words(data, bits, what)
+    ngroups = (counts + fastlanes.GROUP - 1) // fastlanes.GROUP
+    cur = pos // wb
+    end = np.minimum((pos + size) // wb, words.size)
+    gbase = np.cumsum(ngroups) - ngroups
+    total_groups = int(ngroups.sum())
+    if total_groups == 0:
+        return Fixed(bits, np.empty(0, np.uint8))
+    gstart = np.empty(total_groups, np.int64)
+    gwidth = np.empty(total_groups, np.int64)
+    active = np.flatnonzero(ngroups > 0)
+    k = 0
+    while active.size:  # one round per group index within a chunk
+        c = cur[active]
+        if np.any(c >= end[active]):
+            raise DecodeError(f"{what}: bit-packed data ends before group {k}")
+        w = words[c].astype(np.int64)
+        if int(w.max()) > bits:
+            raise DecodeError(f"{what}: bit width {int(w.max())} exceeds the {bits}-bit word")
+        nw = w * fastlanes.GROUP // bits
+        if np.any(c + 1 + nw > end[active]):
+            raise DecodeError(f"{what}: group of width {int(w[np.argmax(c + 1 + nw > end[active])])} runs past "
+                              "its buffer")
+        gid = gbase[active] + k
+        gstart[gid] = c + 1
+        gwidth[gid] = w
+        cur[active] = c + 1 + nw
+        k += 1
+        active = active[ngroups[active] > k]
+    widths = np.unique(gwidth)
     out = np.empty((total_groups, fastlanes.GROUP), dtype=dt)
-    by_width: dict = {}
-    g = 0
-    for buf, n in zip(pieces, counts):  # per chunk
-        words, starts, widths = _inline_groups(buf, bits, n, what)
-        for s, w in zip(starts, widths):
-            by_width.setdefault(w, ([], []))
-            by_width[w][0].append(words[s:s + fastlanes.words_per_group(w, bits)])
-            by_width[w][1].append(g)
-            g += 1
-    for w, (packs, idx) in by_width.items():  # per bit width
+    for w in widths.tolist():  # per bit width
         per = fastlanes.words_per_group(w, bits)
-        packed = np.concatenate(packs).reshape(len(packs), per) if per else np.empty((len(packs), 0), dt)
-        out[np.asarray(idx)] = fastlanes.unpack(packed, w, bits)
-    # keep the first `count` values of each chunk's groups
-    keep = []
-    g = 0
-    for n in counts:
-        ng = (n + 1023) // 1024
-        keep.append(out[g:g + ng].reshape(-1)[:n])
-        g += ng
-    vals = np.concatenate(keep) if keep else np.empty(0, dt)
-    return Fixed(bits, vals.view(np.uint8))
+        sel = np.flatnonzero(gwidth == w) if widths.size > 1 else None
+        st = gstart if sel is None else gstart[sel]
+        packed = words[st[:, None] + np.arange(per, dtype=np.int64)[None, :]] if per else np.empty((st.size, 0), dt)
+        if sel is None:
+            out = fastlanes.unpack(packed, w, bits)
+        else:
+            out[sel] = fastlanes.unpack(packed, w, bits)
+    return Fixed(bits, _keep_groups(out, counts, ngroups).view(np.uint8))
 
 
 # -- mini-block ------------------------------------------------------------------------------------
@@ -288,50 +343,91 @@ def mb_num_buffers(enc) -> int:
     return 1
 
 
-def mb_decode(enc, chunks: List[List[np.ndarray]], counts: List[int]) -> Block:
-    """Values of a mini-block page: `chunks[i]` are chunk i's value buffers, `counts[i]` its values."""
+def _decompressed(bc, ch: Chunks) -> Chunks:
+    """`ch` with buffer 0 of every chunk decompressed by `bc` (when it names a scheme)."""
+    if bc is None or not bc.scheme:
+        return ch
+    return Chunks.from_lists([[general_decompress(bc.scheme, c[0])] + c[1:] for c in ch.lists()], ch.counts)
+
+
+def mb_decode(enc, ch: Chunks) -> Block:
+    """Values of a mini-block page, all chunks together (`ch.counts[c]` values in chunk c)."""
     k = _kind(enc)
-    if not chunks:
+    if not len(ch):
         return empty_block(enc)
+    counts = ch.counts
     if k == "flat":
         bits = int(enc.flat.bits_per_value)
-        bc = enc.flat.data if enc.flat.HasField("data") else None
-        return concat_blocks([_fixed_from(_buffer_compression(bc, c[0]), bits, n, "flat chunk")
-                              for c, n in zip(chunks, counts)])
+        ch = _decompressed(enc.flat.data if enc.flat.HasField("data") else None, ch)
+        if bits == 1 or bits % 8:
+            return concat_blocks([_fixed_from(c[0], bits, n, "flat chunk")
+                                  for c, n in zip(ch.lists(), counts.tolist())])
+        need = counts * (bits // 8)
+        short = np.flatnonzero(ch.size[0] < need)
+        if short.size:
+            c = int(short[0])
+            raise DecodeError(f"flat chunk {c}: {int(ch.size[0][c])} bytes, {int(counts[c])} values of {bits} bits "
+                              f"need {int(need[c])}")
+        return Fixed(bits, _ranges(ch.data, ch.pos[0], need))
     if k == "inline_bitpacking":
         bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
         if bits not in _UINT:
             raise DecodeError(f"inline bit-packing of {bits}-bit words")
-        bc = enc.inline_bitpacking.values if enc.inline_bitpacking.HasField("values") else None
-        pieces = [_buffer_compression(bc, c[0]) for c in chunks]
-        return _unpack_inline(pieces, bits, counts, "bit-packed chunk")
+        ch = _decompressed(enc.inline_bitpacking.values if enc.inline_bitpacking.HasField("values") else None, ch)
+        return _unpack_inline(ch.data, ch.pos[0], ch.size[0], counts, bits, "bit-packed chunk")
     if k == "variable":
         bits = _offset_bits(enc.variable)
-        bc = enc.variable.values if enc.variable.HasField("values") else None
-        return concat_blocks([_binary_chunk(_buffer_compression(bc, c[0]), bits, n) for c, n in zip(chunks, counts)])
+        ch = _decompressed(enc.variable.values if enc.variable.HasField("values") else None, ch)
+        return _binary_chunks(ch, bits)
     if k == "fsst":
-        inner = mb_decode(enc.fsst.values, chunks, counts)
+        inner = mb_decode(enc.fsst.values, ch)
         return _fsst_expand(enc.fsst.symbol_table, inner)
     if k == "rle":
         vbits = _flat_bits(enc.rle.values, "RLE values")
         lbits = _flat_bits(enc.rle.run_lengths, "RLE run lengths")
-        return concat_blocks([_rle(c[0], c[1], vbits, lbits, n) for c, n in zip(chunks, counts)])
+        return concat_blocks([_rle(c[0], c[1], vbits, lbits, n) for c, n in zip(ch.lists(), counts.tolist())])
     if k == "byte_stream_split":
         bits = _flat_bits(enc.byte_stream_split.values, "byte stream split values")
-        return concat_blocks([_bss(c[0], bits, n) for c, n in zip(chunks, counts)])
+        return concat_blocks([_bss(c[0], bits, n) for c, n in zip(ch.lists(), counts.tolist())])
     if k == "general":
         g = enc.general
-        scheme = g.compression.scheme
-        chunks = [[general_decompress(scheme, c[0])] + list(c[1:]) for c in chunks]
-        return mb_decode(g.values, chunks, counts)
+        return mb_decode(g.values, _decompressed(g.compression, ch))
     if k == "fixed_size_list":
-        return concat_blocks([_fsl_chunk(enc, list(c), n) for c, n in zip(chunks, counts)])
+        return concat_blocks([_fsl_chunk(enc, c, n) for c, n in zip(ch.lists(), counts.tolist())])
     if k == "packed_struct":
-        inner = mb_decode(enc.packed_struct.values, chunks, counts)
-        return _unpack_struct(inner, [int(b) for b in enc.packed_struct.bits_per_value], sum(counts))
+        inner = mb_decode(enc.packed_struct.values, ch)
+        return _unpack_struct(inner, [int(b) for b in enc.packed_struct.bits_per_value], int(counts.sum()))
     if k == "constant":
-        return _constant(enc.constant, sum(counts))
+        return _constant(enc.constant, int(counts.sum()))
     raise DecodeError(f"unsupported mini-block encoding {k!r}")
+
+
+def _binary_chunks(ch: Chunks, bits: int) -> Var:
+    """Variable-width chunks (each: `counts[c] + 1` offsets relative to the chunk buffer, then the
+    bytes) as one `Var`: offsets of every chunk gathered, checked and rebased together."""
+    counts = ch.counts
+    pos, size = ch.pos[0], ch.size[0]
+    w = bits // 8
+    need = (counts + 1) * w
+    short = np.flatnonzero(size < need)
+    if short.size:
+        c = int(short[0])
+        raise DecodeError(f"binary chunk {c} of {int(size[c])} bytes cannot hold {int(counts[c]) + 1} offsets")
+    offs = _ranges(ch.data, pos, need).view(_UINT[bits]).astype(np.int64)
+    stop = np.cumsum(counts + 1)            # one past each chunk's last offset in `offs`
+    first = offs[stop - counts - 1]
+    last = offs[stop - 1]
+    step = np.diff(offs)
+    step[stop[:-1] - 1] = 0                 # from one chunk's last offset to the next chunk's first
+    if np.any(step < 0) or np.any(first < need) or np.any(last > size):
+        raise DecodeError("binary chunk offsets are not increasing within the chunk")
+    lens = last - first
+    data = _ranges(ch.data, pos + first, lens)
+    shift = np.cumsum(lens) - lens - first  # chunk c's offsets move to the bytes before it
+    offs += np.repeat(shift, counts + 1)
+    if counts.size > 1:
+        offs = np.delete(offs, stop[:-1])   # each later chunk's first offset repeats the last one
+    return Var(offs, data)
 
 
 def _flat_bits(enc, what: str) -> int:
@@ -347,17 +443,6 @@ def _offset_bits(variable) -> int:
     if bits not in (32, 64):
         raise DecodeError(f"{bits}-bit variable offsets")
     return bits
-
-
-def _binary_chunk(buf: np.ndarray, bits: int, n: int) -> Var:
-    dt = _UINT[bits]
-    need = (n + 1) * dt.itemsize
-    if buf.size < need:
-        raise DecodeError(f"binary chunk of {buf.size} bytes cannot hold {n + 1} offsets")
-    offs = _view_words(buf[:need], bits, "binary chunk").astype(np.int64)
-    if np.any(np.diff(offs) < 0) or offs[0] < need or offs[-1] > buf.size:
-        raise DecodeError("binary chunk offsets are not increasing within the chunk")
-    return Var(offs - offs[0], buf[offs[0]:offs[-1]])
 
 
 def _fsst_expand(table: bytes, inner: Block) -> Var:
@@ -457,7 +542,9 @@ def block_decode(enc, buf: np.ndarray, n: int) -> Block:
         if bits not in _UINT:
             raise DecodeError(f"inline bit-packing of {bits}-bit words")
         bc = enc.inline_bitpacking.values if enc.inline_bitpacking.HasField("values") else None
-        return _unpack_inline([_buffer_compression(bc, buf)], bits, [n], "bit-packed buffer")
+        buf = _buffer_compression(bc, buf)
+        return _unpack_inline(buf, np.zeros(1, np.int64), np.array([buf.size], np.int64), np.array([n], np.int64),
+                              bits, "bit-packed buffer")
     if k == "out_of_line_bitpacking":
         o = enc.out_of_line_bitpacking
         return _out_of_line(buf, _flat_bits(o.values, "bit-packed values"), int(o.uncompressed_bits_per_value), n)
@@ -539,6 +626,78 @@ def levels(enc, buf: np.ndarray, n: int, what: str) -> np.ndarray:
     raise DecodeError(f"{what}: levels must be 16-bit integers")
 
 
+def levels_chunks(enc, data: np.ndarray, pos: np.ndarray, size: np.ndarray, counts: np.ndarray,
+                  what: str) -> np.ndarray:
+    """The repetition or definition levels of every chunk of a mini-block page (chunk c's levels:
+    `counts[c]` of them in `data[pos[c] : pos[c] + size[c]]`), back to back: raw u16 and
+    bit-packing are decoded for all chunks at once, other codecs chunk by chunk."""
+    if counts.size == 0:
+        return np.empty(0, np.uint16)
+    k = None if enc is None else _kind(enc)
+    if k is None:
+        need = 2 * counts
+        short = np.flatnonzero(size < need)
+        if short.size:
+            c = int(short[0])
+            raise DecodeError(f"{what}: chunk {c} has {int(size[c])} bytes, {int(counts[c])} 16-bit levels need "
+                              f"{int(need[c])}")
+        return _ranges(data, pos, need).view("<u2")
+    out: Optional[Fixed] = None
+    if k == "out_of_line_bitpacking":
+        o = enc.out_of_line_bitpacking
+        out = _out_of_line_chunks(data, pos, size, counts, _flat_bits(o.values, "bit-packed values"),
+                                  int(o.uncompressed_bits_per_value), what)
+    elif k == "inline_bitpacking" and not (enc.inline_bitpacking.HasField("values")
+                                           and enc.inline_bitpacking.values.scheme):
+        bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
+        if bits not in _UINT:
+            raise DecodeError(f"inline bit-packing of {bits}-bit words")
+        out = _unpack_inline(data, pos, size, counts, bits, what)
+    if out is None:  # other codecs: chunk by chunk
+        return np.concatenate([levels(enc, data[a:a + z], n, what)
+                               for a, z, n in zip(pos.tolist(), size.tolist(), counts.tolist())])
+    if out.bits not in _UINT:
+        raise DecodeError(f"{what}: levels must be 16-bit integers")
+    vals = out.ints()
+    if vals.size != int(counts.sum()):
+        raise DecodeError(f"{what}: {vals.size} levels decoded, {int(counts.sum())} expected")
+    return vals if out.bits == 16 else vals.astype(np.uint16)
+
+
+def _out_of_line_chunks(data: np.ndarray, pos: np.ndarray, size: np.ndarray, counts: np.ndarray, width: int,
+                        bits: int, what: str) -> Optional[Fixed]:
+    """Out-of-line bit-packed buffers, one per chunk, unpacked together (all groups have the same
+    width); chunks whose last values are stored unpacked are decoded one by one."""
+    if bits not in _UINT:
+        raise DecodeError(f"bit-packing of {bits}-bit words")
+    if width > bits:
+        raise DecodeError(f"{what}: bit width {width} exceeds the {bits}-bit word")
+    wb = bits // 8
+    per = fastlanes.words_per_group(width, bits)
+    nwords = size // wb
+    whole, tail = np.divmod(counts, fastlanes.GROUP)
+    tail_raw = (tail > 0) & (nwords == whole * per + tail)
+    if tail_raw.any() or np.any(pos % wb):
+        return concat_blocks([_out_of_line(data[a:a + z], width, bits, n)
+                              for a, z, n in zip(pos.tolist(), size.tolist(), counts.tolist())])
+    ngroups = whole + (tail > 0)
+    short = np.flatnonzero(nwords < ngroups * per)
+    if short.size:
+        c = int(short[0])
+        raise DecodeError(f"{what}: chunk {c}: bit-packed buffer of {int(size[c])} bytes is too short for "
+                          f"{int(counts[c])} values of {width} bits")
+    total_groups = int(ngroups.sum())
+    if total_groups == 0:
+        return Fixed(bits, np.empty(0, np.uint8))
+    words = _view_words(data, bits, what)
+    first = np.cumsum(ngroups) - ngroups
+    gstart = np.repeat(pos // wb - per * first, ngroups) + per * np.arange(total_groups, dtype=np.int64)
+    packed = words[gstart[:, None] + np.arange(per, dtype=np.int64)[None, :]] if per else \
+        np.empty((total_groups, 0), _UINT[bits])
+    out = fastlanes.unpack(packed, width, bits)
+    return Fixed(bits, _keep_groups(out, counts, ngroups).view(np.uint8))
+
+
 # -- per-value (full zip) ----------------------------------------------------------------------------
 
 def per_value_fixed(enc, data: np.ndarray, n: int) -> Block:
@@ -592,6 +751,8 @@ def per_value_variable(enc, block: Var) -> Block:
         return block
     if k == "fsst":
         return _fsst_expand(enc.fsst.symbol_table, block)
+    if k == "variable_packed_struct":
+        return _variable_packed_struct(enc.variable_packed_struct, block)
     if k == "general":
         scheme = enc.general.compression.scheme
         offs = block.offsets
@@ -601,6 +762,73 @@ def per_value_variable(enc, block: Var) -> Block:
         return Var(np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
                    np.concatenate(parts) if parts else np.empty(0, np.uint8))
     raise DecodeError(f"unsupported full-zip variable-width encoding {k!r}")
+
+
+def _variable_packed_struct(vps, block: Var) -> Struct:
+    """Rows of a packed struct with variable-width fields (2.2): each row holds its fields in
+    order, a fixed-width field as its bytes, a variable-width one as a little-endian length of
+    `bits_per_length` bits then its bytes. Rows are split field by field for all rows at once (a
+    cursor per row); each field's values are then finished by its own encoding."""
+    n = block.n
+    data = block.data
+    # rows without bytes are null structs (only valid rows carry their fields): their fields get
+    # placeholder values (zeros, empty)
+    live = np.flatnonzero(np.diff(block.offsets) > 0)
+    all_live = live.size == n
+    cur = block.offsets[:-1][live]
+    end = block.offsets[1:][live]
+    m = live.size
+    kids: List[Block] = []
+    for i, f in enumerate(vps.fields):  # per field of the struct
+        layout = f.WhichOneof("layout")
+        if layout == "bits_per_value":
+            bits = int(f.bits_per_value)
+            if bits % 8:
+                raise DecodeError(f"packed struct field {i}: {bits}-bit values are not byte aligned")
+            w = bits // 8
+            if m and int((cur + w - end).max()) > 0:
+                raise DecodeError(f"packed struct field {i} runs past the end of its row")
+            raw = data[cur[:, None] + np.arange(w, dtype=np.int64)[None, :]]
+            if not all_live:
+                full = np.zeros((n, w), np.uint8)
+                full[live] = raw
+                raw = full
+            cur = cur + w
+            kids.append(per_value_fixed(f.value, raw.reshape(-1), n))
+        elif layout == "bits_per_length":
+            bits = int(f.bits_per_length)
+            if bits not in (8, 16, 32, 64):
+                raise DecodeError(f"packed struct field {i}: {bits}-bit lengths")
+            w = bits // 8
+            if m and int((cur + w - end).max()) > 0:
+                raise DecodeError(f"packed struct field {i}: its length runs past the end of its row")
+            lens = np.zeros(m, np.int64)
+            for b in range(w):  # per byte of the length
+                lens |= data[cur + b].astype(np.int64) << (8 * b)
+            cur = cur + w
+            if m and int((cur + lens - end).max()) > 0:
+                raise DecodeError(f"packed struct field {i}: a value runs past the end of its row")
+            offs = np.zeros(m + 1, np.int64)
+            np.cumsum(lens, out=offs[1:])
+            total = int(offs[-1])
+            src = np.repeat(cur - offs[:-1], lens) + np.arange(total, dtype=np.int64) if total else \
+                np.empty(0, np.int64)
+            cur = cur + lens
+            child = per_value_variable(f.value, Var(offs, data[src]))
+            if not all_live:
+                if not isinstance(child, Var):
+                    raise DecodeError(f"packed struct field {i} is not variable-width after decoding")
+                sizes = np.zeros(n, np.int64)
+                sizes[live] = np.diff(child.offsets)
+                full_offs = np.zeros(n + 1, np.int64)
+                np.cumsum(sizes, out=full_offs[1:])
+                child = Var(full_offs, child.data)
+            kids.append(child)
+        else:
+            raise DecodeError(f"packed struct field {i} has neither a value width nor a length width")
+    if m and np.any(cur != end):
+        raise DecodeError("packed struct rows hold bytes after their last field")
+    return Struct(kids, n)
 
 
 # -- description (for `inspect`) -----------------------------------------------------------------------

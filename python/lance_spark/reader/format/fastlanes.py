@@ -11,8 +11,6 @@ Python loop is over the T rows, every row being one numpy operation over all gro
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)
@@ -20,21 +18,16 @@ GROUP = 1024
 DTYPES = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
 
 
-@lru_cache(maxsize=None)
-def _positions(word_bits: int) -> np.ndarray:
-    """Output position of (row, lane), flattened row-major: shape (T * lanes,)."""
-    lanes = GROUP // word_bits
-    rows = np.arange(word_bits, dtype=np.int64)[:, None]
-    lane = np.arange(lanes, dtype=np.int64)[None, :]
-    return (ORDER[rows // 8] * 16 + (rows % 8) * 128 + lane).reshape(-1)
-
-
 def words_per_group(width: int, word_bits: int) -> int:
     return GROUP * width // word_bits
 
 
 def unpack(packed: np.ndarray, width: int, word_bits: int) -> np.ndarray:
-    """`packed`: (groups, W * 1024 / T) words of T bits -> (groups, 1024) values of T bits."""
+    """`packed`: (groups, W * 1024 / T) words of T bits -> (groups, 1024) values of T bits.
+
+    Row r = 8a + b of lane l is value `b * 128 + ORDER[a] * 16 + l`: seen as (groups, 8, T / 8,
+    lanes), the output takes row r at [:, b, ORDER[a] * 16 / lanes, :], so every row is shifted and
+    masked straight into its place (no scatter afterwards)."""
     dt = DTYPES[word_bits]
     lanes = GROUP // word_bits
     groups = packed.shape[0]
@@ -45,17 +38,17 @@ def unpack(packed: np.ndarray, width: int, word_bits: int) -> np.ndarray:
         out[:] = 0
         return out
     p = packed.reshape(groups, width, lanes).astype(dt, copy=False)
-    if width == word_bits:
-        rows = p  # row r is word r
-    else:
-        rows = np.empty((groups, word_bits, lanes), dtype=dt)
-        mask = dt.type((1 << width) - 1)
-        for r in range(word_bits):
-            bit = r * width
-            word, shift = divmod(bit, word_bits)
-            v = p[:, word, :] >> dt.type(shift)
-            if shift + width > word_bits:
-                v = v | (p[:, word + 1, :] << dt.type(word_bits - shift))
-            rows[:, r, :] = v & mask
-    out[:, _positions(word_bits)] = rows.reshape(groups, word_bits * lanes)
+    out4 = out.reshape(groups, 8, word_bits // 8, lanes)
+    mask = dt.type((1 << width) - 1) if width < word_bits else None
+    for r in range(word_bits):  # one numpy operation (or three) per row, over all groups and lanes
+        dst = out4[:, r % 8, int(ORDER[r // 8]) * 16 // lanes, :]
+        if width == word_bits:
+            dst[...] = p[:, r, :]
+            continue
+        word, shift = divmod(r * width, word_bits)
+        np.right_shift(p[:, word, :], dt.type(shift), out=dst)
+        if shift + width > word_bits:
+            dst |= p[:, word + 1, :] << dt.type(word_bits - shift)
+        if shift + width != word_bits:
+            dst &= mask
     return out

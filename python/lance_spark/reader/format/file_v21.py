@@ -9,11 +9,13 @@ carries a `PageLayout` (`layouts_v21`) whose values use the compressive encoding
 A field is read by reading each of its leaves page by page (`LeafCursor`: each page becomes the
 leaf's layers + values, kept only until consumed) and assembling the Arrow array of the field
 from the leaves' layers (`assemble`): a struct's validity and a list's offsets are taken from the
-first leaf below them.
+first leaf below them. The exception is a packed struct (`lance-encoding:packed`): the file stores
+it as one column of whole rows, and it is read as a leaf whose values are the struct.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Tuple
+import dataclasses
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -37,13 +39,30 @@ _DECODE_ERRORS = (DecodeError, ValueError, IndexError, TypeError, KeyError, Over
 
 
 def leaves(field: LanceField) -> List[LanceField]:
-    """The leaf fields below (or equal to) `field`, depth first: the columns of a 2.1 file."""
+    """The leaf fields below (or equal to) `field`, depth first: the columns of a 2.1 file (after
+    `_as_leaves`, packed structs are leaves too)."""
     if not field.children:
         return [field]
     out: List[LanceField] = []
     for c in field.children:
         out.extend(leaves(c))
     return out
+
+
+def is_packed(field: LanceField, columns: Dict[int, int]) -> bool:
+    """A struct the file stores as one column of whole rows (`lance-encoding:packed`): the struct
+    has a column, its children none."""
+    return bool(field.children) and field.id in columns and not any(
+        c.id in columns for c in field.walk() if c is not field)
+
+
+def _as_leaves(field: LanceField, columns: Dict[int, int]) -> LanceField:
+    """`field` with packed structs below it turned into leaves (their children dropped)."""
+    if not field.children:
+        return field
+    if is_packed(field, columns):
+        return dataclasses.replace(field, children=[])
+    return dataclasses.replace(field, children=[_as_leaves(c, columns) for c in field.children])
 
 
 def _storage_type(typ: pa.DataType) -> pa.DataType:
@@ -182,6 +201,8 @@ class FileV21Reader(FileV2Reader):
     """One 2.1 / 2.2 data file, memory-mapped."""
 
     VERSIONS = ((2, 1), (2, 2))
+    #: called with (column, page) after each page is decoded (e.g. `verify`'s progress bar)
+    on_page: Optional[Callable[[int, int], None]] = None
 
     def _check_column_encoding(self, cm, idx: int) -> None:
         return None  # 2.1 columns carry no column-level encoding the reader needs
@@ -267,6 +288,8 @@ class FileV21Reader(FileV2Reader):
         except _DECODE_ERRORS as e:
             raise self.fail(where, f"{type(e).__name__ if not isinstance(e, DecodeError) else ''}"
                                    f"{': ' if not isinstance(e, DecodeError) else ''}{e}") from None
+        if self.on_page is not None:
+            self.on_page(col, pno)
         return layers, values, data
 
     def describe_page(self, col: int, pno: int) -> dict:
@@ -300,6 +323,7 @@ class FileV21Reader(FileV2Reader):
     def iter_field(self, field: LanceField, columns: Dict[int, int],
                    batch_rows: Optional[int]) -> Iterator[pa.Array]:
         typ = arrow_field(field, self.path).type
+        field = _as_leaves(field, columns)
         types: Dict[int, pa.DataType] = {}
         try:
             _leaf_types(field, typ, types)

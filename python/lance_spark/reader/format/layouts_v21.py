@@ -82,8 +82,15 @@ def inline_widths(l, bufs: List[np.ndarray]) -> List[int]:
     if enc.WhichOneof("compression") != "inline_bitpacking":
         return []
     bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
-    chunks = _chunk_views(l, bufs)[3]
-    return sorted({int(c[0][:bits // 8].view(f"<u{bits // 8}")[0]) for c in chunks if c and c[0].size >= bits // 8})
+    ch = _chunk_views(l, bufs)[3]
+    if ch is None or bits not in (8, 16, 32, 64):
+        return []
+    wb = bits // 8
+    pos = ch.pos[0][ch.size[0] >= wb]
+    first = np.zeros(pos.size, np.int64)
+    for k in range(wb):  # per byte of the word
+        first |= ch.data[pos + k].astype(np.int64) << (8 * k)
+    return sorted(set(first.tolist()))
 
 
 def _miniblock(l, bufs: List[np.ndarray], num_rows: int) -> PageData:
@@ -98,14 +105,12 @@ def _miniblock(l, bufs: List[np.ndarray], num_rows: int) -> PageData:
         return PageData(kinds, np.empty(0, np.uint16) if has_rep else None,
                         np.empty(0, np.uint16) if has_def else None, 0, vals, codecs=codecs)
     rep = defs = None
-    rep_slices, def_slices = levels
+    (rep_pos, rep_sz), (def_pos, def_sz) = levels
     if has_rep:
-        rep = np.concatenate([enc21.levels(l.rep_compression, s, int(n), "repetition levels")
-                              for s, n in zip(rep_slices, nlev)])
+        rep = enc21.levels_chunks(l.rep_compression, chunks.data, rep_pos, rep_sz, nlev, "repetition levels")
     if has_def:
-        defs = np.concatenate([enc21.levels(l.def_compression, s, int(n), "definition levels")
-                               for s, n in zip(def_slices, nlev)])
-    values = enc21.mb_decode(l.value_compression, chunks, counts.tolist())
+        defs = enc21.levels_chunks(l.def_compression, chunks.data, def_pos, def_sz, nlev, "definition levels")
+    values = enc21.mb_decode(l.value_compression, chunks)
     n_entries = int(nlev.sum()) if (has_rep or has_def) else num_items
     if values.n != num_items:
         raise DecodeError(f"decoded {values.n} values, the page has {num_items}")
@@ -119,8 +124,9 @@ def _miniblock(l, bufs: List[np.ndarray], num_rows: int) -> PageData:
 
 
 def _chunk_views(l, bufs: List[np.ndarray]):
-    """(values per chunk, levels per chunk, (rep slices, def slices), value buffers per chunk, None)
-    of a mini-block page, every header and bound checked; counts is None for an empty page."""
+    """(values per chunk, levels per chunk, ((rep positions, sizes), (def positions, sizes)), the
+    value buffers of every chunk (`encodings_v21.Chunks`), None) of a mini-block page, every header
+    and bound checked for all chunks at once; counts is None for an empty page."""
     has_rep = l.HasField("rep_compression")
     has_def = l.HasField("def_compression")
     nb = int(l.num_buffers)
@@ -137,7 +143,7 @@ def _chunk_views(l, bufs: List[np.ndarray]):
     if nchunks == 0:
         if num_items:
             raise DecodeError(f"mini-block page of {num_items} items has no chunks")
-        return None, None, ([], []), [], None
+        return None, None, ((None, None), (None, None)), None, None
     logs = words & 0xF
     sizes = ((words >> 4) + 1) * 8
     ends = np.cumsum(sizes)
@@ -188,13 +194,8 @@ def _chunk_views(l, bufs: List[np.ndarray]):
                           f"{int(sizes[c])} bytes")
     if (has_rep or has_def) and np.any(nlev[:-1] == 0):
         raise DecodeError("a chunk has no rep/def levels")
-    # levels and value buffers, chunk by chunk (views, no copies)
-    rep_slices = [b[int(a):int(a + s)] for a, s in zip(rep_pos, rep_sz)] if has_rep else []
-    def_slices = [b[int(a):int(a + s)] for a, s in zip(def_pos, def_sz)] if has_def else []
-    bp = [bpos.tolist() for bpos in buf_pos]
-    bs = [bsz.tolist() for bsz in buf_sz]
-    chunks = [[b[bp[i][c]:bp[i][c] + bs[i][c]] for i in range(nb)] for c in range(nchunks)]
-    return counts, nlev, (rep_slices, def_slices), chunks, None
+    levels = ((rep_pos, rep_sz), (def_pos, def_sz))
+    return counts, nlev, levels, enc21.Chunks(b, buf_pos, buf_sz, counts), None
 
 
 # -- full zip ----------------------------------------------------------------------------------------

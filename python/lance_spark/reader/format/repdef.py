@@ -90,6 +90,9 @@ def skeleton(kinds: Sequence[int], rep: Optional[np.ndarray], defs: Optional[np.
     if K == 0:
         raise DecodeError("page has no rep/def layers")
     layer_of, empty_code = _codes(kinds)
+    is_list = [k in LIST_LAYERS for k in kinds]
+    if not any(is_list):
+        return _flat_skeleton(K, layer_of, defs, n_entries, num_rows)
     if defs is not None:
         if defs.size != n_entries:
             raise DecodeError(f"{defs.size} definition levels, {n_entries} expected")
@@ -101,7 +104,6 @@ def skeleton(kinds: Sequence[int], rep: Optional[np.ndarray], defs: Optional[np.
     else:
         nl = np.full(n_entries, -1, dtype=np.int64)
         emp = np.zeros(n_entries, dtype=bool)
-    is_list = [k in LIST_LAYERS for k in kinds]
     if is_list[0]:
         raise DecodeError("the innermost rep/def layer is a list")
     m = sum(is_list)
@@ -147,6 +149,30 @@ def skeleton(kinds: Sequence[int], rep: Optional[np.ndarray], defs: Optional[np.
         out.append(layer)
     if out[0].length != num_rows:
         raise DecodeError(f"rep/def levels describe {out[0].length} rows, the page has {num_rows}")
+    return out
+
+
+def _flat_skeleton(n_layers: int, layer_of: np.ndarray, defs: Optional[np.ndarray], n_entries: int,
+                   num_rows: int) -> List[Layer]:
+    """`skeleton` without list layers: every entry is a slot of every layer, and a slot of layer j
+    is valid when its definition level names a layer inside j. Levels are numbered from the
+    innermost layer, so that is `defs < (number of levels naming a layer below j)`."""
+    if defs is not None:
+        if defs.size != n_entries:
+            raise DecodeError(f"{defs.size} definition levels, {n_entries} expected")
+        if defs.size and int(defs.max()) >= layer_of.size:
+            raise DecodeError(f"definition level {int(defs.max())} exceeds the {layer_of.size - 1} "
+                              "the page's layers allow")
+    if n_entries != num_rows:
+        raise DecodeError(f"rep/def levels describe {n_entries} rows, the page has {num_rows}")
+    out: List[Layer] = []
+    for j in range(n_layers - 1, -1, -1):  # outermost first
+        below = int(np.count_nonzero(layer_of < j))
+        valid = None
+        if defs is not None and below < layer_of.size:
+            v = defs < below
+            valid = None if v.all() else v
+        out.append(Layer(n_entries, valid))
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field as dc_field
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import pyarrow as pa
 
@@ -61,8 +61,10 @@ def _check_size(df: DataFileInfo) -> None:
         raise LanceFormatError(df.full_path, "data file is missing")
 
 
-def read_data_file(df: DataFileInfo, fields: List[LanceField]) -> Dict[int, pa.Array]:
-    """Read top-level fields (with their children) from one data file."""
+def read_data_file(df: DataFileInfo, fields: List[LanceField],
+                   on_page: Optional[Callable[[int, int], None]] = None) -> Dict[int, pa.Array]:
+    """Read top-level fields (with their children) from one data file; `on_page(column, page)` is
+    called after each page of a 2.1 / 2.2 file is decoded."""
     _check_size(df)
     if df.is_legacy:
         r = FileV01Reader(df.full_path, df.fields)
@@ -71,6 +73,8 @@ def read_data_file(df: DataFileInfo, fields: List[LanceField]) -> Dict[int, pa.A
         finally:
             r.close()
     r = open_v2(df)
+    if on_page is not None and isinstance(r, FileV21Reader):
+        r.on_page = on_page
     try:
         columns = column_map(df)
         return {f.id: r.read_field(f, columns) for f in fields}
