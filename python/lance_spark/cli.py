@@ -73,7 +73,7 @@ def _page_statistics(ds, frags) -> List[dict]:
 
 def _column_layouts(ds, frags) -> List[dict]:
     """Per leaf column of the 2.1+ data files: each (layout, codecs) used and on how many pages."""
-    from .reader.format.file_v21 import FileV21Reader
+    from .reader.format.file_v21 import FileV21Reader, is_blob_v2
     from .reader.table.fragment import column_map
 
     names = {}
@@ -111,6 +111,9 @@ def _column_layouts(ds, frags) -> List[dict]:
         if widths:
             e["codec"] = e["codec"].replace("bitpack(inline)", f"bitpack({','.join(map(str, widths))})")
         e["description"] = f"{e['layout']}: {e['codec']}"
+        if e["field_id"] in by_id and is_blob_v2(by_id[e["field_id"]]):  # 2.2 blob column: descriptions
+            e["blob"] = "lance.blob.v2"
+            e["description"] += " (lance.blob.v2 descriptions: values out of line)"
         out.append(e)
     return out
 
@@ -334,8 +337,19 @@ def _cell(v) -> str:
     if isinstance(v, (bytes, bytearray)):
         return v.hex()
     if isinstance(v, (list, dict)):
-        return json.dumps(v, default=str)
+        return json.dumps(_hex_bytes(v), default=str)
     return str(v)
+
+
+def _hex_bytes(v):
+    """`v` with binary values (e.g. the `data` of a 2.2 blob column) as hex, like top-level ones."""
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    if isinstance(v, dict):
+        return {k: _hex_bytes(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_hex_bytes(x) for x in v]
+    return v
 
 
 def cmd_cat(args) -> int:

@@ -6,6 +6,17 @@ An independent second implementation of the format (numpy + pyarrow, no pylance)
     ds = reader.dataset("/path/to/ds", version=3)
     ds.to_table(columns=["id"])
 
+Blob columns are read as the Spark connector reads them:
+
+- file version 2.1, a ``large_binary`` field with ``lance-encoding:blob`` (blob page layout): the
+  column holds the values themselves (``large_binary``; pylance's ``to_table()`` returns their
+  positions and ``take_blobs`` the values);
+- file version 2.2, a ``lance.blob.v2`` column: ``struct<data: large_binary, uri: string>``,
+  ``data`` holding values stored in the data file and ``uri`` the uri of external values (the
+  other null). Values pylance stored in the dataset's blob files, and ``lance.blob.v2`` columns
+  declared with other fields (pylance's ``blob_field``: data, uri, position, size), are refused
+  with a ``LanceFormatError`` naming the file and column.
+
 Layout (as the Scala codec): ``format/`` reads single data files, ``table/`` reads datasets
 (manifests, fragments, deletions) through it; ``errors`` is shared.
 """

@@ -11,6 +11,10 @@ leaf's layers + values, kept only until consumed) and assembling the Arrow array
 from the leaves' layers (`assemble`): a struct's validity and a list's offsets are taken from the
 first leaf below them. The exception is a packed struct (`lance-encoding:packed`): the file stores
 it as one column of whole rows, and it is read as a leaf whose values are the struct.
+
+Blob columns: at 2.1 the blob page layout (`layouts_v21`) yields the values themselves; at 2.2 a
+`lance.blob.v2` column is stored like a packed struct of descriptions (kind, position, size, blob
+id, uri), read as a leaf and turned into the field's struct<data, uri> (`blob_v2_values`).
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from . import _arrow
 from . import encodings_v21 as enc21
 from .encodings_v21 import Block, DecodeError, Fixed, Fsl, Struct, Var
 from .file_v2 import FileV2Reader
-from .layouts_v21 import PageData, decode_page, inline_widths
+from .layouts_v21 import PageData, decode_page, inline_widths, positions_and_sizes, read_blobs
 from .repdef import Layer, concat_layers, layer_name, skeleton, slice_layers, visible_count
 from .schema import LanceField, arrow_field
 
@@ -195,6 +199,54 @@ def _constant_values(source, typ: pa.DataType, n: int) -> pa.Array:
     return block_to_arrow(Fixed(width, np.tile(raw, n)), typ)
 
 
+# -- blob columns of 2.2 -------------------------------------------------------------------------------
+
+BLOB_V2_EXTENSION = b"lance.blob.v2"
+#: what a 2.2 file stores per value of a `lance.blob.v2` column (a packed struct)
+BLOB_V2_DESCRIPTION = pa.struct([("kind", pa.uint8()), ("position", pa.uint64()), ("size", pa.uint64()),
+                                 ("blob_id", pa.uint32()), ("blob_uri", pa.string())])
+_BLOB_KINDS = {0: "inline", 1: "packed", 2: "dedicated", 3: "external"}
+
+
+def is_blob_v2(field: LanceField) -> bool:
+    """A 2.2 blob column: a struct<data, uri> with extension `lance.blob.v2`, stored as one column
+    of descriptions (read as a leaf, like a packed struct)."""
+    ext = field.metadata.get("ARROW:extension:name")
+    return (ext if isinstance(ext, bytes) else str(ext or "").encode()) == BLOB_V2_EXTENSION
+
+
+def blob_v2_values(desc: pa.Array, typ: pa.DataType, read_at) -> pa.Array:
+    """`lance.blob.v2` descriptions -> the field's struct<data, uri> (children matched by name):
+    `data` holds the values stored in this data file (kind 0, "inline": read at position / size),
+    `uri` the uri of external values (null when empty). Values in the dataset's blob files (kinds 1
+    "packed" and 2 "dedicated", without a uri) are refused. Slots of null rows are placeholders."""
+    if not pa.types.is_struct(typ):
+        raise DecodeError(f"blob field of type {typ} (a struct<data, uri> expected)")
+    names = [typ.field(i).name for i in range(typ.num_fields)]
+    unknown = [x for x in names if x not in ("data", "uri")]
+    if unknown:
+        raise DecodeError(f"lance.blob.v2 column declared as struct<{', '.join(names)}>: only struct<data, uri> "
+                          f"is supported (unknown field(s) {', '.join(unknown)})")
+    kind = np.asarray(desc.field(0).to_numpy(zero_copy_only=False), np.int64)
+    uri = desc.field(4)
+    has_uri = np.asarray(pc.binary_length(uri).fill_null(0).to_numpy(zero_copy_only=False)) > 0
+    inline = kind == 0
+    bad = np.flatnonzero(~inline & ~has_uri)
+    if bad.size:
+        k = int(kind[bad[0]])
+        raise DecodeError(f"blob of slot {int(bad[0])} is of kind {k} ({_BLOB_KINDS.get(k, 'unknown')}: stored "
+                          f"in the dataset's blob files, not this data file); only values in the data file "
+                          f"and external ones (uri) are supported")
+    pos, size = positions_and_sizes(desc.field(1).to_numpy(zero_copy_only=False),
+                                    desc.field(2).to_numpy(zero_copy_only=False), "blob v2 descriptions")
+    size = np.where(inline, size, 0)
+    data = block_to_arrow(read_blobs(np.where(inline, pos, 0), size, read_at), pa.large_binary())
+    data = _arrow.with_validity(data, _arrow.bitmap_from_bools(inline))
+    uri = _arrow.with_validity(uri, _arrow.bitmap_from_bools(has_uri))
+    kids = {"data": data, "uri": uri}
+    return pa.StructArray.from_arrays([kids[x].cast(typ.field(x).type) for x in names], fields=list(typ))
+
+
 # -- the file ------------------------------------------------------------------------------------------
 
 class FileV21Reader(FileV2Reader):
@@ -243,18 +295,22 @@ class FileV21Reader(FileV2Reader):
         return out
 
     def read_at(self, pos: int, size: int) -> np.ndarray:
-        self._check(pos, size, "blob value")
+        """`size` bytes at file position `pos` (a blob value), a zero-copy view."""
+        if pos < 0 or size < 0 or pos + size > self.size:
+            raise DecodeError(f"blob value [{pos}, {pos + size}) lies outside the file ({self.size} bytes)")
         return np.frombuffer(self._read(pos, size), dtype=np.uint8)
 
     def decode_page(self, col: int, pno: int, typ: pa.DataType, where: str,
-                    expected_layers: Optional[int] = None) -> Tuple[List[Layer], pa.Array, PageData]:
+                    expected_layers: Optional[int] = None,
+                    blob_v2: bool = False) -> Tuple[List[Layer], pa.Array, PageData]:
         """One page of a leaf column: its layers (outermost first) and its values (Arrow, one per
-        leaf slot, nulls not applied)."""
+        leaf slot, nulls not applied). With `blob_v2` the column holds `lance.blob.v2` descriptions
+        and `typ` is the field's struct<data, uri>: the values are read (`blob_v2_values`)."""
         cm = self.column(col)
         page = cm.pages[pno]
         layout = self.page_layout(page, where)
         bufs = self.page_buffers(page, where)
-        storage = _storage_type(typ)
+        storage = BLOB_V2_DESCRIPTION if blob_v2 else _storage_type(typ)
         try:
             data = decode_page(layout, bufs, int(page.length), self.read_at)
             if expected_layers is not None and len(data.kinds) != expected_layers:
@@ -283,6 +339,8 @@ class FileV21Reader(FileV2Reader):
                 if data.values.n != nvis:
                     raise DecodeError(f"page holds {data.values.n} values, its levels {nvis} visible items")
                 values = block_to_arrow(data.values, storage)
+            if blob_v2:
+                values = blob_v2_values(values, typ, self.read_at)
         except LanceFormatError:
             raise
         except _DECODE_ERRORS as e:
@@ -314,7 +372,7 @@ class FileV21Reader(FileV2Reader):
         if leaf.id not in columns:
             raise LanceFormatError(self.path, f"{what}: leaf field {leaf.name!r} (id {leaf.id}) has no column "
                                               "in this file")
-        return LeafCursor(self, columns[leaf.id], typ, what)
+        return LeafCursor(self, columns[leaf.id], typ, what, blob_v2=is_blob_v2(leaf))
 
     def read_field(self, field: LanceField, columns: Dict[int, int]) -> pa.Array:
         """All rows of a (possibly nested) top-level field; `columns` maps leaf field id -> column."""
@@ -360,8 +418,9 @@ def _depths(field: LanceField, d: int = 0, out: Optional[Dict[int, int]] = None)
 class LeafCursor:
     """Rows of one leaf column, decoded page by page as they are asked for."""
 
-    def __init__(self, reader: FileV21Reader, col: int, typ: pa.DataType, what: str):
+    def __init__(self, reader: FileV21Reader, col: int, typ: pa.DataType, what: str, blob_v2: bool = False):
         self.r = reader
+        self.blob_v2 = blob_v2
         self.col = col
         self.typ = typ
         self.what = what
@@ -375,7 +434,8 @@ class LeafCursor:
     def _load(self) -> None:
         pno = self.next_page
         where = f"{self.what}, column {self.col} page {pno}"
-        layers, values, _ = self.r.decode_page(self.col, pno, self.typ, where, self.expected_layers)
+        layers, values, _ = self.r.decode_page(self.col, pno, self.typ, where, self.expected_layers,
+                                               self.blob_v2)
         self.next_page += 1
         if self.layers is None:
             self.layers, self.values = layers, values

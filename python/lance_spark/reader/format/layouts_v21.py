@@ -17,8 +17,10 @@ constant pages). Layouts:
   row's starting byte). Rows are unzipped in rounds, round k taking the k-th entry of every row.
 - constant: one value (inline bytes, or buffer 0) for every visible valid item; levels as raw
   u16 buffers unless compressed; 2.1's all-null layout (no value).
-- blob: the inner layout holds (position, size) descriptions of values stored elsewhere in the
-  file; the description also smuggles rep/def for nulls.
+- blob (2.1, `lance-encoding:blob`): the inner layout holds one (position, size) description
+  per entry of a value stored elsewhere in the file; a null's description smuggles its levels
+  (size 0, position = def << 16 | rep). The values are read at their positions (`read_at`) and
+  returned as the page's values, nulls as empty slots.
 """
 from __future__ import annotations
 
@@ -419,29 +421,68 @@ def _constant(l, bufs: List[np.ndarray], num_rows: int) -> PageData:
 
 # -- blob ------------------------------------------------------------------------------------------
 
-def _blob(l, bufs: List[np.ndarray], num_rows: int, read_at: ReadAt) -> PageData:
-    inner = decode_page(l.inner_layout, bufs, num_rows, read_at)
-    desc = inner.values
-    if isinstance(desc, enc21.Struct) and len(desc.children) >= 2:
-        pos = desc.children[0].ints().astype(np.int64)
-        size = desc.children[1].ints().astype(np.int64)
+def blob_descriptions(desc, n: int, what: str):
+    """(position, size) of `n` descriptions decoded as a packed struct of two u64 (or as 128-bit
+    values), as int64 arrays; values beyond the int64 range are an error."""
+    if isinstance(desc, enc21.Struct) and len(desc.children) == 2 and all(
+            isinstance(c, Fixed) and c.bits == 64 for c in desc.children):
+        pos, size = (c.ints() for c in desc.children)
     elif isinstance(desc, Fixed) and desc.bits == 128:
-        pairs = desc.data.view("<u8").reshape(-1, 2).astype(np.int64)
+        pairs = desc.data.view("<u8").reshape(-1, 2)
         pos, size = pairs[:, 0], pairs[:, 1]
     else:
-        raise DecodeError("blob descriptions are not (position, size) pairs")
+        raise DecodeError(f"{what} are not (position, size) pairs of u64")
+    if pos.size != n or size.size != n:
+        raise DecodeError(f"{pos.size} {what} for {n} entries")
+    return positions_and_sizes(pos, size, what)
+
+
+def positions_and_sizes(pos: np.ndarray, size: np.ndarray, what: str):
+    """u64 positions and sizes as int64 (beyond 2^62 is an error: no file is that large)."""
+    if (pos.size and int(pos.max()) >= 1 << 62) or (size.size and int(size.max()) >= 1 << 62):
+        raise DecodeError(f"{what}: a position or size beyond the 62-bit range")
+    return pos.astype(np.int64), size.astype(np.int64)
+
+
+def read_blobs(pos: np.ndarray, size: np.ndarray, read_at: ReadAt) -> Var:
+    """The values at (pos, size) in the file, as one Var block (size 0: an empty value, nothing
+    read). One read per non-empty value: each is a separate out-of-line range of the file (a
+    zero-copy view of the mapped file), copied once into the result."""
+    offs = np.zeros(size.size + 1, np.int64)
+    np.cumsum(size, out=offs[1:])
+    nz = np.flatnonzero(size)
+    if nz.size == 0:
+        return Var(offs, np.empty(0, np.uint8))
+    parts = [read_at(p, s) for p, s in zip(pos[nz].tolist(), size[nz].tolist())]  # per value: own range
+    return Var(offs, np.concatenate(parts))
+
+
+def _blob(l, bufs: List[np.ndarray], num_rows: int, read_at: ReadAt) -> PageData:
+    """Each entry's description is (position, size) of its value in the file; size 0 with position
+    0 is an empty value, size 0 with another position a null whose repetition level is the
+    position's low 16 bits and definition level the next 16. Every entry is a value slot (nulls get
+    an empty value). Blobs inside lists are refused: the descriptions of valid values carry no
+    repetition levels."""
     kinds = list(l.layers)
+    if any(k in LIST_LAYERS for k in kinds):
+        raise DecodeError("blob values inside lists are not supported")
+    inner = decode_page(l.inner_layout, bufs, num_rows, read_at)
+    if inner.values is None:
+        raise DecodeError("blob page without descriptions")
+    pos, size = blob_descriptions(inner.values, inner.n_entries, "blob descriptions")
     null = (size == 0) & (pos != 0)
-    defs = rep = None
-    if null.any() or any(k != ALL_VALID_ITEM for k in kinds):
-        rep_lv = (pos & 0xFFFF).astype(np.uint16)
-        def_lv = ((pos >> 16) & 0xFFFF).astype(np.uint16)
-        defs = np.where(null, def_lv, 0).astype(np.uint16)
-        if any(k in LIST_LAYERS for k in kinds):
-            rep = np.where(null, rep_lv, 0).astype(np.uint16)
-    keep = ~null
-    pos, size = pos[keep], size[keep]
-    parts = [read_at(int(p), int(s)) if s else np.empty(0, np.uint8) for p, s in zip(pos, size)]
-    offs = np.concatenate(([0], np.cumsum(size))).astype(np.int64)
-    data = np.concatenate(parts) if parts else np.empty(0, np.uint8)
-    return PageData(kinds, rep, defs, int(keep.size), Var(offs, data), codecs=["blob"] + inner.codecs)
+    defs = None
+    if any(k != ALL_VALID_ITEM for k in kinds):
+        if null.any() and int(pos[null].max()) > 0xFFFFFFFF:
+            raise DecodeError("a null blob's description holds levels beyond 32 bits")
+        if np.any((pos[null] & 0xFFFF) != 0):
+            raise DecodeError("a null blob outside any list has a repetition level")
+        defs = np.where(null, pos >> 16, 0).astype(np.uint16)
+        if np.any(null & (defs == 0)):
+            raise DecodeError("a null blob with definition level 0")
+    elif null.any():
+        raise DecodeError(f"{int(null.sum())} null blob(s) in a page whose layers allow no nulls")
+    pos = np.where(null, 0, pos)
+    size = np.where(null, 0, size)
+    values = read_blobs(pos, size, read_at)
+    return PageData(kinds, None, defs, int(pos.size), values, codecs=["blob"] + inner.codecs)
