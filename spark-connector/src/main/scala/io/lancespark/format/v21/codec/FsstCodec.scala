@@ -46,24 +46,28 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
     var dst = new Array[Byte](math.min(Int.MaxValue - 64L, inLen * 3 + 64).toInt)
     var o = 0
     var i = 0
+    val limit = src.length.toLong
     while (i < n) {
       var p = (from + offs(i)).toInt
       val e = (from + offs(i + 1)).toInt
+      if (from + offs(i) < 0 || from + offs(i + 1) > limit)
+        ctx.fail(s"FSST value $i spans bytes [${offs(i)}, ${offs(i + 1)}) outside its ${limit - from} byte buffer")
       val most = o + 8L * (e - p) + 8
       if (most > dst.length) dst = FsstCodec.grow(dst, most)
-      // four codes at a time while none of them is an escape
-      while (p + 4 <= e && {
-          val c0 = src(p) & 0xff; val c1 = src(p + 1) & 0xff; val c2 = src(p + 2) & 0xff; val c3 = src(p + 3) & 0xff
-          val l0 = lens(c0); val l1 = lens(c1); val l2 = lens(c2); val l3 = lens(c3)
-          if ((l0 != 0) & (l1 != 0) & (l2 != 0) & (l3 != 0)) {
-            FsstCodec.LongLE.set(dst, o, words(c0)); o += l0
-            FsstCodec.LongLE.set(dst, o, words(c1)); o += l1
-            FsstCodec.LongLE.set(dst, o, words(c2)); o += l2
-            FsstCodec.LongLE.set(dst, o, words(c3)); o += l3
-            p += 4
-            true
-          } else false
-        }) ()
+      // codes until the first escape, without bounds checks: `most` bounds
+      // every write, and p stays within [offs(i), offs(i + 1)) of `src`
+      val U = FsstCodec.U
+      val B = FsstCodec.ByteBase
+      var run = true
+      while (run && p < e) {
+        val c = U.getByte(src, B + p) & 0xff
+        val len = lens(c)
+        if (len != 0) {
+          U.putLong(dst, B + o, words(c))
+          o += len
+          p += 1
+        } else run = false
+      }
       while (p < e) {
         val c = src(p) & 0xff
         val len = lens(c)
@@ -102,6 +106,13 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
 object FsstCodec {
   val Magic: Long = 0x46535354L // "FSST"
   val Escape: Int = 255
+
+  private[codec] val U: sun.misc.Unsafe = {
+    val f = classOf[sun.misc.Unsafe].getDeclaredField("theUnsafe")
+    f.setAccessible(true)
+    f.get(null).asInstanceOf[sun.misc.Unsafe]
+  }
+  private[codec] val ByteBase: Long = U.arrayBaseOffset(classOf[Array[Byte]]).toLong
 
   /** Little-endian longs written into byte arrays (no ByteBuffer in the loop). */
   private val LongLE: VarHandle = MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], ByteOrder.LITTLE_ENDIAN)

@@ -394,35 +394,20 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     val data = lb.fixed.arr
     def start(i: Int): Int = if (i == 0) 0 else lb.ends.getLong(i - 1).toInt
     def end(i: Int): Int = lb.ends.getLong(i).toInt
-    val ids = new java.util.HashMap[java.nio.ByteBuffer, Integer]()
-    val indices = new Array[Byte](4 * n)
-    val limit = n / 2
-    var i = 0
-    while (i < n) {
-      val key = java.nio.ByteBuffer.wrap(data, start(i), end(i) - start(i))
-      var id = ids.get(key)
-      if (id == null) {
-        if (ids.size >= limit) return None
-        id = ids.size
-        ids.put(key, id)
-      }
-      val k = id.intValue
-      indices(4 * i) = k.toByte; indices(4 * i + 1) = (k >>> 8).toByte
-      indices(4 * i + 2) = (k >>> 16).toByte; indices(4 * i + 3) = (k >>> 24).toByte
-      i += 1
+    val dict = StringDictionary.build(data, start, end, n, n / 2) match {
+      case Some(d) => d
+      case None => return None
     }
-    // the dictionary: its items in id order, as a variable-width block
-    val items = new Array[java.nio.ByteBuffer](ids.size)
-    ids.forEach((k, v) => items(v.intValue) = k)
-    val count = items.length
+    val count = dict.count
+    val indices = dict.indices
     // (a block: offset width in bits, where the bytes start, the offsets, the bytes; the header words are `ob` wide)
     val head = 2 * ob + ob * (count + 1)
     val out = new ByteBuilder(head + data.length / 4)
     putOffset(out, ob, 8L * ob); putOffset(out, ob, head)
     var at = 0L
     putOffset(out, ob, 0)
-    items.foreach { b => at += b.remaining(); putOffset(out, ob, at) }
-    items.foreach(b => out.put(b.array(), b.position(), b.remaining()))
+    dict.items.foreach { v => at += end(v) - start(v); putOffset(out, ob, at) }
+    dict.items.foreach(v => out.put(data, start(v), end(v) - start(v)))
     val dictEncoding = variable(8 * ob)
     Some(((dictEncoding, out.toArray), indices, count))
   }
