@@ -53,8 +53,10 @@ final class CleanupException(message: String) extends RuntimeException(message)
   * latest, tagged and recent versions form the working set, whose files stay.
   * A file only old versions reference is "verified" garbage and goes; a file
   * no manifest references may belong to a commit in progress and goes only
-  * when older than [[UnverifiedAge]] (or `deleteUnverified`). Files modified
-  * after the earliest retained version was committed are never touched.
+  * when older than [[UnverifiedAge]] (or `deleteUnverified`). The reference's
+  * source also skips files modified after the earliest kept version was
+  * committed, but pylance 14 does not on local files (its explain lists them);
+  * we follow what pylance does, so the two agree on what a cleanup removes.
   * Manifests go first, so no remaining version ever lists a removed file. */
 object Cleanup {
   val DefaultRetention: Duration = Duration.ofDays(14)
@@ -94,17 +96,14 @@ object Cleanup {
     val (removed, kept) = inspected.partition(i => old(i) && !tagged.contains(i.version))
     val working = kept.map(_.files).foldLeft(NoFiles)(_ ++ _)
     val verified = removed.map(_.files).foldLeft(NoFiles)(_ ++ _)
-    val earliestKept = kept.map(i => timestamp(i.manifest)).minOption
     val unverifiedBefore = now.minus(UnverifiedAge)
 
     val root = storage.root.toUri.getPath.stripSuffix("/") + "/"
     val garbage = listAll(storage).flatMap { st =>
       val rel = st.getPath.toUri.getPath.stripPrefix(root)
       val modified = Instant.ofEpochMilli(st.getModificationTime)
-      val considered = earliestKept.forall(t => !modified.isAfter(t))
       val maybeInProgress = !policy.deleteUnverified && !modified.isBefore(unverifiedBefore)
-      if (!considered) None
-      else classify(rel, working, verified, maybeInProgress).map(kind => RemovedFile(rel, kind, st.getLen))
+      classify(rel, working, verified, maybeInProgress).map(kind => RemovedFile(rel, kind, st.getLen))
     }
     val manifests = removed.map(i => RemovedFile(s"${ManifestNaming.Dir}/${i.status.getPath.getName}", "manifest",
       i.status.getLen))
