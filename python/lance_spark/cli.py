@@ -1,4 +1,5 @@
-"""`lance-spark` command line: inspect, history, verify and cat Lance datasets (pure-Python reader)."""
+"""`lance-spark` command line: inspect, history, tags, vacuum --dry-run, verify and cat Lance datasets
+(pure-Python reader)."""
 from __future__ import annotations
 
 import argparse
@@ -362,6 +363,49 @@ def cmd_cat(args) -> int:
     return 0
 
 
+def _root(path: str) -> str:
+    return _reader().dataset(path).uri
+
+
+def cmd_tags(args) -> int:
+    from .reader.table.maintenance import list_tags
+    tags = list_tags(_root(args.path))
+    if args.json:
+        print(json.dumps([t.__dict__ for t in tags], indent=2))
+        return 0
+    for t in tags:
+        branch = f"\t(branch {t.branch})" if t.branch else ""
+        print(f"{t.name}\t{t.version}\t{t.created_at or '-'}{branch}")
+    return 0
+
+
+def cmd_vacuum(args) -> int:
+    import datetime as dt
+    from .reader.table.maintenance import DEFAULT_RETENTION, plan_cleanup
+    if not args.dry_run:
+        print("lance-spark: vacuum here only lists what would go (--dry-run); to remove files run "
+              "CALL lance.system.vacuum(table => ...) in Spark", file=sys.stderr)
+        return 2
+    retention = DEFAULT_RETENTION if args.retain_hours is None else dt.timedelta(hours=args.retain_hours)
+    if retention < dt.timedelta(0):
+        raise ValueError("--retain-hours must be >= 0")
+    plan = plan_cleanup(_root(args.path), dt.datetime.now(dt.timezone.utc) - retention,
+                        delete_unverified=args.delete_unverified,
+                        error_if_tagged_old_versions=not args.keep_tagged)
+    if args.json:
+        print(json.dumps({"removed_versions": plan.removed_versions,
+                          "kept_tagged_versions": plan.kept_tagged_versions,
+                          "bytes_removed": plan.bytes_removed,
+                          "files": [f.__dict__ for f in plan.files]}, indent=2))
+        return 0
+    for f in plan.files:
+        print(f"{f.kind}\t{f.size_bytes}\t{f.path}")
+    print(f"would remove {len(plan.removed_versions)} version(s) "
+          f"({_ranges(plan.removed_versions) or 'none'}), {len(plan.files)} file(s), {plan.bytes_removed} bytes"
+          + (f"; tagged versions kept: {_ranges(plan.kept_tagged_versions)}" if plan.kept_tagged_versions else ""))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lance-spark", description=__doc__)
     p.add_argument("--version-info", action="version", version=f"lance-spark {__version__}")
@@ -376,6 +420,23 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("history", help="one line per version: version, timestamp, operation")
     s.add_argument("path")
     s.set_defaults(func=cmd_history)
+
+    s = sub.add_parser("tags", help="one line per tag: name, version, created at")
+    s.add_argument("path")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_tags)
+
+    s = sub.add_parser("vacuum", help="list what cleaning up old versions would remove (with --dry-run)")
+    s.add_argument("path")
+    s.add_argument("--dry-run", action="store_true", help="list only (the only mode without Spark)")
+    s.add_argument("--retain-hours", type=float, default=None,
+                   help="versions older than this many hours go (default: 336 = 14 days)")
+    s.add_argument("--delete-unverified", action="store_true",
+                   help="also list files no version references that are younger than 7 days")
+    s.add_argument("--keep-tagged", action="store_true",
+                   help="keep tagged old versions instead of failing (error_if_tagged_old_versions=false)")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_vacuum)
 
     s = sub.add_parser("verify", help="check every version, data file and deletion file; exit 1 on problems")
     s.add_argument("path")

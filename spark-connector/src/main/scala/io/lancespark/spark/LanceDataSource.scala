@@ -14,7 +14,8 @@ import scala.jdk.CollectionConverters._
 import io.lancespark.spark.options.{ReadOptions, ReadTarget}
 import io.lancespark.spark.write.LanceWriteJob
 import io.lancespark.table.model.Snapshot
-import io.lancespark.table.storage.Dataset
+import io.lancespark.table.maintenance.Tags
+import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** `spark.read.format("lance")` and `df.write.format("lance")`: the entry point
   * Spark finds through META-INF/services and the short name "lance".
@@ -55,7 +56,7 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
 
 object LanceDataSource {
   def snapshot(target: ReadTarget): Snapshot = {
-    val conf = SparkSession.active.sessionState.newHadoopConf()
-    Dataset.open(target.path, target.version, conf)
+    val storage = DatasetStorage(target.path, SparkSession.active.sessionState.newHadoopConf())
+    Dataset.open(storage, target.tag.map(Tags.versionOf(storage, _)).orElse(target.version))
   }
 }

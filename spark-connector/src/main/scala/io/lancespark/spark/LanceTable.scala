@@ -66,8 +66,8 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
     if (!writable)
       throw new UnsupportedOperationException(
         s"$path: row-level changes go through the Lance catalog: use lance.`$path`")
-    if (target.version.isDefined)
-      throw new IllegalArgumentException(s"$path: cannot change an old version (version ${target.version.get})")
+    if (target.pinned)
+      throw new IllegalArgumentException(s"$path: cannot change an old version (${target.describe})")
   }
 
   override def newRowLevelOperationBuilder(info: RowLevelOperationInfo): RowLevelOperationBuilder = {
@@ -78,7 +78,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
   private var metadataDelete: Option[Seq[io.lancespark.table.model.FragmentInfo]] = None
 
   override def canDeleteWhere(predicates: Array[Predicate]): Boolean = {
-    metadataDelete = if (writable && target.version.isEmpty) MetadataDelete.fragmentsToDrop(snapshot, predicates) else None
+    metadataDelete = if (writable && !target.pinned) MetadataDelete.fragmentsToDrop(snapshot, predicates) else None
     metadataDelete.isDefined
   }
 
@@ -90,8 +90,8 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
   }
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
-    if (target.version.isDefined)
-      throw new IllegalArgumentException(s"$path: cannot write to an old version (version ${target.version.get})")
+    if (target.pinned)
+      throw new IllegalArgumentException(s"$path: cannot write to an old version (${target.describe})")
     new LanceWriteBuilder(snapshot, info, hadoopConf)
   }
 }

@@ -8,15 +8,19 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.{NamespaceAlreadyExistsException, NoSuchNamespaceException, NoSuchTableException, TableAlreadyExistsException}
 import org.apache.spark.sql.connector.catalog._
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import io.lancespark.schema.LanceSchema
 import io.lancespark.spark.LanceTable
+import io.lancespark.spark.metadata.{MetadataTable, MetadataTables}
+import io.lancespark.spark.procedures.{LanceProcedures, TableResolver}
 import io.lancespark.spark.options.{OptionSource, ReadTarget, WriteOptions}
 import io.lancespark.spark.write.SparkToArrow
 import io.lancespark.table.commit.{CommitSettings, Committer, OverwriteDataset, ReplaceSchema}
+import io.lancespark.table.maintenance.Tags
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
@@ -24,7 +28,7 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage}
   * (`spark.sql.catalog.lance.warehouse`): namespaces are directories, tables
   * are `<namespace>/<name>.lance` datasets. Any dataset is also reachable by
   * path, like Delta's: ``lance.`/abs/path/to/dataset` ``. */
-final class LanceCatalog extends TableCatalog with SupportsNamespaces {
+final class LanceCatalog extends TableCatalog with SupportsNamespaces with ProcedureCatalog with TableResolver {
 
   private var catalogName: String = "lance"
   private var warehouse: Path = _
@@ -53,12 +57,66 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces {
 
   private def exists(ident: Identifier): Boolean = Dataset.isDataset(location(ident), conf)
 
-  override def loadTable(ident: Identifier): Table = load(ident, None)
+  override def loadTable(ident: Identifier): Table =
+    metadataTable(ident).getOrElse(load(ident, None))
 
-  override def loadTable(ident: Identifier, version: String): Table = {
-    val v = version.toLongOption.getOrElse(
-      throw new IllegalArgumentException(s"VERSION AS OF needs a version number, got '$version'"))
-    load(ident, Some(v))
+  /** VERSION AS OF: a version number, or a tag's name. */
+  override def loadTable(ident: Identifier, version: String): Table = version.toLongOption match {
+    case Some(v) => load(ident, Some(v))
+    case None =>
+      if (!LanceCatalog.isPath(ident) && !exists(ident)) throw new NoSuchTableException(ident)
+      load(ident, Some(Tags.versionOf(DatasetStorage(location(ident), conf), version)))
+  }
+
+  /** `db.t.history`, `db.t.tags`, `db.t.fragments` (and the same after a path
+    * table): metadata tables of table `db.t`, unless a table of that name exists. */
+  private def metadataTable(ident: Identifier): Option[Table] = {
+    val ns = ident.namespace()
+    val kind = ident.name().toLowerCase(java.util.Locale.ROOT)
+    if (ns.isEmpty || !MetadataTables.Kinds.contains(kind) || LanceCatalog.isPath(ident) || exists(ident)) None
+    else {
+      val parent = Identifier.of(ns.init, ns.last)
+      if (LanceCatalog.isPath(parent) || exists(parent)) {
+        val storage = DatasetStorage(location(parent), conf)
+        Dataset.open(storage, None)  // a path that holds no dataset: an error naming it
+        Some(new MetadataTable(s"$catalogName.${(ns.init :+ ns.last).map(quote).mkString(".")}", kind, storage))
+      } else None
+    }
+  }
+
+  private def quote(part: String): String =
+    if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
+
+  // --- procedures (namespace `system`) ---
+
+  override def loadProcedure(ident: Identifier): UnboundProcedure =
+    (if (ident.namespace().sameElements(Array(LanceProcedures.Namespace))) LanceProcedures.load(ident.name(), this)
+     else None).getOrElse(throw new IllegalArgumentException(
+      s"$catalogName has no procedure ${(ident.namespace() :+ ident.name()).mkString(".")}; its procedures are " +
+        LanceProcedures.names.map(n => s"$catalogName.${LanceProcedures.Namespace}.$n").mkString(", ")))
+
+  override def listProcedures(namespace: Array[String]): Array[Identifier] =
+    if (namespace.sameElements(Array(LanceProcedures.Namespace)))
+      LanceProcedures.names.map(n => Identifier.of(namespace, n)).toArray
+    else Array.empty
+
+  /** A procedure's `table` argument: `db.t`, `lance.db.t`, `t` (default
+    * namespace), `` `/path/to/ds.lance` `` or an unquoted absolute path or URI. */
+  override def storageFor(table: String): DatasetStorage = {
+    val trimmed = table.trim
+    val ident =
+      if (trimmed.startsWith("/") || trimmed.contains("://")) Identifier.of(Array.empty, trimmed)
+      else {
+        val parts = SparkSession.active.sessionState.sqlParser.parseMultipartIdentifier(trimmed)
+        val rest = if (parts.size >= 3 && parts.head.equalsIgnoreCase(catalogName)) parts.tail else parts
+        if (rest.size == 1 && LanceCatalog.isPath(Identifier.of(Array.empty, rest.head))) Identifier.of(Array.empty, rest.head)
+        else if (rest.size == 1) Identifier.of(defaultNamespace(), rest.head)
+        else Identifier.of(rest.init.toArray, rest.last)
+      }
+    if (!LanceCatalog.isPath(ident) && !exists(ident)) throw new NoSuchTableException(ident)
+    val storage = DatasetStorage(location(ident), conf)
+    Dataset.open(storage, None)  // a path that holds no dataset: an error naming it
+    storage
   }
 
   /** TIMESTAMP AS OF: the newest version committed at or before `timestamp` (microseconds). */

@@ -8,13 +8,20 @@ final case class ReadConf(
     pushdown: Boolean = true,
     readAhead: Option[Boolean] = None)
 
-/** Which dataset a read opens: its path and version (only from the read's own options). */
-final case class ReadTarget(path: String, version: Option[Long])
+/** Which dataset a read opens: its path and version or tag (only from the
+  * read's own options; at most one of the two). */
+final case class ReadTarget(path: String, version: Option[Long], tag: Option[String] = None) {
+  /** Whether the read is pinned to one version (not the latest): such a table is read-only. */
+  def pinned: Boolean = version.isDefined || tag.isDefined
+  def describe: String = tag.map(t => s"tag '$t'").orElse(version.map(v => s"version $v")).getOrElse("the latest version")
+}
 
 /** The options of `spark.read.format("lance")` and of scans of catalog tables. */
 object ReadOptions {
   /** Dataset version to read (time travel); default: the latest. Only a read's own option. */
   val Version: LanceOption[Long] = LanceOption.nonNegativeLong("version")
+  /** The version a tag names (time travel by name); not together with `version`. Only a read's own option. */
+  val Tag: LanceOption[String] = LanceOption.string("tag", "a tag name")(v => Some(v.trim).filter(_.nonEmpty))
   /** Rows per columnar batch handed to Spark. */
   val BatchSize: LanceOption[Int] = LanceOption.positiveInt("batchSize")
   /** Most rows one input partition reads; default: sized so every core gets work. */
@@ -28,14 +35,17 @@ object ReadOptions {
   val ReadAhead: LanceOption[Option[Boolean]] =
     LanceOption.choice("readAhead", "auto" -> None, "true" -> Some(true), "false" -> Some(false))
 
-  val All: Seq[LanceOption[_]] = Seq(Version, BatchSize, SplitRows, Pushdown, ReadAhead)
+  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead)
 
   val DefaultBatchSize: Int = 8192
 
   def target(explicit: Map[String, String]): ReadTarget = {
     val own = new OptionSource(explicit, _ => None, Map.empty, All, "read")
     val path = OptionSource.path(explicit, "spark.read.format(\"lance\").load(\"/path/to/dataset\")")
-    ReadTarget(path, own.get(Version))
+    val (version, tag) = (own.get(Version), own.get(Tag))
+    if (version.isDefined && tag.isDefined)
+      throw new IllegalArgumentException(s"$path: give either the read option version or tag, not both")
+    ReadTarget(path, version, tag)
   }
 
   def conf(source: OptionSource): ReadConf = ReadConf(

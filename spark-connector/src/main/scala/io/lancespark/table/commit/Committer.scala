@@ -55,6 +55,13 @@ final case class RowLevelChange(
   require(deletions.map(_.fragmentId).distinct.size == deletions.size, "one deletion per fragment")
 }
 
+/** Restore: the next version's content is `version`'s (schema, fragments,
+  * indices, config), committed with a Restore transaction. Fragment and row
+  * id counters never go back, so later writes get fresh ids. */
+final case class RestoreVersion(version: Long) extends PendingOperation {
+  override def fragments: Seq[WrittenFragment] = Nil
+}
+
 final case class CommitSettings(
     stableRowIds: Boolean = false,
     v2ManifestNaming: Boolean = true,
@@ -90,7 +97,10 @@ object Committer {
     val base = latest.map(v => baseOf(storage, scheme, v))
     val naming = if (latest.isEmpty) (if (settings.v2ManifestNaming) ManifestNaming.V2 else ManifestNaming.V1) else scheme
     val version = latest.getOrElse(0L) + 1
-    val built = build(storage, base, op, readVersion.getOrElse(0L), version, settings, disjoint)
+    val built = op match {
+      case RestoreVersion(old) => restore(storage, scheme, base, old, latest.getOrElse(0L), version, settings)
+      case _ => build(storage, base, op, readVersion.getOrElse(0L), version, settings, disjoint)
+    }
     val committed = try {
       val txnName = TransactionFile.write(storage, built.txn)
       val manifest = built.manifest.toBuilder.setTransactionFile(txnName).build()
@@ -287,7 +297,38 @@ object Committer {
         val remerged = deletions.filterNot(d => prepared.get(d.fragmentId).contains(d))
         Built(b.build(), base.flatMap(_.indexSection), txn.build(), remerged,
           change.deletions.filterNot(deletions.contains))
+      case RestoreVersion(v) =>
+        throw new IllegalStateException(s"${storage.uri}: a restore of version $v is built from the old manifest")
     }
+  }
+
+  /** Manifest `version` built from the old version's, as the reference's
+    * restore does: its fields, fragments, flags, config and index section; the
+    * new version number, timestamp, writer and transaction. */
+  private def restore(storage: DatasetStorage, scheme: ManifestNaming, latest: Option[Base], old: Long,
+      readVersion: Long, version: Long, settings: CommitSettings): Built = {
+    val prev = latest.map(_.manifest).getOrElse(
+      throw new LanceFormatException(s"${storage.uri}: not a Lance dataset; nothing to restore"))
+    val (_, present) = Dataset.versions(storage)
+    if (!present.contains(old))
+      throw new LanceFormatException(
+        s"${storage.uri}: cannot restore version $old: it does not exist (versions ${present.head} to ${present.last} are present)")
+    val source = baseOf(storage, scheme, old)
+    val now = Instant.now()
+    val b = source.manifest.toBuilder
+      .setVersion(version)
+      .setTimestamp(Timestamp.newBuilder().setSeconds(now.getEpochSecond).setNanos(now.getNano))
+      .setWriterVersion(Manifest.WriterVersion.newBuilder()
+        .setLibrary(settings.writerLibrary).setVersion(settings.writerVersion))
+      .setNextRowId(math.max(source.manifest.getNextRowId, prev.getNextRowId))
+      .clearTransactionSection()
+      .clearTag()
+      .setUnknownFields(com.google.protobuf.UnknownFieldSet.getDefaultInstance)
+    val maxIds = Seq(source.manifest, prev).filter(_.hasMaxFragmentId).map(_.getMaxFragmentId.toLong & 0xffffffffL) ++
+      source.manifest.getFragmentsList.asScala.map(_.getId)
+    maxIds.maxOption.foreach(id => b.setMaxFragmentId(id.toInt))
+    val txn = TransactionFile.newTransaction(readVersion).setRestore(Transaction.Restore.newBuilder().setVersion(old))
+    Built(b.build(), source.indexSection, txn.build())
   }
 
   private def utf8(m: Map[String, String]): java.util.Map[String, com.google.protobuf.ByteString] =
@@ -319,6 +360,7 @@ object Committer {
       case AppendFragments(_) => t.setAppend(Transaction.Append.getDefaultInstance)
       case OverwriteDataset(_, _, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
       case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
+      case RestoreVersion(v) => t.setRestore(Transaction.Restore.newBuilder().setVersion(v))
       case change: RowLevelChange =>
         val touched = change.deletions.map(d => DataFragment.newBuilder().setId(d.fragmentId).build()).asJava
         if (change.fragments.isEmpty) t.setDelete(Transaction.Delete.newBuilder().addAllUpdatedFragments(touched))

@@ -48,6 +48,13 @@ object ConflictChecker {
             else CompatibleIfRowsDisjoint(overlap)
           case other => Conflict(s"it ${name(other)} the dataset, which row-level changes cannot be rebased onto")
         }
+      case RESTORE =>
+        // as the reference: a restore rebuilds from the old version whatever
+        // was committed since (it replaces it), except state it cannot know
+        their match {
+          case OPERATION_NOT_SET => Conflict("it is an operation this connector does not know how to reconcile")
+          case _ => Compatible
+        }
       case _ =>
         // overwrite, schema changes and everything else: any concurrent commit conflicts
         Conflict(s"a concurrent ${name(their)} was committed and a ${name(ours.getOperationCase)} cannot be rebased onto it")

@@ -1,0 +1,114 @@
+"""A small handle on a Lance table for maintenance from PySpark, like
+``delta.tables.DeltaTable``: history, tags, restore and vacuum, each running
+the connector's SQL procedures (``CALL lance.system.*``) and metadata tables
+(``lance.<table>.history``, ``.tags``, ``.fragments``)."""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Dict, Optional, Union
+
+
+def _literal(value: Any) -> str:
+    """A SQL literal for a procedure argument."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"CAST('{value!r}' AS DOUBLE)"
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            return f"TIMESTAMP '{value.isoformat(sep=' ')}+00:00'"
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+class LanceTags:
+    """A table's tags, as pylance's ``ds.tags``: ``list()``, ``create``, ``update``
+    (move), ``delete``; ``df()`` is the ``.tags`` metadata table."""
+
+    def __init__(self, table: "LanceTable"):
+        self._table = table
+
+    def list(self) -> Dict[str, int]:
+        """tag name -> version."""
+        return {r["tag"]: r["version"] for r in self.df().collect()}
+
+    def df(self):
+        return self._table._spark.table(self._table._metadata_name("tags"))
+
+    def create(self, tag: str, version: Optional[int] = None):
+        return self._table._call("create_tag", tag=tag, version=version)
+
+    def update(self, tag: str, version: Optional[int] = None):
+        return self._table._call("move_tag", tag=tag, version=version)
+
+    move = update
+
+    def delete(self, tag: str):
+        return self._table._call("delete_tag", tag=tag)
+
+
+class LanceTable:
+    """``LanceTable.forPath(spark, "/data/t.lance")`` or ``LanceTable.forName(spark, "db.t")``."""
+
+    def __init__(self, spark, table: str, sql_name: str, catalog: str = "lance"):
+        self._spark = spark
+        self._table = table          # the procedures' `table` argument
+        self._sql_name = sql_name    # the table in SQL, without the catalog
+        self._catalog = catalog
+
+    @classmethod
+    def forPath(cls, spark, path: str, catalog: str = "lance") -> "LanceTable":
+        quoted = "`" + str(path).replace("`", "``") + "`"
+        return cls(spark, quoted, quoted, catalog)
+
+    @classmethod
+    def forName(cls, spark, name: str, catalog: str = "lance") -> "LanceTable":
+        prefix = catalog + "."
+        name = name[len(prefix):] if name.startswith(prefix) and name.count(".") >= 2 else name
+        return cls(spark, name, name, catalog)
+
+    for_path = forPath
+    for_name = forName
+
+    def _metadata_name(self, kind: str) -> str:
+        return f"{self._catalog}.{self._sql_name}.{kind}"
+
+    def _call(self, procedure: str, **args):
+        given = {k: v for k, v in args.items() if v is not None}
+        text = ", ".join([f"table => {_literal(self._table)}"] + [f"{k} => {_literal(v)}" for k, v in given.items()])
+        return self._spark.sql(f"CALL {self._catalog}.system.{procedure}({text})").collect()[0]
+
+    def toDF(self, version: Optional[Union[int, str]] = None):
+        """The table (latest, or a version number or tag name)."""
+        name = f"{self._catalog}.{self._sql_name}"
+        if version is None:
+            return self._spark.table(name)
+        return self._spark.sql(f"SELECT * FROM {name} VERSION AS OF {_literal(version)}")
+
+    def history(self):
+        """Every version: timestamp, operation, rows added/deleted, files, transaction properties."""
+        return self._spark.table(self._metadata_name("history")).orderBy("version")
+
+    def fragments(self):
+        return self._spark.table(self._metadata_name("fragments"))
+
+    @property
+    def tags(self) -> LanceTags:
+        return LanceTags(self)
+
+    def restore(self, version: Optional[int] = None, *, timestamp: Optional[_dt.datetime] = None,
+                tag: Optional[str] = None):
+        """Commits a new version equal to an older one; returns the procedure's result row."""
+        return self._call("restore", version=version, timestamp=timestamp, tag=tag)
+
+    def vacuum(self, retain_hours: Optional[float] = None, *, older_than: Optional[_dt.datetime] = None,
+               dry_run: bool = False, delete_unverified: bool = False,
+               error_if_tagged_old_versions: bool = True):
+        """Removes versions older than the retention (default 14 days) and the files only they use."""
+        return self._call("vacuum", retain_hours=None if retain_hours is None else float(retain_hours),
+                          older_than=older_than, dry_run=dry_run, delete_unverified=delete_unverified,
+                          error_if_tagged_old_versions=error_if_tagged_old_versions)
