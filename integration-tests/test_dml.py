@@ -82,12 +82,13 @@ def test_merge_not_matched_by_source_and_cardinality(spark, wh):
 
 
 def test_failed_update_commits_nothing_and_leaves_no_files(spark, wh):
-    """The write stage fails in one task (a null struct cannot be stored) while
-    another task may already have written its fragment's deletion file: no
-    version is committed and every file the job wrote is removed."""
+    """The write stage fails in one task (a null struct cannot be stored in a
+    2.0 file) while another task may already have written its fragment's
+    deletion file: no version is committed and every file the job wrote is
+    removed."""
     path = str(wh / "default" / "failing.lance")
     (spark.range(0, 2000, numPartitions=2).selectExpr("id", "IF(id < 0, NULL, named_struct('a', id)) AS st")
-     .write.format("lance").option("maxRowsPerFile", 1000).save(path))
+     .write.format("lance").option("maxRowsPerFile", 1000).option("fileVersion", "2.0").save(path))
     t = "lance.default.failing"
     before = {d: sorted(p.name for p in (wh / "default" / "failing.lance" / d).glob("*"))
               for d in ("data", "_deletions")}

@@ -58,8 +58,9 @@ class T:
     def sql(self, q):
         return self.spark.sql(q.replace("{t}", self.name))
 
-    def create(self, schema, rows=None):
-        self.spark.sql(f"CREATE TABLE {self.name} ({schema}) USING lance")
+    def create(self, schema, rows=None, version=None):
+        props = f" TBLPROPERTIES ('fileVersion' = '{version}')" if version else ""
+        self.spark.sql(f"CREATE TABLE {self.name} ({schema}) USING lance{props}")
         if rows:
             self.append(schema, rows)
         return self
@@ -429,9 +430,16 @@ def test_update_nested_struct_fields(t):
     t.check([(1, (1, ([1], None)), "hr")])
 
 
-def test_update_nested_struct_to_null_is_a_clear_error(t):
-    # Spark: UPDATE ... SET s.c1 = NULL, s.c2 = NULL gives Row(1, Row(null, null), "hr"); Lance cannot store a NULL struct
+def test_update_nested_struct_to_null(t):
+    # Spark: UPDATE ... SET s.c1 = NULL, s.c2 = NULL gives Row(1, Row(null, null), "hr")
     t.create(NESTED, [NESTED_ROW])
+    t.sql("UPDATE {t} SET s.c1 = NULL, s.c2 = NULL WHERE pk = 1")
+    t.check([(1, (None, None), "hr")])
+
+
+def test_update_nested_struct_to_null_at_2_0_is_a_clear_error(t):
+    # file version 2.0 cannot store a NULL struct: the statement fails naming the column
+    t.create(NESTED, [NESTED_ROW], version="2.0")
     t.fails("UPDATE {t} SET s.c1 = NULL, s.c2 = NULL WHERE pk = 1", r"column 's\.c2' holds a null struct")
 
 
@@ -441,8 +449,14 @@ def test_update_map_inside_struct_is_a_clear_error(t):
 
 
 def test_update_fields_inside_null_structs(t):
-    # Spark's setup holds a NULL struct, which Lance refuses with an error naming the column
-    t.create("pk INT NOT NULL, s STRUCT<n1: INT, n2: INT>, dep STRING")
+    t.create("pk INT NOT NULL, s STRUCT<n_i: INT, n_l: LONG>, dep STRING", [(1, None, "hr")])
+    t.sql("UPDATE {t} SET s.n_i = 1 WHERE pk = 1")
+    t.check([(1, (1, None), "hr")])
+
+
+def test_null_structs_at_2_0_are_a_clear_error(t):
+    # Spark's setup holds a NULL struct, which file version 2.0 cannot store: an error naming the column
+    t.create("pk INT NOT NULL, s STRUCT<n1: INT, n2: INT>, dep STRING", version="2.0")
     with pytest.raises(Exception, match=r"column 's' holds a null struct"):
         t.append("pk INT NOT NULL, s STRUCT<n1: INT, n2: INT>, dep STRING", [(1, None, "hr")])
     t.check([])
@@ -938,15 +952,22 @@ def test_merge_with_updates_to_nested_struct_fields(spark, t, clause):
     t.check([(1, (None, (None, None)), "hr")])
     t.sql(merge + "s = named_struct('c1', 1, 'c2', named_struct('a', array(1), 'm', null))")
     t.check([(1, (1, ([1], None)), "hr")])
-    # Spark: SET s.c1 = NULL, s.c2 = NULL gives Row(1, Row(null, null), "hr"); Lance cannot store the NULL struct
-    t.fails(merge + "s.c1 = NULL, s.c2 = NULL", r"column 's\.c2' holds a null struct")
+    # Spark: SET s.c1 = NULL, s.c2 = NULL gives Row(1, Row(null, null), "hr")
+    t.sql(merge + "s.c1 = NULL, s.c2 = NULL")
+    t.check([(1, (None, None), "hr")])
 
 
-def test_merge_insert_null_struct_is_a_clear_error(spark, t):
-    t.create("pk INT NOT NULL, s STRUCT<n1: INT, n2: INT>, dep STRING", [(1, (1, 1), "hr")])
+@pytest.mark.parametrize("version", ["2.0", "2.2"])
+def test_merge_insert_null_struct(spark, t, version):
+    t.create("pk INT NOT NULL, s STRUCT<n1: INT, n2: INT>, dep STRING", [(1, (1, 1), "hr")], version=version)
     view(spark, "source", [(2,)], "pk INT")
-    t.fails("""MERGE INTO {t} t USING source s ON t.pk = s.pk
-               WHEN NOT MATCHED THEN INSERT (pk, s, dep) VALUES (s.pk, NULL, 'new')""", r"column 's' holds a null struct")
+    merge = """MERGE INTO {t} t USING source s ON t.pk = s.pk
+               WHEN NOT MATCHED THEN INSERT (pk, s, dep) VALUES (s.pk, NULL, 'new')"""
+    if version == "2.0":   # no null structs in 2.0 files: an error naming the column, nothing committed
+        t.fails(merge, r"column 's' holds a null struct")
+    else:
+        t.sql(merge)
+        t.check([(1, (1, 1), "hr"), (2, None, "new")])
 
 
 def test_merge_with_char_varchar_columns(spark, t):

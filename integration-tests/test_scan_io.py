@@ -45,12 +45,15 @@ def _scan(df) -> dict:
 
 @pytest.fixture(scope="module")
 def small_pages(spark, tmp_path_factory):
+    """File version 2.0 with 1,000-row pages: many small adjacent pages, which
+    the reads of one batch merge (2.1/2.2 pages are large: a batch reads a
+    range of each, see test_2_2_batches_read_one_range_per_column)."""
     spark.conf.set("spark.sql.adaptive.enabled", "false")   # the scan node's metrics in the executed plan
     path = str(tmp_path_factory.mktemp("io") / "small_pages.lance")
     (spark.range(0, ROWS, numPartitions=2)
      .selectExpr("id", "id * 3 AS v", "CAST(id AS DOUBLE) / 7 AS d",
                  "IF(id % 5 = 0, NULL, concat('row-', id)) AS s")
-     .write.format("lance").option("maxRowsPerPage", 1000).save(path))
+     .write.format("lance").option("maxRowsPerPage", 1000).option("fileVersion", "2.0").save(path))
     return path
 
 
@@ -80,6 +83,25 @@ def test_batches_over_adjacent_pages_are_read_in_merged_requests(spark, small_pa
     batches = ROWS // 8192 + 2
     assert m["pagesRead"] >= 4 * ROWS // 1000, m
     assert m["readRequests"] <= 11 * batches and m["readRequests"] * 3 <= m["pagesRead"], m
+
+
+def test_2_2_batches_read_one_range_per_column(spark, tmp_path):
+    """Spark-written 2.2 (the default): each 8,192-row batch reads a range of
+    each column's page (its chunks, and the levels and string bytes beside
+    them), a handful of requests whatever the page size, and the rows equal
+    pylance's."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")   # the scan node's metrics in the executed plan
+    path = str(tmp_path / "v22.lance")
+    (spark.range(0, ROWS, numPartitions=1)
+     .selectExpr("id", "id * 3 AS v", "CAST(id AS DOUBLE) / 7 AS d", "IF(id % 5 = 0, NULL, concat('row-', id)) AS s")
+     .write.format("lance").save(path))
+    assert lance.dataset(path).data_storage_version == "2.2"
+    m = _scan(_aggs(spark.read.format("lance").option("readAhead", "true").load(path)))
+    exp = _expected(path)
+    got = tuple(m["rows"][0])
+    assert got[:3] == exp[:3] and got[4:] == exp[4:], (got, exp)
+    batches = ROWS // 8192 + 1
+    assert m["readRequests"] <= 7 * batches, m       # 148 for 25 batches of 4 columns when written
 
 
 def test_task_input_metrics_count_the_bytes_read_ahead(spark, small_pages):

@@ -39,7 +39,7 @@ def one_file(spark, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("mem") / "mem.lance")
     (spark.range(0, ROWS, numPartitions=1)
      .selectExpr("id", "id * 3 AS v", "CAST(id AS DOUBLE) / 7 AS d", "concat('row-', id) AS s")
-     .write.format("lance").save(path))
+     .write.format("lance").option("fileVersion", "2.0").save(path))   # uncompressed: file size ~ decoded size
     files = list(Path(path).rglob("*.lance"))
     assert len(files) == 1
     return path, files[0].stat().st_size

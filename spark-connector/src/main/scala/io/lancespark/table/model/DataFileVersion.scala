@@ -16,8 +16,9 @@ object DataFileVersion {
   /** What "stable" means: pylance 14's default. */
   val Stable: DataFileVersion = V2_2
 
-  /** What new datasets get when no version is asked for. */
-  val Default: DataFileVersion = V2_0
+  /** What new datasets get when no version is asked for: what the reference
+    * writes by default (pylance 14: "stable"). */
+  val Default: DataFileVersion = Stable
 
   val Written: Seq[DataFileVersion] = Seq(V2_0, V2_1, V2_2)
 
