@@ -65,28 +65,7 @@ def _check_rows(a, b) -> str:
           description="Whole mixed table to Arrow: `lance_spark.reader.dataset(p).to_table()` vs "
                       "`lance.dataset(p).to_table()` (dataset opened inside the timing on both sides).")
 def py_reader_to_table(ctx: Context) -> Prepared:
-    import lance
-
-    from lance_spark import reader
-
-    rows = ctx.mode.reader_rows
-    path = str(data.lance_dataset("mixed", rows, ctx.log))
-
-    def check(a, b) -> str:
-        if a.num_rows != b.num_rows:
-            return f"MISMATCH: {a.num_rows} vs {b.num_rows} rows"
-        if a.schema != b.schema:
-            try:
-                a = a.cast(b.schema)
-            except Exception as e:  # pragma: no cover
-                return f"MISMATCH: schemas differ ({e})"
-        return "tables equal" if a.equals(b) else "MISMATCH: values differ"
-
-    return Prepared(this=lambda: reader.dataset(path).to_table(),
-                    other=lambda: lance.dataset(path).to_table(),
-                    rows=rows, check=check,
-                    facts={"dataset_bytes": data.tree_bytes(Path(path)),
-                           "data_files": len(data.data_files(Path(path), ".lance"))})
+    return _py_reader_to_table(ctx, None)
 
 
 @workload("py_reader_to_table_v2_2", kind="python",
@@ -95,26 +74,33 @@ def py_reader_to_table(ctx: Context) -> Prepared:
                       "version 2.2 (its default: mini-block pages, FastLanes bit-packing, FSST strings): "
                       "`lance_spark.reader.dataset(p).to_table()` vs `lance.dataset(p).to_table()`.")
 def py_reader_to_table_v2_2(ctx: Context) -> Prepared:
+    return _py_reader_to_table(ctx, "2.2")
+
+
+def _tables_check(a, b) -> str:
+    if a.num_rows != b.num_rows:
+        return f"MISMATCH: {a.num_rows} vs {b.num_rows} rows"
+    if a.schema != b.schema:
+        try:
+            a = a.cast(b.schema)
+        except Exception as e:  # pragma: no cover
+            return f"MISMATCH: schemas differ ({e})"
+    return "tables equal" if a.equals(b) else "MISMATCH: values differ"
+
+
+def _py_reader_to_table(ctx: Context, file_version) -> Prepared:
+    """The mixed table (pylance-written at `file_version`, None: the bench's 2.0) read whole to
+    Arrow by the pure-Python reader vs pylance."""
     import lance
 
     from lance_spark import reader
 
     rows = ctx.mode.reader_rows
-    path = str(data.lance_dataset("mixed", rows, ctx.log, file_version="2.2"))
-
-    def check(a, b) -> str:
-        if a.num_rows != b.num_rows:
-            return f"MISMATCH: {a.num_rows} vs {b.num_rows} rows"
-        if a.schema != b.schema:
-            try:
-                a = a.cast(b.schema)
-            except Exception as e:  # pragma: no cover
-                return f"MISMATCH: schemas differ ({e})"
-        return "tables equal" if a.equals(b) else "MISMATCH: values differ"
-
+    kw = {"file_version": file_version} if file_version else {}
+    path = str(data.lance_dataset("mixed", rows, ctx.log, **kw))
     return Prepared(this=lambda: reader.dataset(path).to_table(),
                     other=lambda: lance.dataset(path).to_table(),
-                    rows=rows, check=check,
+                    rows=rows, check=_tables_check,
                     facts={"dataset_bytes": data.tree_bytes(Path(path)),
                            "data_files": len(data.data_files(Path(path), ".lance"))})
 

@@ -100,3 +100,31 @@ def assert_same(spark_side: list[dict], oracle_side: list[dict], context: str) -
                     raise AssertionError(f"{context}: row {i} (id={o.get('id')}) column {k}: "
                                          f"Spark {s.get(k)!r} != pylance {o[k]!r}")
             raise AssertionError(f"{context}: row {i} differs: {s} vs {o}")
+
+
+def structural(v: Any) -> Any:
+    """A Python value compared structurally: NaN equal to NaN, tuples as lists."""
+    if isinstance(v, float) and math.isnan(v):
+        return "NaN"
+    if isinstance(v, dict):
+        return {k: structural(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [structural(x) for x in v]
+    return v
+
+
+def table_difference(ours: pa.Table, theirs: pa.Table) -> str:
+    """The first difference between two Arrow tables (schema, row count, then
+    the first differing value of each column), or "" when they are equal."""
+    if not ours.schema.equals(theirs.schema):
+        return f"schema {ours.schema} != {theirs.schema}"
+    if ours.num_rows != theirs.num_rows:
+        return f"{ours.num_rows} rows, expected {theirs.num_rows}"
+    for name in theirs.column_names:
+        a, b = ours.column(name).combine_chunks(), theirs.column(name).combine_chunks()
+        if a.equals(b):
+            continue
+        for i, (x, y) in enumerate(zip(a.to_pylist(), b.to_pylist())):
+            if structural(x) != structural(y):
+                return f"column {name} row {i}: got {x!r:.300} expected {y!r:.300}"
+    return ""

@@ -10,9 +10,7 @@ failing seed reproduces alone: `LANCE_DIFF_SEED=<seed> pytest -k spark_written`.
 """
 from __future__ import annotations
 
-import math
 import os
-from typing import Any
 
 import lance
 import pyarrow as pa
@@ -21,6 +19,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from lance_spark import reader
+from compare import table_difference  # noqa: E402
 from random_tables import describe, random_table
 from test_write import SCHEMA, _row
 
@@ -30,44 +29,18 @@ SEEDS = [int(ONLY)] if ONLY else list(range(CASES))
 VERSIONS = ("2.1", "2.2")
 
 
-def _norm(v: Any) -> Any:
-    """Python values compared structurally, NaN equal to NaN."""
-    if isinstance(v, float) and math.isnan(v):
-        return "NaN"
-    if isinstance(v, dict):
-        return {k: _norm(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_norm(x) for x in v]
-    return v
-
-
-def _first_difference(ours: pa.Table, theirs: pa.Table) -> str:
-    if not ours.schema.equals(theirs.schema):
-        return f"schema {ours.schema} != {theirs.schema}"
-    if ours.num_rows != theirs.num_rows:
-        return f"{ours.num_rows} rows, expected {theirs.num_rows}"
-    for name in theirs.column_names:
-        a, b = ours.column(name).combine_chunks(), theirs.column(name).combine_chunks()
-        if a.equals(b):
-            continue
-        for i, (x, y) in enumerate(zip(a.to_pylist(), b.to_pylist())):
-            if _norm(x) != _norm(y):
-                return f"column {name} row {i}: got {x!r:.300} expected {y!r:.300}"
-    return ""
-
-
 def _agree(path: str, what: str, columns: list[str]) -> None:
     """The Python reader equals pylance on `path`: whole table, a projection, and streamed."""
     oracle = lance.dataset(path)
     ours = reader.dataset(path)
-    diff = _first_difference(ours.to_table(), oracle.to_table())
+    diff = table_difference(ours.to_table(), oracle.to_table())
     assert not diff, f"Python reader vs pylance, {what}: {diff}"
-    diff = _first_difference(ours.to_table(columns=columns), oracle.to_table(columns=columns))
+    diff = table_difference(ours.to_table(columns=columns), oracle.to_table(columns=columns))
     assert not diff, f"projection {columns}, {what}: {diff}"
     batches = list(ours.to_batches(columns=columns, batch_rows=337))
     want = oracle.to_table(columns=columns)
     streamed = pa.Table.from_batches(batches, schema=want.schema) if batches else want.slice(0, 0)
-    diff = _first_difference(streamed, want)
+    diff = table_difference(streamed, want)
     assert not diff, f"to_batches {columns}, {what}: {diff}"
 
 
@@ -107,7 +80,7 @@ def test_every_type_written_by_spark(every_type, tmp_path, version):
     _agree(path, f"every type at {version}", ["nst", "m", "arr_st", "id"])
     # nested projections
     ours = reader.dataset(path).to_table(columns=["st", "mst", "lst"])
-    diff = _first_difference(ours, ds.to_table(columns=["st", "mst", "lst"]))
+    diff = table_difference(ours, ds.to_table(columns=["st", "mst", "lst"]))
     assert not diff, diff
 
 

@@ -10,11 +10,9 @@ seed reproduces alone: `LANCE_DIFF_SEED=<seed> pytest -k py_reader_v21`.
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import lance
 import pyarrow as pa
@@ -23,6 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from lance_spark import reader  # noqa: E402
+from compare import table_difference  # noqa: E402
 from random_tables import describe, random_table, write_with_pylance  # noqa: E402
 
 CASES = int(os.environ.get("LANCE_DIFF_CASES", "150"))
@@ -30,33 +29,6 @@ ONLY = os.environ.get("LANCE_DIFF_SEED")
 SEEDS = [int(ONLY)] if ONLY else list(range(CASES))
 # Seeds that once failed, kept as regression cases whatever LANCE_DIFF_CASES is.
 REGRESSIONS: list[int] = []
-
-
-def _norm(v: Any) -> Any:
-    """Python values compared structurally, NaN equal to NaN."""
-    if isinstance(v, float) and math.isnan(v):
-        return "NaN"
-    if isinstance(v, dict):
-        return {k: _norm(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_norm(x) for x in v]
-    return v
-
-
-def _first_difference(ours: pa.Table, theirs: pa.Table) -> str:
-    if not ours.schema.equals(theirs.schema):
-        return f"schema {ours.schema} != {theirs.schema}"
-    if ours.num_rows != theirs.num_rows:
-        return f"{ours.num_rows} rows, expected {theirs.num_rows}"
-    for name in theirs.column_names:
-        a, b = ours.column(name).combine_chunks(), theirs.column(name).combine_chunks()
-        if a.equals(b):
-            continue
-        al, bl = a.to_pylist(), b.to_pylist()
-        for i, (x, y) in enumerate(zip(al, bl)):
-            if _norm(x) != _norm(y):
-                return f"column {name} row {i}: got {x!r:.300} expected {y!r:.300}"
-    return ""
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
@@ -70,14 +42,14 @@ def test_py_reader_differential(tmp_path, version, seed):
     want = oracle.to_table()
     assert oracle.data_storage_version == version, what
     ours = reader.dataset(path)
-    diff = _first_difference(ours.to_table(), want)
+    diff = table_difference(ours.to_table(), want)
     assert not diff, f"Python reader vs pylance, {what}: {diff}"
     # a projection, out of order, and streaming in small batches
     cols = table.column_names[::-1][:3]
-    diff = _first_difference(ours.to_table(columns=cols), oracle.to_table(columns=cols))
+    diff = table_difference(ours.to_table(columns=cols), oracle.to_table(columns=cols))
     assert not diff, f"projection {cols}, {what}: {diff}"
     batches = list(ours.to_batches(columns=cols, batch_rows=337))
     streamed = pa.Table.from_batches(batches, schema=ours.to_table(columns=cols).schema) if batches else \
         ours.to_table(columns=cols).slice(0, 0)
-    diff = _first_difference(streamed, oracle.to_table(columns=cols))
+    diff = table_difference(streamed, oracle.to_table(columns=cols))
     assert not diff, f"to_batches {cols}, {what}: {diff}"

@@ -9,9 +9,7 @@ seed reproduces alone: `LANCE_DIFF_SEED=<seed> pytest -k write_differential`.
 """
 from __future__ import annotations
 
-import math
 import os
-from typing import Any
 
 import lance
 import pyarrow as pa
@@ -19,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from compare import structural
 from random_tables import describe, random_table
 
 CASES = int(os.environ.get("LANCE_DIFF_CASES", "150"))
@@ -32,21 +31,9 @@ REGRESSIONS: list[int] = [
 ]
 
 
-def _norm(v: Any) -> Any:
-    """Python values compared structurally: NaN equal to NaN; a Lance list of
-    key/value structs (maps below 2.2) as the map's (key, value) pairs."""
-    if isinstance(v, float) and math.isnan(v):
-        return "NaN"
-    if isinstance(v, dict):
-        return {k: _norm(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_norm(x) for x in v]
-    return v
-
-
 def _rows(table: pa.Table) -> list:
     table = table.take(pc.sort_indices(table, [("id", "ascending")]))
-    return [_norm(r) for r in table.to_pylist()]
+    return [structural(r) for r in table.to_pylist()]
 
 
 def _vectors(table: pa.Table) -> str:

@@ -1,12 +1,14 @@
 """Lance datasets: versions, fragments, and reading them into Arrow tables."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import LanceFormatError
 from ..format.schema import LanceField, arrow_field, build_fields, to_arrow_schema
@@ -149,15 +151,51 @@ class LanceDataset:
         return total
 
     def _select(self, columns: Optional[Sequence[str]]) -> List[LanceField]:
+        """The fields to read: top-level fields by name, or for a nested name
+        ("a.b.c", through structs) the top-level field pruned to that path."""
         if columns is None:
             return list(self.fields)
         by_name = {f.name: f for f in self.fields}
-        out = []
+        out: List[LanceField] = []
         for c in columns:
-            if c not in by_name:
+            if c in by_name:
+                out.append(by_name[c])
+                continue
+            path = c.split(".")
+            f = by_name.get(path[0])
+            if f is None or len(path) < 2:
                 raise ValueError(f"{self.uri}: no column {c!r} (columns: {list(by_name)})")
-            out.append(by_name[c])
+            out.append(_pruned(f, path[1:], c, self.uri))
         return out
+
+    def _output(self, fields: List[LanceField], columns: Optional[Sequence[str]]) -> pa.Schema:
+        """The schema of what `columns` asks for: a nested name ("a.b") is a
+        column of its own named so, as pylance returns it."""
+        names = columns if columns is not None else [f.name for f in fields]
+        out = []
+        for name, f in zip(names, fields):
+            t = arrow_field(f, self.manifest_path) if name != f.name else self.schema.field(f.name)
+            for part in name.split(".")[1:]:
+                t = t.type.field(part)
+            out.append(t.with_name(name))
+        return pa.schema(out, metadata=self.schema.metadata)
+
+    @staticmethod
+    def _extract(arr: pa.Array, name: str) -> pa.Array:
+        """The nested field `name` names ("a.b.c") out of the (pruned) array
+        of "a": each level's nulls carried down."""
+        for part in name.split(".")[1:]:
+            arr = pc.struct_field(arr, part)
+        return arr
+
+    @staticmethod
+    def _reads(fields: List[LanceField]) -> List[LanceField]:
+        """The fields to read for `fields`: one per top-level field, pruned
+        selections of the same field merged."""
+        out: Dict[int, LanceField] = {}
+        for f in fields:
+            out[f.id] = _merge(out[f.id], f) if f.id in out else f
+        return list(out.values())
 
     def read_fragment(self, frag: FragmentInfo, fields: List[LanceField],
                       apply_deletions: bool = True) -> Dict[int, pa.Array]:
@@ -192,15 +230,15 @@ class LanceDataset:
 
     def to_table(self, columns: Optional[Sequence[str]] = None, limit: Optional[int] = None) -> pa.Table:
         fields = self._select(columns)
-        schema = pa.schema([self.schema.field(f.name) for f in fields], metadata=self.schema.metadata)
+        schema = self._output(fields, columns)
         chunks: List[List[pa.Array]] = [[] for _ in fields]
         remaining = limit
         for frag in self.fragments():
             if remaining is not None and remaining <= 0:
                 break
-            arrays = self.read_fragment(frag, fields)
+            arrays = self.read_fragment(frag, self._reads(fields))
             for j, f in enumerate(fields):
-                a = arrays[f.id]
+                a = self._extract(arrays[f.id], schema.field(j).name)
                 chunks[j].append(a if remaining is None else a.slice(0, remaining))
             if remaining is not None and fields:
                 remaining -= len(chunks[0][-1])
@@ -212,12 +250,17 @@ class LanceDataset:
         by page: memory is bounded by the pages under one batch of the asked columns (older files
         are read a data file at a time)."""
         fields = self._select(columns)
-        schema = pa.schema([self.schema.field(f.name) for f in fields], metadata=self.schema.metadata)
+        schema = self._output(fields, columns)
+        reads = self._reads(fields)
         for frag in self.fragments():
-            yield from self._fragment_batches(frag, fields, schema, batch_rows)
+            for batch in self._fragment_batches(frag, reads, batch_rows):
+                yield pa.RecordBatch.from_arrays(
+                    [self._extract(batch.column(reads.index(next(r for r in reads if r.id == f.id))),
+                                   schema.field(j).name) for j, f in enumerate(fields)], schema=schema)
 
-    def _fragment_batches(self, frag: FragmentInfo, fields: List[LanceField], schema: pa.Schema,
-                          batch_rows: int):
+    def _fragment_batches(self, frag: FragmentInfo, fields: List[LanceField], batch_rows: int):
+        """Batches of the fragment's live rows of `fields` (whole top-level fields, as read)."""
+        schema = pa.schema([arrow_field(f, self.manifest_path) for f in fields])
         plan: Dict[int, List[LanceField]] = {}
         missing = []
         for f in fields:
@@ -250,7 +293,7 @@ class LanceDataset:
             arrays = []
             for f in fields:
                 if f in missing:
-                    arrays.append(pa.nulls(want, arrow_field(f, self.manifest_path).type))
+                    arrays.append(pa.nulls(want, schema.field(len(arrays)).type))
                     continue
                 if have[f.id] < want:
                     raise LanceFormatError(_file_of(frag, f), f"field {f.name!r} has {have[f.id]} more rows, "
@@ -266,6 +309,30 @@ class LanceDataset:
             start += want
             if batch.num_rows:
                 yield batch
+
+
+def _pruned(f: LanceField, path: List[str], name: str, uri: str) -> LanceField:
+    """`f` with only the children on `path` (structs only), for reading one nested field."""
+    if f.logical_type != "struct":
+        raise ValueError(f"{uri}: no column {name!r} ({f.name!r} is {f.logical_type}, not a struct)")
+    child = next((c for c in f.children if c.name == path[0]), None)
+    if child is None:
+        raise ValueError(f"{uri}: no column {name!r} (fields of {f.name!r}: {[c.name for c in f.children]})")
+    if len(path) > 1:
+        child = _pruned(child, path[1:], name, uri)
+    return dataclasses.replace(f, children=[child])
+
+
+def _merge(a: LanceField, b: LanceField) -> LanceField:
+    """Two prunings of one field as one: the union of their children (a
+    child kept whole in either stays whole)."""
+    if not a.children or not b.children or a is b:
+        return a if len(a.children) >= len(b.children) else b
+    theirs = {c.id: c for c in b.children}
+    kids = [_merge(c, theirs[c.id]) if c.id in theirs else c for c in a.children]
+    mine = {c.id for c in a.children}
+    kids += [c for c in b.children if c.id not in mine]
+    return dataclasses.replace(a, children=kids)
 
 
 def _file_of(frag: FragmentInfo, f: LanceField) -> str:
