@@ -16,12 +16,32 @@ import io.lancespark.format.file.ByteBuilder
 final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
   import FsstEncoder._
 
-  /** Codes of the symbols starting with each byte, longest first. */
-  private val byFirst: Array[Array[Int]] = {
-    val out = Array.fill(256)(Array.emptyIntArray)
-    symbols.indices.groupBy(c => (symbols(c) & 0xff).toInt).foreach { case (b, cs) =>
-      out(b) = cs.sortBy(c => -lens(c)).toArray
+  /** Codes of symbols of 3 to 8 bytes by their first 3 bytes, longest
+    * first (open addressing: `longKeys` holds prefix + 1, 0 for empty). */
+  private val (longKeys, longCodes): (Array[Int], Array[Array[Int]]) = {
+    val groups = symbols.indices.filter(c => lens(c) >= 3).groupBy(c => (symbols(c) & 0xffffff).toInt)
+    val capacity = Integer.highestOneBit(math.max(8, groups.size * 2)) * 2
+    val keys = new Array[Int](capacity)
+    val codes = new Array[Array[Int]](capacity)
+    groups.foreach { case (prefix, cs) =>
+      var slot = slotOf(prefix, capacity)
+      while (keys(slot) != 0) slot = (slot + 1) & (capacity - 1)
+      keys(slot) = prefix + 1
+      codes(slot) = cs.sortBy(c => -lens(c)).toArray
     }
+    (keys, codes)
+  }
+
+  /** The code of the symbol of 1 or 2 bytes to take at two bytes (b0 | b1 << 8):
+    * the 2-byte symbol if there is one, else the 1-byte symbol b0, else -1. */
+  private val singleCodes: Array[Int] = {
+    val out = Array.fill(256)(-1)
+    symbols.indices.filter(c => lens(c) == 1).foreach(c => out((symbols(c) & 0xff).toInt) = c)
+    out
+  }
+  private val shortCodes: Array[Int] = {
+    val out = Array.tabulate(65536)(k => singleCodes(k & 0xff))
+    symbols.indices.filter(c => lens(c) == 2).foreach(c => out((symbols(c) & 0xffff).toInt) = c)
     out
   }
 
@@ -29,17 +49,28 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
 
   /** The code of the longest symbol at `p` (of `avail` bytes left), or -1. */
   private def matchAt(src: Array[Byte], p: Int, avail: Int): Int = {
-    val cands = byFirst(src(p) & 0xff)
-    if (cands.length == 0) return -1
-    val word = load(src, p, avail)
-    var k = 0
-    while (k < cands.length) {
-      val c = cands(k)
-      val l = lens(c)
-      if (l <= avail && (word & Masks(l)) == symbols(c)) return c
-      k += 1
-    }
-    -1
+    if (avail >= 3) {
+      val word = load(src, p, avail)
+      val prefix = (word & 0xffffff).toInt
+      val mask = longKeys.length - 1
+      var slot = slotOf(prefix, longKeys.length)
+      while (longKeys(slot) != 0) {
+        if (longKeys(slot) == prefix + 1) {
+          val cands = longCodes(slot)
+          var k = 0
+          while (k < cands.length) {
+            val c = cands(k)
+            val l = lens(c)
+            if (l <= avail && (word & Masks(l)) == symbols(c)) return c
+            k += 1
+          }
+          return shortCodes((word & 0xffff).toInt)
+        }
+        slot = (slot + 1) & mask
+      }
+      shortCodes((word & 0xffff).toInt)
+    } else if (avail == 2) shortCodes((src(p) & 0xff) | ((src(p + 1) & 0xff) << 8))
+    else singleCodes(src(p) & 0xff)
   }
 
   /** Compresses `src(from until until)` onto `out`. */
@@ -130,6 +161,8 @@ object FsstEncoder {
   val MinInputBytes: Long = 32 * 1024
 
   private val Tokens = 512
+
+  private def slotOf(prefix: Int, capacity: Int): Int = (prefix * 0x9E3779B1 >>> 8) & (capacity - 1)
   private val Rounds = 5
   private val SampleBytes = 16 * 1024
   private val Masks: Array[Long] = Array.tabulate(9)(l => if (l == 8) -1L else (1L << (8 * l)) - 1)

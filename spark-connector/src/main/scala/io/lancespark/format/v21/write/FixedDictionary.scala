@@ -19,6 +19,9 @@ private[write] object FixedDictionary {
     val budget = (0.8 * plainBytes).toLong
     val limit = math.min(n / 2, (budget / w).toInt)
     if (limit < 1) return None
+    // the first values nearly all distinct (random doubles, ids): no dictionary, without hashing them all
+    val sample = math.min(n, Sample)
+    if (sample >= 256 && !fewDistinct(src, w, sample, sample * 9 / 10)) return None
     val table = new Table(limit)
     val indices = new Array[Byte](4 * n)
     var i = 0
@@ -45,6 +48,19 @@ private[write] object FixedDictionary {
       k += 1
     }
     Some(FixedDictionary(items, indices, count))
+  }
+
+  private val Sample = 4096
+
+  private def fewDistinct(src: Array[Byte], w: Int, n: Int, limit: Int): Boolean = {
+    val table = new Table(limit)
+    var i = 0
+    while (i < n) {
+      val at = i * w
+      if (table.idOf(if (w > 8) word(src, at + 8, w - 8) else 0L, word(src, at, math.min(w, 8))) < 0) return false
+      i += 1
+    }
+    true
   }
 
   /** `len` (1..8) little-endian bytes at `at` as a long. */
