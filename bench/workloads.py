@@ -5,13 +5,14 @@ bench.data, return Prepared(this=..., other=..., rows=...) and decorate it with 
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from . import data
+from . import data, env
 from .harness import Context, Prepared, workload
 
 MIXED_AGGS = [  # (function, column): every column of the mixed table, one action
@@ -486,7 +487,9 @@ def _spark_lance(ctx: Context, kind: str, version: str = "2.2") -> Path:
     def build(path: Path) -> None:
         spark.read.parquet(str(pq_path)).write.format("lance").option("fileVersion", version).save(str(path))
 
-    return data._cached(data.key(kind, rows, "lance", file_version=version) + "-spark", build, ctx.log)
+    # the writer is part of the key: a copy written by another build of the connector is not reused
+    writer = hashlib.sha1(Path(env.ensure_jar()).read_bytes()).hexdigest()[:8]
+    return data._cached(data.key(kind, rows, "lance", file_version=version) + f"-spark-{writer}", build, ctx.log)
 
 
 def _write_2_2(kind: str) -> None:
