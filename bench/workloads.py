@@ -425,6 +425,7 @@ def decode_throughput(ctx: Context) -> Prepared:
           this="Spark writing Lance", comparator="Spark writing Parquet", target=1.0,
           target_text="<= 1.0x Parquet",
           description="The mixed table, cached in memory, written with `df.write.format(\"lance\")` "
+                      "at file version 2.0 (uncompressed; 2.2, the default, is `spark_write_v2_2_*`) "
                       "(mode overwrite: each run commits a new version) vs `df.write.parquet` "
                       "(mode overwrite) in the same session.")
 def spark_write(ctx: Context) -> Prepared:
@@ -439,7 +440,7 @@ def spark_write(ctx: Context) -> Prepared:
     lance_out, pq_out = str(out / "w.lance"), str(out / "w.parquet")
 
     def this():
-        source.write.format("lance").mode("overwrite").save(lance_out)
+        source.write.format("lance").option("fileVersion", "2.0").mode("overwrite").save(lance_out)
 
     def other():
         source.write.mode("overwrite").parquet(pq_out)

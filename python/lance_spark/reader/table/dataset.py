@@ -252,11 +252,12 @@ class LanceDataset:
         fields = self._select(columns)
         schema = self._output(fields, columns)
         reads = self._reads(fields)
+        column_of = [[r.id for r in reads].index(f.id) for f in fields]
         for frag in self.fragments():
             for batch in self._fragment_batches(frag, reads, batch_rows):
                 yield pa.RecordBatch.from_arrays(
-                    [self._extract(batch.column(reads.index(next(r for r in reads if r.id == f.id))),
-                                   schema.field(j).name) for j, f in enumerate(fields)], schema=schema)
+                    [self._extract(batch.column(c), schema.field(j).name) for j, c in enumerate(column_of)],
+                    schema=schema)
 
     def _fragment_batches(self, frag: FragmentInfo, fields: List[LanceField], batch_rows: int):
         """Batches of the fragment's live rows of `fields` (whole top-level fields, as read)."""

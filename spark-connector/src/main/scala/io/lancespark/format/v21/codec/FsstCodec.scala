@@ -36,13 +36,13 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
     if (!t.on) return compressed
     val n = compressed.length.toInt
     val offs = compressed.offsets
-    val base = offs(0)
     val (src, srcAt) = Codec.array(compressed.data)
     val from = srcAt.toLong
     val words = t.words
+    val nativeWords = t.nativeWords
     val lens = t.lens
     val out = new Array[Long](n + 1)
-    val inLen = offs(n) - base
+    val inLen = offs(n) - offs(0)
     var dst = new Array[Byte](math.min(Int.MaxValue - 64L, inLen * 3 + 64).toInt)
     var o = 0
     var i = 0
@@ -63,7 +63,7 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
         val c = U.getByte(src, B + p) & 0xff
         val len = lens(c)
         if (len != 0) {
-          U.putLong(dst, B + o, words(c))
+          U.putLong(dst, B + o, nativeWords(c))
           o += len
           p += 1
         } else run = false
@@ -119,7 +119,11 @@ object FsstCodec {
 
   /** A parsed symbol table, by code: the symbol's bytes as a little-endian
     * long and its length (0: the escape code, or no such symbol). */
-  final class Table(val words: Array[Long], val lens: Array[Int], val symbols: Int, val on: Boolean)
+  final class Table(val words: Array[Long], val lens: Array[Int], val symbols: Int, val on: Boolean) {
+    /** `words` in the platform's byte order, for [[U]]'s stores. */
+    val nativeWords: Array[Long] =
+      if (ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) words else words.map(java.lang.Long.reverseBytes)
+  }
 
   def parse(raw: ByteBuffer): Either[String, Table] = {
     val t = raw.order(ByteOrder.LITTLE_ENDIAN)
