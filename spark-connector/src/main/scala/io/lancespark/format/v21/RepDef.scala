@@ -112,7 +112,41 @@ object RepDef {
 
   /** Turns the levels of whole rows into the validity and offsets of each
     * layer, innermost first. The outermost layer's count is the number of rows. */
-  def unravel(levels: Levels, path: Vector[LayerKind], fail: String => Nothing): Vector[LayerOut] = {
+  def unravel(levels: Levels, path: Vector[LayerKind], fail: String => Nothing): Vector[LayerOut] =
+    if (path.size == 1 && path.head == LayerKind.Item && levels.rep == null && levels.defs != null)
+      Vector(nullableItems(levels.defs, levels.size, fail))
+    else unravelLayers(levels, path, fail)
+
+  /** A column of nullable values outside any list or struct (the common
+    * case): definition level 0 is a value, 1 a null; the validity bitmap is
+    * built a byte (8 levels) at a time. */
+  private def nullableItems(defs: Array[Int], size: Int, fail: String => Nothing): ItemOut = {
+    val valid = new Array[Byte]((size + 7) / 8)
+    var bad = 0
+    var nulls = 0
+    var e = 0
+    while (e < size) {
+      val stop = math.min(size, e + 8)
+      var b = 0
+      var k = 0
+      while (e + k < stop) {
+        val d = defs(e + k)
+        bad |= d & ~1
+        b |= (1 - (d & 1)) << k
+        nulls += d & 1
+        k += 1
+      }
+      valid(e >>> 3) = b.toByte
+      e = stop
+    }
+    if (bad != 0) {
+      val at = defs.iterator.take(size).indexWhere(d => (d & ~1) != 0)
+      fail(s"definition level ${defs(at)} out of range")
+    }
+    ItemOut(size, if (nulls > 0) Some(new Bits(java.nio.ByteBuffer.wrap(valid), 0)) else None)
+  }
+
+  private def unravelLayers(levels: Levels, path: Vector[LayerKind], fail: String => Nothing): Vector[LayerOut] = {
     val n = path.size
     val bases = path.scanLeft(0)(_ + canonicalLevels(_))
     val listsInside = path.scanLeft(0)((c, k) => c + (if (k == LayerKind.List) 1 else 0))

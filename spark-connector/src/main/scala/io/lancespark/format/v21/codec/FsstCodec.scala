@@ -1,6 +1,5 @@
 package io.lancespark.format.v21.codec
 
-import java.lang.invoke.{MethodHandles, VarHandle}
 import java.nio.{ByteBuffer, ByteOrder}
 
 import io.lancespark.format.arrow.Block
@@ -26,8 +25,11 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
 
   /** Decodes every value: each code byte becomes its symbol (written as 8
     * bytes, of which the next symbol overwrites the unused ones), the escape
-    * byte the byte after it. One pass: the output grows when a value could
-    * overrun it (at most 8 bytes a code). */
+    * byte the byte after it. The codes of all values are expanded in one loop
+    * (no per-value work in it: values are short, a few codes each), noting the
+    * output position of every input byte; each value's output offset is then
+    * the position noted for its first byte. The output has room for the
+    * most the codes can produce, so the loop needs no checks of its room. */
   private def expand(compressed: VarBlock, ctx: CodecContext): VarBlock = {
     val t = table match {
       case Right(t) => t
@@ -37,55 +39,71 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
     val n = compressed.length.toInt
     val offs = compressed.offsets
     val (src, srcAt) = Codec.array(compressed.data)
-    val from = srcAt.toLong
-    val words = t.words
-    val nativeWords = t.nativeWords
+    val first = srcAt.toLong + offs(0)
+    val last = srcAt.toLong + offs(n)
+    if (first < 0 || last > src.length || last < first)
+      ctx.fail(s"FSST values span bytes [${offs(0)}, ${offs(n)}) outside their ${src.length - srcAt} byte buffer")
+    val inLen = (last - first).toInt
+    val pos = FsstCodec.positions(inLen + 1)
     val lens = t.lens
-    val out = new Array[Long](n + 1)
-    val inLen = offs(n) - offs(0)
-    var dst = new Array[Byte](math.min(Int.MaxValue - 64L, inLen * 3 + 64).toInt)
+    val nativeWords = t.nativeWords
+    val U = FsstCodec.U
+    val B = FsstCodec.ByteBase
+    val I = FsstCodec.IntBase
+    val start = first.toInt
+    val end = last.toInt
+    // room for the output: at most 8 bytes a code, plus the 8 bytes the last
+    // symbol's word store may write past its length. A block of up to
+    // 512 KiB of codes expands into this thread's scratch, copied out at its exact
+    // size (no zeroing of a fresh array, no pass to size it); a larger one
+    // into an array sized by a first pass over its codes.
+    val most = 8L * inLen + 16
+    val inScratch = most <= FsstCodec.ScratchBytes
+    val dst =
+      if (inScratch) FsstCodec.outputScratch.get()
+      else {
+        val est = t.estimate
+        var sum = 16L
+        var q = start
+        while (q < end) { sum += est(U.getByte(src, B + q) & 0xff); q += 1 }
+        if (sum > Int.MaxValue - 64) ctx.fail(s"$sum bytes of FSST-decoded values in one block")
+        new Array[Byte](sum.toInt)
+      }
+    var p = start
     var o = 0
-    var i = 0
-    val limit = src.length.toLong
+    // without bounds checks: `dst` has room for every write; p - start
+    // stays within [0, inLen) of `pos` and p within [first, last) of `src`
+    while (p < end) {
+      val c = U.getByte(src, B + p) & 0xff
+      U.putInt(pos, I + 4L * (p - start), o)
+      val len = lens(c)
+      if (len != 0) {
+        U.putLong(dst, B + o, nativeWords(c))
+        o += len
+        p += 1
+      } else if (c == FsstCodec.Escape && p + 1 < end) {
+        pos(p + 1 - start) = -1   // an escaped byte: no value may start here
+        dst(o) = src(p + 1)
+        o += 1
+        p += 2
+      } else if (c == FsstCodec.Escape) ctx.fail(s"FSST value ${n - 1} ends with an escape byte")
+      else ctx.fail(s"FSST code $c but the table has ${t.symbols} symbols")
+    }
+    pos(inLen) = o
+    val out = new Array[Long](n + 1)
+    val base = offs(0)
+    var i = 1
     while (i < n) {
-      var p = (from + offs(i)).toInt
-      val e = (from + offs(i + 1)).toInt
-      if (from + offs(i) < 0 || from + offs(i + 1) > limit)
-        ctx.fail(s"FSST value $i spans bytes [${offs(i)}, ${offs(i + 1)}) outside its ${limit - from} byte buffer")
-      val most = o + 8L * (e - p) + 8
-      if (most > dst.length) dst = FsstCodec.grow(dst, most)
-      // codes until the first escape, without bounds checks: `most` bounds
-      // every write, and p stays within [offs(i), offs(i + 1)) of `src`
-      val U = FsstCodec.U
-      val B = FsstCodec.ByteBase
-      var run = true
-      while (run && p < e) {
-        val c = U.getByte(src, B + p) & 0xff
-        val len = lens(c)
-        if (len != 0) {
-          U.putLong(dst, B + o, nativeWords(c))
-          o += len
-          p += 1
-        } else run = false
-      }
-      while (p < e) {
-        val c = src(p) & 0xff
-        val len = lens(c)
-        if (len != 0) {
-          FsstCodec.LongLE.set(dst, o, words(c))
-          o += len
-          p += 1
-        } else if (c == FsstCodec.Escape && p + 1 < e) {
-          dst(o) = src(p + 1)
-          o += 1
-          p += 2
-        } else if (c == FsstCodec.Escape) ctx.fail(s"FSST value $i ends with an escape byte")
-        else ctx.fail(s"FSST code $c but the table has ${t.symbols} symbols")
-      }
-      out(i + 1) = o
+      val q = offs(i) - base
+      if (q < 0 || q > inLen || offs(i) > offs(i + 1)) ctx.fail(s"FSST value $i has offsets [${offs(i)}, ${offs(i + 1)})")
+      val at = pos(q.toInt)
+      if (at < 0) ctx.fail(s"FSST value ${i - 1} ends with an escape byte")
+      out(i) = at
       i += 1
     }
-    VarBlock(n, out, ByteBuffer.wrap(dst, 0, o).slice().order(ByteOrder.LITTLE_ENDIAN), compressed.validity)
+    out(n) = o
+    val data = if (inScratch) ByteBuffer.wrap(java.util.Arrays.copyOf(dst, o)) else ByteBuffer.wrap(dst, 0, o).slice()
+    VarBlock(n, out, data.order(ByteOrder.LITTLE_ENDIAN), compressed.validity)
   }
 
   private def asVar(b: Block, ctx: CodecContext): VarBlock = b match {
@@ -114,8 +132,29 @@ object FsstCodec {
   }
   private[codec] val ByteBase: Long = U.arrayBaseOffset(classOf[Array[Byte]]).toLong
 
-  /** Little-endian longs written into byte arrays (no ByteBuffer in the loop). */
-  private val LongLE: VarHandle = MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], ByteOrder.LITTLE_ENDIAN)
+  private[codec] val IntBase: Long = U.arrayBaseOffset(classOf[Array[Int]]).toLong
+
+  /** Per thread: expanded values of a block of up to `ScratchBytes / 8`
+    * input bytes, before they are copied out. */
+  private val ScratchBytes: Int = 4 << 20
+  private val outputScratch: ThreadLocal[Array[Byte]] = ThreadLocal.withInitial(() => new Array[Byte](ScratchBytes))
+
+  /** Per thread: the output position of each input byte of the block being
+    * expanded (scratch, overwritten by the next block). */
+  private val scratch: ThreadLocal[Array[Int]] = ThreadLocal.withInitial(() => new Array[Int](1 << 16))
+
+  /** Scratch of at least `size` ints; past 1Mi (large full-zip values) a
+    * fresh array, so that no thread keeps a large one. */
+  private def positions(size: Int): Array[Int] = {
+    val have = scratch.get()
+    if (have.length >= size) have
+    else if (size > (1 << 20)) new Array[Int](size)
+    else {
+      val bigger = new Array[Int](math.max(size, have.length * 2))
+      scratch.set(bigger)
+      bigger
+    }
+  }
 
   /** A parsed symbol table, by code: the symbol's bytes as a little-endian
     * long and its length (0: the escape code, or no such symbol). */
@@ -123,6 +162,11 @@ object FsstCodec {
     /** `words` in the platform's byte order, for [[U]]'s stores. */
     val nativeWords: Array[Long] =
       if (ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) words else words.map(java.lang.Long.reverseBytes)
+
+    /** Output bytes counted per input byte when sizing the output: a code's
+      * length, 1 for the escape (whose escaped byte is counted as a code, at
+      * most 8: an upper bound). */
+    val estimate: Array[Int] = Array.tabulate(256)(c => if (c == Escape) 1 else math.max(lens(c), 1))
   }
 
   def parse(raw: ByteBuffer): Either[String, Table] = {
@@ -145,12 +189,5 @@ object FsstCodec {
       i += 1
     }
     Right(new Table(words, lens, n, (header & (1L << 24)) != 0))
-  }
-
-  /** `dst` with room for at least `need` bytes, its bytes kept. */
-  private def grow(dst: Array[Byte], need: Long): Array[Byte] = {
-    val size = math.max(need, dst.length * 2L)
-    if (size > Int.MaxValue - 64) throw new IllegalArgumentException(s"$size bytes of FSST-decoded values")
-    java.util.Arrays.copyOf(dst, size.toInt)
   }
 }

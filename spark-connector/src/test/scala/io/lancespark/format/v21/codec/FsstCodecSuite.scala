@@ -1,0 +1,98 @@
+package io.lancespark.format.v21.codec
+
+import java.nio.{ByteBuffer, ByteOrder}
+import java.nio.charset.StandardCharsets.UTF_8
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.format.arrow.Block.VarBlock
+import io.lancespark.format.file.ByteBuilder
+import io.lancespark.proto.encodings21.{CompressiveEncoding, Flat, Fsst, Variable}
+import io.lancespark.schema.LanceFormatException
+
+/** FSST decoding of whole blocks: values expanded in one loop, their offsets
+  * taken from the positions of their first codes. Expected values are the
+  * inputs themselves (a round trip through our encoder), and hand-made code
+  * streams whose expansion follows from the table by hand. */
+final class FsstCodecSuite extends AnyFunSuite {
+  private val ctx = new CodecContext("test.lance", "column s")
+
+  private def variable: CompressiveEncoding =
+    CompressiveEncoding.newBuilder().setVariable(Variable.newBuilder()
+      .setOffsets(CompressiveEncoding.newBuilder().setFlat(Flat.newBuilder().setBitsPerValue(32)))).build()
+
+  private def codec(table: Array[Byte]): FsstCodec =
+    FsstCodec(Fsst.newBuilder().setValues(variable).setSymbolTable(com.google.protobuf.ByteString.copyFrom(table)).build())
+
+  /** A block of the given compressed values, stored after `lead` unrelated bytes. */
+  private def block(values: Seq[Array[Byte]], lead: Int = 0): VarBlock = {
+    val offsets = values.scanLeft(lead.toLong)(_ + _.length).toArray
+    val data = new Array[Byte](lead + values.map(_.length).sum)
+    values.zip(offsets).foreach { case (v, at) => System.arraycopy(v, 0, data, at.toInt, v.length) }
+    VarBlock(values.size, offsets, ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN), None)
+  }
+
+  private def strings(b: VarBlock): Seq[String] = (0 until b.length.toInt).map { i =>
+    val bytes = new Array[Byte]((b.offsets(i + 1) - b.offsets(i)).toInt)
+    b.data.duplicate().position(b.offsets(i).toInt).get(bytes)
+    new String(bytes, UTF_8)
+  }
+
+  private def decode(c: FsstCodec, b: VarBlock): VarBlock = c.variablePerValue(b, ctx).asInstanceOf[VarBlock]
+
+  /** A table by hand: symbols "ab" (code 0), "c" (code 1), "hello wo" (code 2). */
+  private val handTable: Array[Byte] = {
+    val syms = Seq("ab", "c", "hello wo").map(_.getBytes(UTF_8))
+    val buf = ByteBuffer.allocate(8 + 9 * syms.size).order(ByteOrder.LITTLE_ENDIAN)
+    buf.putLong((0x46535354L << 32) | (1L << 24) | syms.size)
+    syms.foreach { s => val w = new Array[Byte](8); System.arraycopy(s, 0, w, 0, s.length); buf.put(w) }
+    syms.foreach(s => buf.put(s.length.toByte))
+    buf.array()
+  }
+
+  private def codes(xs: Int*): Array[Byte] = xs.map(_.toByte).toArray
+
+  test("hand-made codes: symbols, escapes, empty values, a value after an escape") {
+    val values = Seq(codes(0, 1), codes(), codes(2, 255, 'r', 255, 'l', 255, 'd'), codes(255, 'x'), codes(), codes(1, 1, 0))
+    val got = strings(decode(codec(handTable), block(values, lead = 3)))
+    assert(got == Seq("abc", "", "hello world", "x", "", "ccab"))
+  }
+
+  test("a value ending with an escape is an error naming the value, also before another value") {
+    val last = intercept[LanceFormatException](decode(codec(handTable), block(Seq(codes(0), codes(1, 255)))))
+    assert(last.getMessage.contains("test.lance") && last.getMessage.contains("value 1 ends with an escape"))
+    val middle = intercept[LanceFormatException](decode(codec(handTable), block(Seq(codes(0, 255), codes('q', 1)))))
+    assert(middle.getMessage.contains("value 0 ends with an escape"), middle.getMessage)
+  }
+
+  test("a code past the table is an error") {
+    val e = intercept[LanceFormatException](decode(codec(handTable), block(Seq(codes(0), codes(7)))))
+    assert(e.getMessage.contains("FSST code 7 but the table has 3 symbols"))
+  }
+
+  test("round trip through our encoder: escapes for bytes outside the table, empties, long values") {
+    val rnd = new scala.util.Random(7)
+    val words = Seq("lance", "spark", "columnar", "vector", "parquet", "", "z\u00e9\u00e8")
+    val values: Seq[Array[Byte]] = (0 until 5000).map { i =>
+      if (i % 97 == 0) Array.fill(rnd.nextInt(40))(rnd.nextInt(256).toByte) // raw bytes: escapes
+      else if (i % 13 == 0) Array.emptyByteArray
+      else Seq.fill(1 + rnd.nextInt(6))(words(rnd.nextInt(words.size))).mkString(" ").getBytes(UTF_8)
+    }
+    val raw = values.flatten.toArray
+    val ends = values.scanLeft(0)(_ + _.length).toArray
+    val enc = FsstEncoder.train(raw, i => ends(i), i => ends(i + 1), values.size)
+    val compressed = values.indices.map { i =>
+      val out = new ByteBuilder()
+      enc.compress(raw, ends(i), ends(i + 1), out)
+      java.util.Arrays.copyOf(out.arr, out.size)
+    }
+    assert(compressed.map(_.length).sum < raw.length, "the trained table compresses these words")
+    val got = decode(codec(enc.serialized), block(compressed, lead = 5))
+    assert(got.length == values.size)
+    values.indices.foreach { i =>
+      val bytes = new Array[Byte]((got.offsets(i + 1) - got.offsets(i)).toInt)
+      got.data.duplicate().position(got.offsets(i).toInt).get(bytes)
+      assert(java.util.Arrays.equals(bytes, values(i)), s"value $i")
+    }
+  }
+}
