@@ -284,9 +284,10 @@ def _lance_scan_metrics(df, keys, prefix: str = "") -> Dict[str, Any]:
 
 def lance_column_bytes(path: str, column: str) -> int:
     """Bytes of one column's pages, column buffers and column metadata in every data file of a
-    2.0 dataset (read with lance_spark's own reader: its file/column metadata, not the data)."""
+    2.x dataset (read with lance_spark's own reader: its file/column metadata, not the data)."""
     from lance_spark import reader
     from lance_spark.reader.format.file_v2 import FileV2Reader
+    from lance_spark.reader.format.file_v21 import FileV21Reader
 
     ds = reader.dataset(path)
     fid = ds._select([column])[0].id
@@ -299,7 +300,8 @@ def lance_column_bytes(path: str, column: str) -> int:
                 idx = dict(zip(df.fields, df.column_indices))[fid]
             else:
                 idx = [f for f in df.fields if f >= 0].index(fid)
-            r = FileV2Reader(df.full_path)
+            r = (FileV21Reader if (df.file_major_version, df.file_minor_version) >= (2, 1)
+                 else FileV2Reader)(df.full_path)
             try:
                 cm = r.column(idx)
                 total += int(r._cm_offsets[idx][1]) + sum(cm.buffer_sizes)

@@ -134,14 +134,27 @@ private[format] object StatsCollector {
       case VarKind(utf8) =>
         def start(i: Int): Int = if (i == 0) 0 else page.end(i - 1).toInt
         def end(i: Int): Int = page.end(i).toInt
+        // each value's first 8 bytes as an unsigned big-endian key (zero
+        // padded) decide most comparisons; equal keys fall back to the bytes
+        var minKey = 0L
+        var maxKey = 0L
         var i = 0
         while (i < n) {
           if (page.isValid(i)) {
-            if (minI < 0) { minI = i; maxI = i }
+            val s = start(i); val e = end(i)
+            val key = prefixKey(vals, s, e)
+            if (minI < 0) { minI = i; maxI = i; minKey = key; maxKey = key }
             else {
-              val s = start(i); val e = end(i)
-              if (java.util.Arrays.compareUnsigned(vals, s, e, vals, start(minI), end(minI)) < 0) minI = i
-              if (java.util.Arrays.compareUnsigned(vals, s, e, vals, start(maxI), end(maxI)) > 0) maxI = i
+              val byKeyMin = java.lang.Long.compareUnsigned(key, minKey)
+              val belowMin =
+                if (byKeyMin != 0) byKeyMin < 0
+                else java.util.Arrays.compareUnsigned(vals, s, e, vals, start(minI), end(minI)) < 0
+              if (belowMin) { minI = i; minKey = key }
+              val byKeyMax = java.lang.Long.compareUnsigned(key, maxKey)
+              val aboveMax =
+                if (byKeyMax != 0) byKeyMax > 0
+                else java.util.Arrays.compareUnsigned(vals, s, e, vals, start(maxI), end(maxI)) > 0
+              if (aboveMax) { maxI = i; maxKey = key }
             }
           }
           i += 1
@@ -154,6 +167,23 @@ private[format] object StatsCollector {
         }
     }
   }
+
+  private val LongBE: java.lang.invoke.VarHandle =
+    java.lang.invoke.MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], java.nio.ByteOrder.BIG_ENDIAN)
+
+  /** Bytes [s, e) of `v` up to the first 8, big-endian, zero padded: keys
+    * that differ order their values as unsigned byte-wise comparison does. */
+  private[stats] def prefixKey(v: Array[Byte], s: Int, e: Int): Long =
+    if (e - s >= 8) LongBE.get(v, s).asInstanceOf[Long]
+    else {
+      var k = 0L
+      var j = 0
+      while (j < 8) {
+        k = (k << 8) | (if (s + j < e) v(s + j) & 0xffL else 0L)
+        j += 1
+      }
+      k
+    }
 
   /** Longest prefix of at most MaxBoundBytes bytes (whole UTF-8 characters
     * when `utf8`): a lower bound of `v`. */
