@@ -108,6 +108,14 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
       "dictionary", minor = 1)
   }
 
+  test("prices of a few thousand values: a sorted dictionary, zstd-compressed") {
+    val rnd = new scala.util.Random(8)
+    val prices = IndexedSeq.fill(n)(math.round(rnd.nextDouble() * rnd.nextDouble() * 8000) / 100.0)
+    chooses("many_prices", double, prices, "zstd(flat(64")
+    val (_, layouts) = write("many_prices_layout", double, prices, 2, WriteCodecs())
+    assert(layouts.forall(_.contains("dictionary")), layouts)
+  }
+
   test("decimal prices of many values: zstd over flat 128-bit chunks") {
     val rnd = new scala.util.Random(5)
     chooses("prices", decimal, IndexedSeq.fill(n)(java.math.BigDecimal.valueOf(90000L + rnd.nextInt(10000000), 2)),

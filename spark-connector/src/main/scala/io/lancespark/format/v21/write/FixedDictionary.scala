@@ -1,8 +1,8 @@
 package io.lancespark.format.v21.write
 
 /** A dictionary of fixed-width values (integers, floats, dates, decimals,
-  * fixed-size binaries of up to 16 bytes): the distinct values in order of
-  * first appearance, as one flat block, and each value's item number (u32,
+  * fixed-size binaries of up to 16 bytes): the distinct values (in order of
+  * first appearance, or sorted by [[FixedDictionary.sorted]]) as one flat block, and each value's item number (u32,
   * little-endian) to be bit-packed. As the reference does for repeated
   * fixed-width values (e.g. decimal quantities, a few status codes). */
 private[write] final case class FixedDictionary(items: Array[Byte], indices: Array[Byte], count: Int)
@@ -51,6 +51,34 @@ private[write] object FixedDictionary {
   }
 
   private val Sample = 4096
+
+  /** Least dictionary bytes worth trying general compression on. */
+  val MinCompressedBytes: Int = 1024
+
+  /** `d` (items of `w` <= 8 bytes) with its items in ascending order of their
+    * little-endian value, indices renumbered: neighbouring items then share
+    * their high bytes, which general compression of the dictionary exploits. */
+  def sorted(d: FixedDictionary, w: Int): FixedDictionary = {
+    require(w <= 8, s"sorting $w-byte items")
+    val values = Array.tabulate(d.count)(k => word(d.items, k * w, w))
+    val order = values.clone()
+    java.util.Arrays.sort(order)
+    val rank = Array.tabulate(d.count)(k => java.util.Arrays.binarySearch(order, values(k)))
+    val items = new Array[Byte](d.items.length)
+    var k = 0
+    while (k < d.count) { put(items, k * w, w, order(k)); k += 1 }
+    val indices = new Array[Byte](d.indices.length)
+    var i = 0
+    while (i < indices.length) {
+      val old = (d.indices(i) & 0xff) | (d.indices(i + 1) & 0xff) << 8 | (d.indices(i + 2) & 0xff) << 16 |
+        (d.indices(i + 3) & 0xff) << 24
+      val r = rank(old)
+      indices(i) = r.toByte; indices(i + 1) = (r >>> 8).toByte
+      indices(i + 2) = (r >>> 16).toByte; indices(i + 3) = (r >>> 24).toByte
+      i += 4
+    }
+    FixedDictionary(items, indices, d.count)
+  }
 
   private def fewDistinct(src: Array[Byte], w: Int, n: Int, limit: Int): Boolean = {
     val table = new Table(limit)

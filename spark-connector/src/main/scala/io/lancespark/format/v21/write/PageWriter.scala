@@ -197,6 +197,19 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     if (packed.length <= 0.7 * sample.length) new CompressedValues(values, perChunk) else values
   }
 
+  /** A dictionary of fixed-width items zstd-compressed when that saves a
+    * fifth or more (sorted items, e.g. prices of a few thousand values,
+    * shrink to a third or less): a dictionary is stored once per page. */
+  private def compressedDictionary(plain: CompressiveEncoding, items: Array[Byte]): (CompressiveEncoding, Array[Byte]) =
+    if (!codecs.general || items.length < FixedDictionary.MinCompressedBytes) (plain, items)
+    else {
+      val scheme = CompressionScheme.COMPRESSION_ALGORITHM_ZSTD
+      val packed = GeneralCodec.compress(scheme, items, 0, items.length)
+      if (packed.length > 0.8 * items.length) (plain, items)
+      else (CompressiveEncoding.newBuilder().setGeneral(General.newBuilder()
+        .setCompression(BufferCompression.newBuilder().setScheme(scheme)).setValues(plain)).build(), packed)
+    }
+
   /** Booleans: a bitmap per chunk. */
   private final class BoolValues(lb: LeafBuffer) extends Values {
     val encoding: CompressiveEncoding = flat(1)
@@ -319,9 +332,11 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
         else if (packed < 0.9 * n * w) (new BitpackedValues(src, w), packed)
         else (new FlatValues(src, w), n.toLong * w)
       FixedDictionary.build(src, n, w, codecs.dictionary, plainBytes) match {
-        case Some(d) =>
+        case Some(found) =>
+          val d = if (w <= 8) FixedDictionary.sorted(found, w) else found
           val idxValues = if (codecs.bitpacking) new BitpackedValues(d.indices, 4) else new FlatValues(d.indices, 4)
-          (idxValues, Some((flat(8L * w), d.items, d.count)))
+          val (dictEncoding, dictBytes) = compressedDictionary(flat(8L * w), d.items)
+          (idxValues, Some((dictEncoding, dictBytes, d.count)))
         case None => (plain match {
           case f: FlatValues if w >= 8 => compressedIfItPays(f, w, n)
           case other => other
