@@ -78,7 +78,7 @@ object ArrowFieldWriter {
       }
     case (v: DecimalVector, d: DecimalType) => decimal(v, d, column)((i, bd) => v.setSafe(i, bd))
     case (v: Decimal256Vector, d: DecimalType) => decimal(v, d, column)((i, bd) => v.setSafe(i, bd))
-    case (v: VarCharVector, StringType) => simple(v, column)((in, o, i) => v.setSafe(i, in.getUTF8String(o).getBytes))
+    case (v: VarCharVector, StringType) => simple(v, column)((in, o, i) => setUtf8(v, i, in.getUTF8String(o)))
     case (v: LargeVarCharVector, StringType) =>
       simple(v, column)((in, o, i) => v.setSafe(i, in.getUTF8String(o).getBytes))
     case (v: VarBinaryVector, BinaryType) => simple(v, column)((in, o, i) => v.setSafe(i, in.getBinary(o)))
@@ -114,12 +114,27 @@ object ArrowFieldWriter {
         s"column '$column': Spark type ${t.simpleString} cannot be written to Lance type ${v.getField.getType}")
   }
 
-  private def simple(v: ValueVector, column: String)(set: (SpecializedGetters, Int, Int) => Unit): ArrowFieldWriter =
+  /** Sets vector value `index` from field `ordinal` of `in`. Our own SAM type,
+    * not a Function3 (which is not specialized: it would box both ints for
+    * every value written). */
+  private trait Setter { def apply(in: SpecializedGetters, ordinal: Int, index: Int): Unit }
+
+  /** Field `ordinal` of `in` as a long (see [[Setter]]). */
+  private trait LongGetter { def apply(in: SpecializedGetters, ordinal: Int): Long }
+
+  private def simple(v: ValueVector, column: String)(set: Setter): ArrowFieldWriter =
     new ArrowFieldWriter(v, column) {
       override protected def setValue(in: SpecializedGetters, ordinal: Int, index: Int): Unit = set(in, ordinal, index)
     }
 
-  private def ranged(v: ValueVector, column: String, lo: Long, hi: Long)(get: (SpecializedGetters, Int) => Long)(
+  /** A string's bytes without copying them to an array first where they are
+    * on the heap (rows from Spark's operators). */
+  private def setUtf8(v: VarCharVector, i: Int, s: org.apache.spark.unsafe.types.UTF8String): Unit = {
+    val bb = s.getByteBuffer
+    v.setSafe(i, bb, bb.position(), s.numBytes)
+  }
+
+  private def ranged(v: ValueVector, column: String, lo: Long, hi: Long)(get: LongGetter)(
       set: (Int, Long) => Unit): ArrowFieldWriter =
     simple(v, column) { (in, o, i) =>
       val x = get(in, o)

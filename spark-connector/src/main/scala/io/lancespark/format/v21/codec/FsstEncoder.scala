@@ -144,9 +144,37 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
       }
       i += 1
     }
-    val best = scala.jdk.CollectionConverters.MapHasAsScala(gains).asScala.toSeq
-      .sortBy { case ((s, l), g) => (-g, -l, s) }.take(MaxSymbols)
-    new FsstEncoder(best.map(_._1._1).toArray, best.map(_._1._2).toArray)
+    // the best MaxSymbols candidates by gain, then length, then symbol: one
+    // primitive sort of (gain, length, candidate number) keys, the rare ties
+    // of gain and length ordered by symbol after it
+    val m = gains.size
+    val syms = new Array[Long](m)
+    val lensOf = new Array[Int](m)
+    val keys = new Array[Long](m)
+    var k = 0
+    val it = gains.entrySet().iterator()
+    while (it.hasNext) {
+      val e = it.next()
+      syms(k) = e.getKey._1
+      lensOf(k) = e.getKey._2
+      val g = math.min(e.getValue.longValue, FsstEncoder.MaxGain)
+      keys(k) = ((FsstEncoder.MaxGain - g) << 36) | ((8L - lensOf(k)) << 32) | k
+      k += 1
+    }
+    java.util.Arrays.sort(keys)
+    val order = keys.map(x => (x & 0xffffffffL).toInt)
+    var a = 0
+    while (a < m) {
+      var b = a + 1
+      while (b < m && (keys(b) >>> 32) == (keys(a) >>> 32)) b += 1
+      if (b - a > 1) {
+        val run = order.slice(a, b).sortWith((x, y) => syms(x) < syms(y))
+        System.arraycopy(run, 0, order, a, b - a)
+      }
+      a = b
+    }
+    val best = order.take(MaxSymbols)
+    new FsstEncoder(best.map(syms), best.map(lensOf))
   }
 }
 
@@ -161,6 +189,8 @@ object FsstEncoder {
   val MinInputBytes: Long = 32 * 1024
 
   private val Tokens = 512
+  /** Gains are counted in a sample of tens of KiB: far below this bound. */
+  private val MaxGain: Long = (1L << 27) - 1
 
   private def slotOf(prefix: Int, capacity: Int): Int = (prefix * 0x9E3779B1 >>> 8) & (capacity - 1)
   private val Rounds = 5

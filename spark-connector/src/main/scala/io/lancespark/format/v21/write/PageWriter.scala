@@ -78,15 +78,25 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
   def encode(lb: LeafBuffer): EncodedPage = {
     val (layers, map) = pageLayers(lb)
     val n = lb.defs.size
-    val defs = Array.tabulate(n)(i => map(lb.defs(i)))
-    val maxDef = if (n == 0) 0 else defs.max
+    // the page's definition levels, their maximum and the valid entries, in
+    // one loop over primitive ints (no boxing: this runs for every page)
+    val defs = new Array[Int](n)
+    var maxDef = 0
+    var validValues = 0
+    var i = 0
+    while (i < n) {
+      val d = map(lb.defs(i))
+      defs(i) = d
+      if (d > maxDef) maxDef = d
+      if (d == 0) validValues += 1
+      i += 1
+    }
     val rep = if (lb.rep == null) null else java.util.Arrays.copyOf(lb.rep.arr, n)
     // entries with a value slot: valid ones, and nulls of items inside the innermost list
     val maxVisible = {
       val itemLevels = lb.path.takeWhile(_ == LayerKind.Item).size
       (0 to itemLevels).map(c => if (c < map.length) map(c) else 0).max
     }
-    val validValues = defs.count(_ == 0)
     val wide = lb.kind match {
       case ValueKind.Var(_) => lb.values > 0 && lb.fixed.size / lb.values >= FullZipBytes
       case ValueKind.Fsl(dim, w) => dim.toLong * math.max(w, 1) >= FullZipBytes
