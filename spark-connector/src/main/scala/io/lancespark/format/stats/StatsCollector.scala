@@ -168,13 +168,10 @@ private[format] object StatsCollector {
     }
   }
 
-  private val LongBE: java.lang.invoke.VarHandle =
-    java.lang.invoke.MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], java.nio.ByteOrder.BIG_ENDIAN)
-
   /** Bytes [s, e) of `v` up to the first 8, big-endian, zero padded: keys
     * that differ order their values as unsigned byte-wise comparison does. */
   private[stats] def prefixKey(v: Array[Byte], s: Int, e: Int): Long =
-    if (e - s >= 8) LongBE.get(v, s).asInstanceOf[Long]
+    if (e - s >= 8) io.lancespark.format.file.RawBytes.longBE(v, s)
     else {
       var k = 0L
       var j = 0

@@ -129,10 +129,12 @@ object ArrowFieldWriter {
 
   /** A string's bytes without copying them to an array first where they are
     * on the heap (rows from Spark's operators). */
-  private def setUtf8(v: VarCharVector, i: Int, s: org.apache.spark.unsafe.types.UTF8String): Unit = {
-    val bb = s.getByteBuffer
-    v.setSafe(i, bb, bb.position(), s.numBytes)
-  }
+  private def setUtf8(v: VarCharVector, i: Int, s: org.apache.spark.unsafe.types.UTF8String): Unit =
+    s.getBaseObject match {
+      case a: Array[Byte] if s.getBaseOffset >= org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET =>
+        v.setSafe(i, a, (s.getBaseOffset - org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET).toInt, s.numBytes)
+      case _ => v.setSafe(i, s.getBytes)
+    }
 
   private def ranged(v: ValueVector, column: String, lo: Long, hi: Long)(get: LongGetter)(
       set: (Int, Long) => Unit): ArrowFieldWriter =

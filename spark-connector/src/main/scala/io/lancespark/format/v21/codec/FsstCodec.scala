@@ -4,6 +4,7 @@ import java.nio.{ByteBuffer, ByteOrder}
 
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.VarBlock
+import io.lancespark.format.file.RawBytes
 import io.lancespark.proto.encodings21.Fsst
 
 /** FSST: strings compressed with a symbol table of up to 255 symbols of 1 to
@@ -125,14 +126,9 @@ object FsstCodec {
   val Magic: Long = 0x46535354L // "FSST"
   val Escape: Int = 255
 
-  private[codec] val U: sun.misc.Unsafe = {
-    val f = classOf[sun.misc.Unsafe].getDeclaredField("theUnsafe")
-    f.setAccessible(true)
-    f.get(null).asInstanceOf[sun.misc.Unsafe]
-  }
-  private[codec] val ByteBase: Long = U.arrayBaseOffset(classOf[Array[Byte]]).toLong
-
-  private[codec] val IntBase: Long = U.arrayBaseOffset(classOf[Array[Int]]).toLong
+  private[codec] val U: sun.misc.Unsafe = RawBytes.U
+  private[codec] val ByteBase: Long = RawBytes.ByteBase
+  private[codec] val IntBase: Long = RawBytes.IntBase
 
   /** Per thread: expanded values of a block of up to `ScratchBytes / 8`
     * input bytes, before they are copied out. */

@@ -1,9 +1,8 @@
 package io.lancespark.format.v21.codec
 
-import java.lang.invoke.{MethodHandles, VarHandle}
 import java.nio.ByteOrder
 
-import io.lancespark.format.file.ByteBuilder
+import io.lancespark.format.file.{ByteBuilder, RawBytes}
 
 /** The writing half of FSST ([[FsstCodec]] decodes): a symbol table learnt
   * from a sample of a page's values, and the values compressed with it.
@@ -196,11 +195,10 @@ object FsstEncoder {
   private val Rounds = 5
   private val SampleBytes = 16 * 1024
   private val Masks: Array[Long] = Array.tabulate(9)(l => if (l == 8) -1L else (1L << (8 * l)) - 1)
-  private val LongLE: VarHandle = MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], ByteOrder.LITTLE_ENDIAN)
 
   /** Up to 8 bytes from `p` (of `avail` left) as a little-endian word, the rest zero. */
   private def load(src: Array[Byte], p: Int, avail: Int): Long =
-    if (avail >= 8) LongLE.get(src, p).asInstanceOf[Long]
+    if (avail >= 8) RawBytes.longLE(src, p)
     else {
       var w = 0L
       var k = avail - 1

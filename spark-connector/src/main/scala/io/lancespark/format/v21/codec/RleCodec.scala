@@ -86,23 +86,37 @@ object RleCodec {
     var i = 0
     while (i < n) {
       var j = i + 1
-      while (j < n && j - i < 255 && java.util.Arrays.equals(src, from + i * w, from + i * w + w, src, from + j * w, from + j * w + w)) j += 1
+      while (j < n && j - i < 255 && same(src, from + i * w, from + j * w, w)) j += 1
       values.put(src, from + i * w, w)
       lengths.putByte(j - i)
       i = j
     }
   }
 
-  /** The number of runs (split at 255) of `n` values of `w` bytes. */
-  def runs(src: Array[Byte], from: Int, n: Int, w: Int): Int = {
+  /** The number of runs (split at 255) of `n` values of `w` bytes, or a
+    * number above `limit` as soon as there are more than `limit` runs. */
+  def runs(src: Array[Byte], from: Int, n: Int, w: Int, limit: Int = Int.MaxValue): Int = {
+    require(from >= 0 && from.toLong + n.toLong * w <= src.length, s"$n values of $w bytes from $from in ${src.length}")
     var runs = 0
     var i = 0
-    while (i < n) {
+    while (i < n && runs <= limit) {
       var j = i + 1
-      while (j < n && j - i < 255 && java.util.Arrays.equals(src, from + i * w, from + i * w + w, src, from + j * w, from + j * w + w)) j += 1
+      while (j < n && j - i < 255 && same(src, from + i * w, from + j * w, w)) j += 1
       runs += 1
       i = j
     }
     runs
+  }
+
+  /** Whether the `w`-byte values at `a` and `b` (both within `src`) are equal. */
+  private def same(src: Array[Byte], a: Int, b: Int, w: Int): Boolean = {
+    import io.lancespark.format.file.RawBytes.{ByteBase, U}
+    w match {
+      case 8 => U.getLong(src, ByteBase + a) == U.getLong(src, ByteBase + b)
+      case 4 => U.getInt(src, ByteBase + a) == U.getInt(src, ByteBase + b)
+      case 2 => U.getShort(src, ByteBase + a) == U.getShort(src, ByteBase + b)
+      case 1 => src(a) == src(b)
+      case _ => java.util.Arrays.equals(src, a, a + w, src, b, b + w)
+    }
   }
 }

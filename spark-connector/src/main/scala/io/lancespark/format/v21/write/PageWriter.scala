@@ -335,7 +335,7 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     case ValueKind.Fixed(w) if lb.values > 0 =>
       val src = lb.fixed.arr
       val n = lb.values
-      val runs = if (codecs.rle && Set(1, 2, 4, 8).contains(w)) RleCodec.runs(src, 0, n, w) else n
+      val runs = if (codecs.rle && Set(1, 2, 4, 8).contains(w)) RleCodec.runs(src, 0, n, w, limit = n / 2) else n
       val packed = if (codecs.bitpacking && Set(1, 2, 4, 8).contains(w)) bitpackedBytes(src, n, w) else Long.MaxValue
       val (plain, plainBytes) =
         if (runs < n / 2) (new RleValues(src, w), runs.toLong * (w + 1))

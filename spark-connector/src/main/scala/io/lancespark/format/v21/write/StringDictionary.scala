@@ -80,7 +80,7 @@ private[write] object StringDictionary {
       var h = 0x9E3779B9 * (until - from + 1)
       var p = from
       while (p + 8 <= until) {
-        val x = StringDictionary.LongLE.get(data, p).asInstanceOf[Long]
+        val x = io.lancespark.format.file.RawBytes.longLE(data, p)
         h = Integer.rotateLeft(h ^ java.lang.Long.hashCode(x * 0xC2B2AE3D27D4EB4FL), 13) * 5 + 0xE6546B64
         p += 8
       }
@@ -91,6 +91,4 @@ private[write] object StringDictionary {
     }
   }
 
-  private val LongLE: java.lang.invoke.VarHandle =
-    java.lang.invoke.MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], java.nio.ByteOrder.LITTLE_ENDIAN)
 }
