@@ -148,12 +148,12 @@ private[format] object StatsCollector {
               val byKeyMin = java.lang.Long.compareUnsigned(key, minKey)
               val belowMin =
                 if (byKeyMin != 0) byKeyMin < 0
-                else java.util.Arrays.compareUnsigned(vals, s, e, vals, start(minI), end(minI)) < 0
+                else tieOrder(vals, s, e, start(minI), end(minI)) < 0
               if (belowMin) { minI = i; minKey = key }
               val byKeyMax = java.lang.Long.compareUnsigned(key, maxKey)
               val aboveMax =
                 if (byKeyMax != 0) byKeyMax > 0
-                else java.util.Arrays.compareUnsigned(vals, s, e, vals, start(maxI), end(maxI)) > 0
+                else tieOrder(vals, s, e, start(maxI), end(maxI)) > 0
               if (aboveMax) { maxI = i; maxKey = key }
             }
           }
@@ -181,6 +181,13 @@ private[format] object StatsCollector {
       }
       k
     }
+
+  /** The order of values [s, e) and [s2, e2) of `v` whose prefix keys are
+    * equal: when both fit their keys (8 bytes or fewer) the longer one only
+    * adds zero bytes, so it is the greater; otherwise their bytes decide. */
+  private def tieOrder(v: Array[Byte], s: Int, e: Int, s2: Int, e2: Int): Int =
+    if (e - s <= 8 && e2 - s2 <= 8) Integer.compare(e - s, e2 - s2)
+    else java.util.Arrays.compareUnsigned(v, s, e, v, s2, e2)
 
   /** Longest prefix of at most MaxBoundBytes bytes (whole UTF-8 characters
     * when `utf8`): a lower bound of `v`. */

@@ -39,7 +39,9 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
     out
   }
   private val shortCodes: Array[Int] = {
-    val out = Array.tabulate(65536)(k => singleCodes(k & 0xff))
+    val out = new Array[Int](65536)
+    var k = 0
+    while (k < 65536) { out(k) = singleCodes(k & 0xff); k += 1 } // (a loop: tabulate would box 64Ki ints)
     symbols.indices.filter(c => lens(c) == 2).foreach(c => out((symbols(c) & 0xffff).toInt) = c)
     out
   }
@@ -74,12 +76,16 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
 
   /** Compresses `src(from until until)` onto `out`. */
   def compress(src: Array[Byte], from: Int, until: Int, out: ByteBuilder): Unit = {
+    out.ensure(2L * (until - from)) // at most two bytes (an escape) per input byte
+    val dst = out.arr
+    var o = out.size
     var p = from
     while (p < until) {
       val c = matchAt(src, p, until - p)
-      if (c >= 0) { out.putByte(c); p += lens(c) }
-      else { out.putByte(FsstCodec.Escape); out.putByte(src(p)); p += 1 }
+      if (c >= 0) { dst(o) = c.toByte; o += 1; p += lens(c) }
+      else { dst(o) = FsstCodec.Escape.toByte; dst(o + 1) = src(p); o += 2; p += 1 }
     }
+    out.size = o
   }
 
   /** The table as the encoding description holds it (fixed size: a u64
@@ -173,7 +179,7 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
       a = b
     }
     val best = order.take(MaxSymbols)
-    new FsstEncoder(best.map(syms), best.map(lensOf))
+    new FsstEncoder(best.map(c => syms(c)), best.map(c => lensOf(c)))
   }
 }
 

@@ -60,10 +60,14 @@ private[write] object FixedDictionary {
     * their high bytes, which general compression of the dictionary exploits. */
   def sorted(d: FixedDictionary, w: Int): FixedDictionary = {
     require(w <= 8, s"sorting $w-byte items")
-    val values = Array.tabulate(d.count)(k => word(d.items, k * w, w))
+    val values = new Array[Long](d.count)
+    var v = 0
+    while (v < d.count) { values(v) = word(d.items, v * w, w); v += 1 }
     val order = values.clone()
     java.util.Arrays.sort(order)
-    val rank = Array.tabulate(d.count)(k => java.util.Arrays.binarySearch(order, values(k)))
+    val rank = new Array[Int](d.count)
+    v = 0
+    while (v < d.count) { rank(v) = java.util.Arrays.binarySearch(order, values(v)); v += 1 }
     val items = new Array[Byte](d.items.length)
     var k = 0
     while (k < d.count) { put(items, k * w, w, order(k)); k += 1 }
@@ -109,7 +113,7 @@ private[write] object FixedDictionary {
   private final class Table(limit: Int) {
     private val capacity = Integer.highestOneBit(math.max(16, limit * 2)) * 2
     private val mask = capacity - 1
-    private val slots = Array.fill(capacity)(-1)
+    private val slots = { val a = new Array[Int](capacity); java.util.Arrays.fill(a, -1); a }
     private val his = new Array[Long](limit)
     private val los = new Array[Long](limit)
     var size: Int = 0

@@ -45,7 +45,7 @@ private[write] object StringDictionary {
   private final class Table(data: Array[Byte], start: Int => Int, end: Int => Int, limit: Int) {
     private val capacity = Integer.highestOneBit(math.max(16, limit * 2)) * 2
     private val mask = capacity - 1
-    private val slots = Array.fill(capacity)(-1)
+    private val slots = { val a = new Array[Int](capacity); java.util.Arrays.fill(a, -1); a }
     private val first = new Array[Int](limit)   // the value each item was first seen as
     private val hashes = new Array[Int](limit)
     private var size = 0
