@@ -99,10 +99,13 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
   }
 
   /** Tokens of one round over the sample: counts of each token (codes below
-    * 256 are symbols, 256 + b the escaped byte b) and of adjacent pairs. */
-  private def count(sample: Array[Byte], ends: Array[Int], one: Array[Int], two: Array[Int]): Unit = {
+    * 256 are symbols, 256 + b the escaped byte b) and of adjacent pairs.
+    * `two` is all zeros on entry; the pairs seen are listed in `touched`
+    * (their number is returned), so that only they are read and cleared. */
+  private def count(sample: Array[Byte], ends: Array[Int], one: Array[Int], two: Array[Int],
+                    touched: Array[Int]): Int = {
     java.util.Arrays.fill(one, 0)
-    java.util.Arrays.fill(two, 0)
+    var seen = 0
     var start = 0
     var v = 0
     while (v < ends.length) {
@@ -113,19 +116,24 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
         val c = matchAt(sample, p, end - p)
         val t = if (c >= 0) c else 256 + (sample(p) & 0xff)
         one(t) += 1
-        if (prev >= 0) two(prev * Tokens + t) += 1
+        if (prev >= 0) {
+          val pair = prev * Tokens + t
+          if (two(pair) == 0) { touched(seen) = pair; seen += 1 }
+          two(pair) += 1
+        }
         prev = t
         p += (if (c >= 0) lens(c) else 1)
       }
       start = end
       v += 1
     }
+    seen
   }
 
   private def token(t: Int): (Long, Int) = if (t < 256) (symbols(t), lens(t)) else ((t - 256).toLong, 1)
 
   /** The next round's table from this round's counts. */
-  private def next(one: Array[Int], two: Array[Int]): FsstEncoder = {
+  private def next(one: Array[Int], two: Array[Int], touched: Array[Int], seen: Int): FsstEncoder = {
     val gains = new java.util.HashMap[(Long, Int), java.lang.Long]()
     def offer(sym: Long, len: Int, gain: Long): Unit = {
       val k = (sym, len)
@@ -140,14 +148,14 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
       }
       t += 1
     }
-    var i = 0
-    while (i < two.length) {
-      if (two(i) > 0) {
-        val (s1, l1) = token(i / Tokens)
-        val (s2, l2) = token(i % Tokens)
-        if (l1 + l2 <= 8) offer(s1 | (s2 << (8 * l1)), l1 + l2, two(i).toLong * (l1 + l2))
-      }
-      i += 1
+    var j = 0
+    while (j < seen) {
+      val i = touched(j)
+      val (s1, l1) = token(i / Tokens)
+      val (s2, l2) = token(i % Tokens)
+      if (l1 + l2 <= 8) offer(s1 | (s2 << (8 * l1)), l1 + l2, two(i).toLong * (l1 + l2))
+      two(i) = 0 // all zeros again for the next round
+      j += 1
     }
     // the best MaxSymbols candidates by gain, then length, then symbol: one
     // primitive sort of (gain, length, candidate number) keys, the rare ties
@@ -231,11 +239,12 @@ object FsstEncoder {
     val sampleEnds = ends.result()
     val one = new Array[Int](Tokens)
     val two = new Array[Int](Tokens * Tokens)
+    val touched = new Array[Int](bytes.length + 1) // (at most one pair per sample byte)
     var table = new FsstEncoder(Array.emptyLongArray, Array.emptyIntArray)
     var round = 0
     while (round < Rounds) {
-      table.count(bytes, sampleEnds, one, two)
-      table = table.next(one, two)
+      val seen = table.count(bytes, sampleEnds, one, two, touched)
+      table = table.next(one, two, touched, seen)
       round += 1
     }
     table
