@@ -19,9 +19,17 @@ private[write] object FixedDictionary {
     val budget = (0.8 * plainBytes).toLong
     val limit = math.min(n / 2, (budget / w).toInt)
     if (limit < 1) return None
-    // the first values nearly all distinct (random doubles, ids): no dictionary, without hashing them all
+    // the first values nearly all distinct (random doubles, ids), or so many
+    // distinct that their indices alone would take the budget (ints of a
+    // thousand values, already bit-packed as tightly): no dictionary,
+    // without hashing them all
     val sample = math.min(n, Sample)
-    if (sample >= 256 && !fewDistinct(src, w, sample, sample * 9 / 10)) return None
+    if (sample >= 256) {
+      val distinct = distinctUpTo(src, w, sample, sample * 9 / 10)
+      if (distinct < 0) return None
+      val leastBits = math.max(1, 32 - Integer.numberOfLeadingZeros(distinct - 1))
+      if (n.toLong * leastBits / 8 > budget) return None
+    }
     val table = new Table(limit)
     val indices = new Array[Byte](4 * n)
     var i = 0
@@ -84,15 +92,16 @@ private[write] object FixedDictionary {
     FixedDictionary(items, indices, d.count)
   }
 
-  private def fewDistinct(src: Array[Byte], w: Int, n: Int, limit: Int): Boolean = {
+  /** The number of distinct values among the first `n`, or -1 if more than `limit`. */
+  private def distinctUpTo(src: Array[Byte], w: Int, n: Int, limit: Int): Int = {
     val table = new Table(limit)
     var i = 0
     while (i < n) {
       val at = i * w
-      if (table.idOf(if (w > 8) word(src, at + 8, w - 8) else 0L, word(src, at, math.min(w, 8))) < 0) return false
+      if (table.idOf(if (w > 8) word(src, at + 8, w - 8) else 0L, word(src, at, math.min(w, 8))) < 0) return -1
       i += 1
     }
-    true
+    table.size
   }
 
   /** `len` (1..8) little-endian bytes at `at` as a long. */

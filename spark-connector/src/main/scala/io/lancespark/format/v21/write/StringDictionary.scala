@@ -43,12 +43,16 @@ private[write] object StringDictionary {
 
   /** Item numbers of byte ranges, at most `limit` items (then -1). */
   private final class Table(data: Array[Byte], start: Int => Int, end: Int => Int, limit: Int) {
-    private val capacity = Integer.highestOneBit(math.max(16, limit * 2)) * 2
-    private val mask = capacity - 1
-    private val slots = { val a = new Array[Int](capacity); java.util.Arrays.fill(a, -1); a }
-    private val first = new Array[Int](limit)   // the value each item was first seen as
-    private val hashes = new Array[Int](limit)
+    // sized for the items seen, doubled as they come (pages of a few distinct
+    // values, the common case, never allocate for the `limit` they may not reach)
+    private var capacity = Integer.highestOneBit(math.max(16, math.min(limit, 512) * 2)) * 2
+    private var mask = capacity - 1
+    private var slots = emptySlots(capacity)
+    private var first = new Array[Int](math.min(limit, 1024))   // the value each item was first seen as
+    private var hashes = new Array[Int](first.length)
     private var size = 0
+
+    private def emptySlots(n: Int): Array[Int] = { val a = new Array[Int](n); java.util.Arrays.fill(a, -1); a }
 
     def items: Array[Int] = java.util.Arrays.copyOf(first, size)
 
@@ -61,19 +65,49 @@ private[write] object StringDictionary {
         val id = slots(s)
         if (id < 0) {
           if (size >= limit) return -1
-          slots(s) = size
+          if (size == first.length) {
+            first = java.util.Arrays.copyOf(first, math.min(limit, 2 * size))
+            hashes = java.util.Arrays.copyOf(hashes, first.length)
+          }
           first(size) = v
           hashes(size) = h
           size += 1
+          if (2 * size > capacity) grow() else slots(s) = size - 1
           return size - 1
         }
         if (hashes(id) == h) {
           val w = first(id)
-          if (java.util.Arrays.equals(data, s0, e0, data, start(w), end(w))) return id
+          if (sameBytes(s0, e0, start(w), end(w))) return id
         }
         s = (s + 1) & mask
       }
       -1
+    }
+
+    /** Twice the slots, every item placed again by its hash. */
+    private def grow(): Unit = {
+      capacity *= 2
+      mask = capacity - 1
+      slots = emptySlots(capacity)
+      var id = 0
+      while (id < size) {
+        var s = hashes(id) & mask
+        while (slots(s) >= 0) s = (s + 1) & mask
+        slots(s) = id
+        id += 1
+      }
+    }
+
+    /** Whether bytes [a, ae) and [b, be) are equal: values of up to 8 bytes
+      * as one masked word each where 8 bytes can be loaded. */
+    private def sameBytes(a: Int, ae: Int, b: Int, be: Int): Boolean = {
+      val len = ae - a
+      if (len != be - b) false
+      else if (len <= 8 && a + 8 <= data.length && b + 8 <= data.length) {
+        val m = if (len == 8) -1L else (1L << (8 * len)) - 1
+        ((io.lancespark.format.file.RawBytes.longLE(data, a) ^ io.lancespark.format.file.RawBytes.longLE(data, b)) & m) == 0
+      }
+      else java.util.Arrays.equals(data, a, ae, data, b, be)
     }
 
     private def hash(from: Int, until: Int): Int = {
