@@ -174,6 +174,26 @@ def test_selective_range_reads_at_most_one_percent_of_pages(spark, sorted_ds):
     assert full["pagesRead"] >= total_pages and full["lanceBytesRead"] > 20 * m["lanceBytesRead"], (m, full)
 
 
+def test_large_pages_are_pruned_by_blocks_of_rows(spark, tmp_path):
+    """2.2 pages of 131,072 rows carry bounds per block of 8,192 rows: a 0.05% range decodes
+    the chunks of one or two blocks per column, not whole pages (a quarter of the file)."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    path = str(tmp_path / "big_pages.lance")
+    (spark.range(0, 400_000, numPartitions=1).withColumn("v", (F.col("id") * 7919) % 977)
+     .write.format("lance").option("fileVersion", "2.2").save(path))
+    cond = "id BETWEEN 250000 AND 250199"
+    q = spark.read.format("lance").load(path).where(cond).select("id", "v")
+    m = _scan_metrics(q)
+    rows = sorted((r.id, r.v) for r in q.collect())
+    assert rows == [(i, i * 7919 % 977) for i in range(250_000, 250_200)]
+    full = _scan_metrics(spark.read.format("lance").option("pushdown", "false").load(path)
+                         .where(cond).select("id", "v"))
+    # page-level pruning would read at least one of the four pages per column (>= 1/4 of the
+    # bytes); blocks of 8,192 rows read about 1/49 of them
+    assert full["lanceBytesRead"] > 15 * m["lanceBytesRead"], (m, full)
+    assert m["pagesPruned"] >= 45, m                       # 48 of the 49 blocks of `id`
+
+
 def test_explain_shows_pushed_filters(spark, sorted_ds):
     plan = spark.read.format("lance").load(sorted_ds).where("id > 5 AND v < 100")._jdf.queryExecution() \
         .executedPlan().toString()

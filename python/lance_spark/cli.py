@@ -36,7 +36,10 @@ def _fragment_dict(frag) -> dict:
 
 
 def _page_statistics(ds, frags) -> List[dict]:
-    """Per column: pages with statistics, nulls, and the overall bounds, over every 2.x data file."""
+    """Per column: pages with statistics (and the row ranges they are kept for), nulls, and the
+    overall bounds, over every 2.x data file."""
+    import pyarrow.compute as pc
+
     from .reader.table.fragment import open_v2
     names = {f.id: f.name for f in ds.fields}
     acc: dict = {}
@@ -54,12 +57,17 @@ def _page_statistics(ds, frags) -> List[dict]:
             for col in table.column_names:
                 if not col.isdigit():
                     continue
-                stats = table[col].combine_chunks().drop_null()
+                present = table[col].combine_chunks()
+                stats = present.drop_null()
                 if len(stats) == 0:
                     continue
                 entry = acc.setdefault(int(col), {"field_id": int(col), "column": names.get(int(col), col),
-                                                  "pages": 0, "null_count": 0, "min": None, "max": None})
-                entry["pages"] += len(stats)
+                                                  "pages": 0, "ranges": 0, "null_count": 0,
+                                                  "min": None, "max": None})
+                # 2.1+ files hold bounds per block of rows inside a page: count both
+                pages = pc.filter(table["page_index"].combine_chunks(), present.is_valid())
+                entry["pages"] += len(pc.unique(pages))
+                entry["ranges"] += len(stats)
                 entry["null_count"] += int(stats.field("null_count").to_numpy(zero_copy_only=False).sum())
                 for key, pick in (("min", min), ("max", max)):
                     vals = [v for v in stats.field(f"{key}_value").to_pylist() if v is not None]
@@ -164,7 +172,7 @@ def cmd_inspect(args) -> int:
     if info["page_statistics"]:
         print("page statistics (all data files)")
         for e in info["page_statistics"]:
-            print(f"  {e['column']}: {e['pages']} page(s), {e['null_count']} null(s), "
+            print(f"  {e['column']}: {e['pages']} page(s) in {e['ranges']} range(s), {e['null_count']} null(s), "
                   f"min {e['min']}, max {e['max']}")
     else:
         print("page statistics: none (files written without them, e.g. by pylance)")

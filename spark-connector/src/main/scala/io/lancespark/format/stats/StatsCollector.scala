@@ -28,15 +28,26 @@ private[format] object StatsCollector {
 
 
 
-  private[format] def collect(kind: Kind, page: PageValues): (Long, Array[Byte], Array[Byte]) = {
-    val n = page.rows
+  /** The null count and bounds of rows [from, until) of a page (all of it by
+    * default). */
+  private[format] def collect(kind: Kind, page: PageValues, from: Int = 0, until: Int = -1): (Long, Array[Byte], Array[Byte]) = {
+    val n = if (until < 0) page.rows else until
+    require(from >= 0 && from <= n && n <= page.rows, s"rows [$from, $n) of a page of ${page.rows}")
+    val nullCount: Long =
+      if (from == 0 && n == page.rows) page.nullCount
+      else {
+        var c = 0L
+        var r = from
+        while (r < n) { if (!page.isValid(r)) c += 1; r += 1 }
+        c
+      }
     val vals = page.values
     var minI = -1
     var maxI = -1
     kind match {
       case IntKind(w, signed) =>
         var lo = 0L; var hi = 0L
-        var i = 0
+        var i = from
         while (i < n) {
           if (page.isValid(i)) {
             val v = intAt(vals, i, w, signed)
@@ -55,12 +66,12 @@ private[format] object StatsCollector {
           val (mn, mx) =
             if (signed) (leLong(Long.MinValue >> (64 - 8 * w), w), leLong(Long.MaxValue >>> (64 - 8 * w), w))
             else (new Array[Byte](w), Array.fill[Byte](w)(-1))
-          (page.nullCount, mn, mx)
-        } else (page.nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
+          (nullCount, mn, mx)
+        } else (nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
 
       case FloatKind(w) =>
         var lo = 0.0; var hi = 0.0
-        var i = 0
+        var i = from
         while (i < n) {
           if (page.isValid(i)) {
             val v = floatAt(vals, i, w)
@@ -79,15 +90,15 @@ private[format] object StatsCollector {
           case 4 => leLong(java.lang.Float.floatToIntBits(d.toFloat).toLong, 4)
           case _ => leLong(java.lang.Double.doubleToLongBits(d), 8)
         }
-        if (minI < 0) (page.nullCount, enc(Double.NegativeInfinity), enc(Double.PositiveInfinity))
+        if (minI < 0) (nullCount, enc(Double.NegativeInfinity), enc(Double.PositiveInfinity))
         else {
           val mn = if (lo == 0.0) enc(-0.0) else slice(vals, minI * w, w)
           val mx = if (hi == 0.0) enc(0.0) else slice(vals, maxI * w, w)
-          (page.nullCount, mn, mx)
+          (nullCount, mn, mx)
         }
 
       case DecimalKind(w, p) =>
-        var i = 0
+        var i = from
         while (i < n) {
           if (page.isValid(i)) {
             if (minI < 0) { minI = i; maxI = i }
@@ -100,12 +111,12 @@ private[format] object StatsCollector {
         }
         if (minI < 0) {
           val m = BigInt(10).pow(p) - 1
-          (page.nullCount, le(-m, w), le(m, w))
-        } else (page.nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
+          (nullCount, le(-m, w), le(m, w))
+        } else (nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
 
       case BoolKind =>
         var anyTrue = false; var anyFalse = false
-        var i = 0
+        var i = from
         while (i < n) {
           if (page.isValid(i)) {
             if (((vals(i >>> 3) >>> (i & 7)) & 1) != 0) anyTrue = true else anyFalse = true
@@ -114,10 +125,10 @@ private[format] object StatsCollector {
         }
         val mn: Byte = if (anyFalse || !anyTrue) 0 else 1
         val mx: Byte = if (anyTrue || !anyFalse) 1 else 0
-        (page.nullCount, Array(mn), Array(mx))
+        (nullCount, Array(mn), Array(mx))
 
       case FixedBinaryKind(w) =>
-        var i = 0
+        var i = from
         while (i < n) {
           if (page.isValid(i)) {
             if (minI < 0) { minI = i; maxI = i }
@@ -128,8 +139,8 @@ private[format] object StatsCollector {
           }
           i += 1
         }
-        if (minI < 0) (page.nullCount, null, null)
-        else (page.nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
+        if (minI < 0) (nullCount, null, null)
+        else (nullCount, slice(vals, minI * w, w), slice(vals, maxI * w, w))
 
       case VarKind(utf8) =>
         def start(i: Int): Int = if (i == 0) 0 else page.end(i - 1).toInt
@@ -138,7 +149,7 @@ private[format] object StatsCollector {
         // padded) decide most comparisons; equal keys fall back to the bytes
         var minKey = 0L
         var maxKey = 0L
-        var i = 0
+        var i = from
         while (i < n) {
           if (page.isValid(i)) {
             val s = start(i); val e = end(i)
@@ -159,11 +170,11 @@ private[format] object StatsCollector {
           }
           i += 1
         }
-        if (minI < 0) (page.nullCount, null, null)
+        if (minI < 0) (nullCount, null, null)
         else {
           val mn = slice(vals, start(minI), end(minI) - start(minI))
           val mx = slice(vals, start(maxI), end(maxI) - start(maxI))
-          (page.nullCount, truncateMin(mn, utf8), truncateMax(mx, utf8))
+          (nullCount, truncateMin(mn, utf8), truncateMax(mx, utf8))
         }
     }
   }

@@ -24,9 +24,10 @@ import io.lancespark.proto.file2.ColumnMetadata
   * repetition and definition levels of the leaves below it, see
   * [[Shredder]]). Each column's rows are buffered until `maxRowsPerPage` rows
   * or `maxPageBytes` bytes, then encoded as one page ([[PageWriter]]: layout
-  * and codecs chosen from the data). Leaves outside lists also get page
-  * statistics (docs/page-statistics.md), in a global buffer readers that do
-  * not know it (pylance) ignore.
+  * and codecs chosen from the data). Leaves outside lists also get
+  * statistics (docs/page-statistics.md) per block of `statsBlockRows` rows
+  * of each page, in a global buffer readers that do not know it (pylance)
+  * ignore.
   *
   * `write` takes one vector per top-level field (types as `field.toArrow`).
   * The writer owns `out`: `finish` writes the metadata and closes it; `close`
@@ -40,11 +41,13 @@ final class V21FileWriter(
     val maxPageBytes: Long = V21FileWriter.DefaultMaxPageBytes,
     codecs: WriteCodecs = WriteCodecs(),
     statistics: Boolean = true,
-    allocator: BufferAllocator = null)
+    allocator: BufferAllocator = null,
+    val statsBlockRows: Int = V21FileWriter.DefaultStatsBlockRows)
     extends DataFileWriter {
 
   require(minor == 1 || minor == 2, s"file version 2.$minor is not written by this writer")
   require(maxRowsPerPage > 0, "maxRowsPerPage must be positive")
+  require(statsBlockRows > 0, "statsBlockRows must be positive")
 
   private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
 
@@ -142,8 +145,17 @@ final class V21FileWriter(
       p.addBufferSizes(b.length.toLong)
     }
     statsKinds.get(l.field.id).foreach { kind =>
-      val (nulls, mn, mx) = StatsCollector.collect(kind, new LeafPageValues(l))
-      stats += StatsCollector.RawStat(l.column, l.field.id, pages(l.column).size, firstRow(l.column), l.rows, nulls, mn, mx)
+      // bounds per block of `statsBlockRows` rows of the page: a reader
+      // pruning by them decodes only the chunks of the blocks that may match
+      val values = new LeafPageValues(l)
+      var from = 0
+      while (from < l.rows) {
+        val until = math.min(l.rows, from.toLong + statsBlockRows).toInt
+        val (nulls, mn, mx) = StatsCollector.collect(kind, values, from, until)
+        stats += StatsCollector.RawStat(l.column, l.field.id, pages(l.column).size, firstRow(l.column) + from,
+          until - from, nulls, mn, mx)
+        from = until
+      }
     }
     pages(l.column) += p.build()
     firstRow(l.column) += l.rows
@@ -191,5 +203,8 @@ object V21FileWriter {
     * a page are decoded on their own. */
   val DefaultMaxRowsPerPage: Int = 128 * 1024
   val DefaultMaxPageBytes: Long = 8L * 1024 * 1024
+  /** Rows per statistics entry inside a page (pruning finer than pages:
+    * about the rows of a Parquet page). */
+  val DefaultStatsBlockRows: Int = 8192
   val Alignment = 64
 }
