@@ -99,9 +99,43 @@ class FileV2Reader(MappedFile):
         except pa.ArrowInvalid as e:
             raise LanceFormatError(self.path, f"corrupt page statistics: {e}") from None
         version = (table.schema.metadata or {}).get(PAGE_STATS_VERSION_KEY)
-        if version != b"1":
-            raise LanceFormatError(self.path, f"unknown page statistics version {version!r}")
-        return table
+        if version == b"1":
+            return table
+        if version == b"2":
+            return self._stats_by_field(table)
+        raise LanceFormatError(self.path, f"unknown page statistics version {version!r}")
+
+    def _stats_by_field(self, table: pa.Table) -> pa.Table:
+        """Layout 2 (raw little-endian or UTF-8 bound bytes in two binary columns) in the shape
+        of layout 1: a struct column {null_count, min_value, max_value} per field id, typed
+        as the field, set on that field's rows."""
+        types: Dict[int, pa.DataType] = {}
+
+        def walk(fs: List[LanceField]) -> None:
+            for f in fs:
+                if not f.children:
+                    types[f.id] = arrow_field(f, self.path).type
+                walk(f.children)
+
+        walk(build_fields(self.descriptor.schema.fields, self.path))
+        fid = table["field_id"].to_numpy()
+        n = table.num_rows
+        cols = {name: table[name] for name in ("column_index", "field_id", "page_index", "first_row", "num_rows")}
+        for field_id in sorted(set(fid.tolist())):
+            if field_id not in types:
+                raise LanceFormatError(self.path, f"page statistics of field {field_id}, which the file does not hold")
+            mine = fid == field_id
+            take = pa.array(np.flatnonzero(mine))
+            typ = types[field_id]
+            parts = {"null_count": table["null_count"].take(take).combine_chunks()}
+            for key in ("min_value", "max_value"):
+                parts[key] = _bounds_as(table[key].take(take).combine_chunks(), typ, self.path)
+            sub = pa.StructArray.from_arrays(list(parts.values()), names=list(parts))
+            # spread the field's rows back over the whole table (null elsewhere)
+            at = np.full(n, -1, dtype=np.int64)
+            at[mine] = np.arange(int(mine.sum()))
+            cols[str(field_id)] = sub.take(pa.array(at, mask=at < 0))
+        return pa.table(cols, metadata=table.schema.metadata)
 
     @property
     def num_rows(self) -> int:
@@ -247,3 +281,29 @@ def read_file_table(path: str) -> pa.Table:
         return pa.Table.from_arrays(arrays, schema=schema)
     finally:
         r.close()
+
+
+def _bounds_as(raw: pa.Array, typ: pa.DataType, path: str) -> pa.Array:
+    """Raw bound bytes (binary, one value each) as an array of `typ`: fixed-width values from
+    their little-endian bytes, strings from UTF-8, booleans from one byte."""
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return raw.cast(pa.string())
+    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
+        return raw
+    boolean = pa.types.is_boolean(typ)
+    width = 1 if boolean else typ.byte_width
+    valid = raw.is_valid().to_numpy(zero_copy_only=False)
+    lens = pc.fill_null(pc.binary_length(raw), 0).to_numpy(zero_copy_only=False)
+    if np.any(valid & (lens != width)):
+        raise LanceFormatError(path, f"page statistics bounds of {sorted(set(lens[valid].tolist()))} bytes for {typ}")
+    starts = np.frombuffer(raw.buffers()[1], dtype=np.int32, count=len(raw) + 1, offset=raw.offset * 4)
+    body = np.frombuffer(raw.buffers()[2], dtype=np.uint8) if raw.buffers()[2] is not None else np.zeros(0, np.uint8)
+    data = np.zeros(len(raw) * width, dtype=np.uint8)
+    idx = np.flatnonzero(valid)
+    if len(idx):
+        cols = np.arange(width)[None, :]
+        data[(idx[:, None] * width + cols).ravel()] = body[(starts[idx][:, None] + cols).ravel()]
+    if boolean:
+        return pa.array(data != 0, mask=~valid)
+    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+    return pa.Array.from_buffers(typ, len(raw), [validity, pa.py_buffer(data.tobytes())])

@@ -32,7 +32,10 @@ object PageStatistics {
   val BufferKey = "lance_spark:page_stats_buffer"
   /** Arrow schema metadata key of the IPC stream: layout version. */
   val VersionKey = "lance_spark:page_stats_version"
-  val Version = "1"
+  /** The layout written: 2 (one pair of binary bound columns for all fields). */
+  val Version = "2"
+  /** Layouts read: 1 (a struct column per field) and 2. */
+  val ReadableVersions: Seq[String] = Seq("1", "2")
   /** Longest binary/string bound kept, in bytes. */
   val MaxBoundBytes = 64
 }

@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets
 import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.{BufferAllocator, RootAllocator}
-import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BigIntVector, BitVector, FieldVector, IntVector, VectorSchemaRoot}
+import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BigIntVector, BitVector, FieldVector, IntVector, VarBinaryVector, VectorSchemaRoot}
 import org.apache.arrow.vector.complex.StructVector
 import org.apache.arrow.vector.ipc.{ArrowStreamReader, ArrowStreamWriter}
 import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
@@ -15,7 +15,7 @@ import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.format.file.FileContainer
 import io.lancespark.format.input.RandomAccessSource
-import io.lancespark.format.stats.PageStatistics.{BufferKey, Version, VersionKey}
+import io.lancespark.format.stats.PageStatistics.{BufferKey, ReadableVersions, Version, VersionKey}
 import io.lancespark.format.stats.StatsCollector.RawStat
 import io.lancespark.format.stats.StatsValues._
 
@@ -30,17 +30,23 @@ object StatsStore {
     new Field("first_row", FieldType.notNullable(new ArrowType.Int(64, true)), null),
     new Field("num_rows", FieldType.notNullable(new ArrowType.Int(64, true)), null))
 
-  private def statsField(f: LanceField): Field = {
-    val t = f.arrowType
-    new Field(f.id.toString, FieldType.nullable(ArrowType.Struct.INSTANCE), java.util.List.of(
-      new Field("null_count", FieldType.nullable(new ArrowType.Int(64, true)), null),
-      new Field("min_value", FieldType.nullable(t), null),
-      new Field("max_value", FieldType.nullable(t), null)))
-  }
+  /** Version 2: every row's bounds in the same two binary columns, as the
+    * raw bytes [[StatsCollector]] computes (little-endian fixed-width values,
+    * one byte 0/1 for booleans, the bytes of strings and binaries), read back
+    * by the field's type. A row's size no longer grows with the number of
+    * fields, which bounds per block of rows need. */
+  private val boundFields: Seq[Field] = Seq(
+    new Field("null_count", FieldType.nullable(new ArrowType.Int(64, true)), null),
+    new Field("min_value", FieldType.nullable(ArrowType.Binary.INSTANCE), null),
+    new Field("max_value", FieldType.nullable(ArrowType.Binary.INSTANCE), null))
 
-  /** The statistics as one Arrow IPC stream (one record batch, one row per page). */
+  /** The statistics as one Arrow IPC stream (one record batch, one row per
+    * page or block of rows), layout version 2. */
   private[format] def toIpc(fields: Seq[LanceField], stats: Seq[RawStat], allocator: BufferAllocator): Array[Byte] = {
-    val schema = new Schema((pageFields ++ fields.map(statsField)).asJava, java.util.Map.of(VersionKey, Version))
+    val known = fields.map(_.id).toSet
+    stats.find(s => !known.contains(s.fieldId)).foreach(s =>
+      throw new IllegalArgumentException(s"statistics of field ${s.fieldId}, which is not among ${known.toSeq.sorted}"))
+    val schema = new Schema((pageFields ++ boundFields).asJava, java.util.Map.of(VersionKey, Version))
     val root = VectorSchemaRoot.create(schema, allocator)
     try {
       val n = stats.size
@@ -51,20 +57,16 @@ object StatsStore {
       val pidx = root.getVector("page_index").asInstanceOf[IntVector]
       val first = root.getVector("first_row").asInstanceOf[BigIntVector]
       val num = root.getVector("num_rows").asInstanceOf[BigIntVector]
-      val structs = fields.map(f => f.id -> root.getVector(f.id.toString).asInstanceOf[StructVector]).toMap
+      val nulls = root.getVector("null_count").asInstanceOf[BigIntVector]
+      val mins = root.getVector("min_value").asInstanceOf[VarBinaryVector]
+      val maxs = root.getVector("max_value").asInstanceOf[VarBinaryVector]
       stats.zipWithIndex.foreach { case (s, i) =>
         colIdx.set(i, s.columnIndex); fid.set(i, s.fieldId); pidx.set(i, s.pageIndex)
-        first.set(i, s.firstRow); num.set(i, s.numRows)
-        val sv = structs(s.fieldId)
-        sv.setIndexDefined(i)
-        sv.getChild("null_count").asInstanceOf[BigIntVector].set(i, s.nullCount)
-        setBound(sv.getChild("min_value"), i, s.min)
-        setBound(sv.getChild("max_value"), i, s.max)
+        first.set(i, s.firstRow); num.set(i, s.numRows); nulls.set(i, s.nullCount)
+        if (s.min != null) mins.setSafe(i, s.min)
+        if (s.max != null) maxs.setSafe(i, s.max)
       }
-      root.getFieldVectors.asScala.foreach {
-        case sv: StructVector => sv.getChildrenFromFields.asScala.foreach(_.setValueCount(n)); sv.setValueCount(n)
-        case v => v.setValueCount(n)
-      }
+      root.getFieldVectors.asScala.foreach(_.setValueCount(n))
       root.setRowCount(n)
       val bytes = new ByteArrayOutputStream()
       val w = new ArrowStreamWriter(root, null, Channels.newChannel(bytes))
@@ -73,16 +75,7 @@ object StatsStore {
     } finally root.close()
   }
 
-  private def setBound(v: FieldVector, i: Int, raw: Array[Byte]): Unit = if (raw != null) v match {
-    case b: BitVector => b.set(i, raw(0).toInt)
-    case f: org.apache.arrow.vector.FixedSizeBinaryVector => f.set(i, raw)
-    case f: BaseFixedWidthVector =>
-      f.getDataBuffer.setBytes(i.toLong * f.getTypeWidth, raw)
-      f.setIndexDefined(i)
-    case s: BaseVariableWidthVector => s.setSafe(i, raw)
-    case s: BaseLargeVariableWidthVector => s.setSafe(i, raw)
-    case other => throw new IllegalStateException(s"no statistics for ${other.getField.getType}")
-  }
+
 
 
   /** The page statistics of a 2.x data file (any 2.x version), None if it has none. */
@@ -107,8 +100,10 @@ object StatsStore {
     try {
       val root = reader.getVectorSchemaRoot
       val version = Option(root.getSchema.getCustomMetadata).flatMap(m => Option(m.get(VersionKey)))
-      if (!version.contains(Version))
-        throw LanceFormatException(file.path, s"page statistics layout version ${version.getOrElse("(none)")} is not $Version")
+      if (!version.exists(ReadableVersions.contains))
+        throw LanceFormatException(file.path,
+          s"page statistics layout version ${version.getOrElse("(none)")} is not one of ${ReadableVersions.mkString(", ")}")
+      lazy val types: Map[Int, ArrowType] = file.fileSchema.allFields.map(f => f.id -> f.arrowType).toMap
       val out = Vector.newBuilder[PageStat]
       while (reader.loadNextBatch()) {
         def int(name: String, i: Int): Long = root.getVector(name) match {
@@ -118,19 +113,51 @@ object StatsStore {
         }
         (0 until root.getRowCount).foreach { i =>
           val fieldId = int("field_id", i).toInt
-          val sv = Option(root.getVector(fieldId.toString)).collect { case s: StructVector => s }
-          val (nulls, mn, mx) = sv.filterNot(_.isNull(i)) match {
-            case Some(s) =>
-              val nc = s.getChild("null_count").asInstanceOf[BigIntVector]
-              (if (nc.isNull(i)) -1L else nc.get(i), decode(s.getChild("min_value"), i), decode(s.getChild("max_value"), i))
-            case None => (-1L, None, None)
-          }
+          val (nulls, mn, mx) =
+            if (version.contains("1")) {
+              Option(root.getVector(fieldId.toString)).collect { case s: StructVector => s }.filterNot(_.isNull(i)) match {
+                case Some(s) =>
+                  val nc = s.getChild("null_count").asInstanceOf[BigIntVector]
+                  (if (nc.isNull(i)) -1L else nc.get(i), decode(s.getChild("min_value"), i), decode(s.getChild("max_value"), i))
+                case None => (-1L, None, None)
+              }
+            } else {
+              val t = types.getOrElse(fieldId,
+                throw LanceFormatException(file.path, s"page statistics of field $fieldId, which the file does not hold"))
+              val nc = root.getVector("null_count").asInstanceOf[BigIntVector]
+              def bound(name: String): Option[Any] = root.getVector(name) match {
+                case v: VarBinaryVector => if (v.isNull(i)) None else Some(decodeRaw(v.get(i), t, file.path))
+                case other => throw LanceFormatException(file.path, s"page statistics column $name is ${other.getField.getType}")
+              }
+              (if (nc.isNull(i)) -1L else nc.get(i), bound("min_value"), bound("max_value"))
+            }
           out += PageStat(int("column_index", i).toInt, fieldId, int("page_index", i).toInt,
             int("first_row", i), int("num_rows", i), nulls, mn, mx)
         }
       }
       Some(PageStatistics(out.result()))
     } finally reader.close()
+  }
+
+  /** A version-2 bound: the raw bytes of a value of type `t`, as [[decode]]
+    * returns version-1 bounds (numbers as Long/Double, decimals as
+    * BigDecimal, strings as String, other bytes as arrays). */
+  private[format] def decodeRaw(raw: Array[Byte], t: ArrowType, path: String): Any = {
+    def width(w: Int): Unit =
+      if (raw.length != w) throw LanceFormatException(path, s"a page statistics bound of ${raw.length} bytes for $t")
+    kindOf(t) match {
+      case Some(BoolKind) => width(1); java.lang.Boolean.valueOf(raw(0) != 0)
+      case Some(IntKind(w, signed)) => width(w); java.lang.Long.valueOf(intAt(raw, 0, w, signed))
+      case Some(FloatKind(w)) => width(w); java.lang.Double.valueOf(floatAt(raw, 0, w))
+      case Some(DecimalKind(w, _)) =>
+        width(w)
+        val scale = t.asInstanceOf[ArrowType.Decimal].getScale
+        new java.math.BigDecimal(new java.math.BigInteger(raw.reverse), scale)
+      case Some(FixedBinaryKind(w)) => width(w); raw
+      case Some(VarKind(true)) => new String(raw, StandardCharsets.UTF_8)
+      case Some(VarKind(false)) => raw
+      case None => throw LanceFormatException(path, s"page statistics for a field of type $t")
+    }
   }
 
   private[format] def decode(v: FieldVector, i: Int): Option[Any] = {
