@@ -491,8 +491,13 @@ def _spark_lance(ctx: Context, kind: str, version: str = "2.2") -> Path:
         spark.read.parquet(str(pq_path)).write.format("lance").option("fileVersion", version).save(str(path))
 
     # the writer is part of the key: a copy written by another build of the connector is not reused
-    writer = hashlib.sha1(Path(env.ensure_jar()).read_bytes()).hexdigest()[:8]
-    return data._cached(data.key(kind, rows, "lance", file_version=version) + f"-spark-{writer}", build, ctx.log)
+    return data._cached(data.key(kind, rows, "lance", file_version=version) + f"-spark-{_writer()}", build, ctx.log)
+
+
+def _writer() -> str:
+    """The connector build (its jar's digest), part of the key of data it writes: a copy written
+    by another build is not reused."""
+    return hashlib.sha1(Path(env.ensure_jar()).read_bytes()).hexdigest()[:8]
 
 
 def _write_2_2(kind: str) -> None:
@@ -615,6 +620,66 @@ def _selective(name: str, fraction: float) -> None:
 _selective("spark_select_0.01pct", 0.0001)
 _selective("spark_select_1pct", 0.01)
 _selective("spark_select_10pct", 0.10)
+
+
+@workload("spark_select_bytes_v2_2", kind="spark", this="Spark on Lance 2.2 (pushdown)",
+          comparator="Spark on Parquet", target=None,
+          target_text="bytes read <= 1.0x Parquet (facts; time reported)",
+          description="`id BETWEEN a AND b` selecting 0.1% of 2M rows sorted by id (columns id and a "
+                      "977-value int), written by Spark at file version 2.2 (default pages: 131,072 "
+                      "rows, bounds per 8,192-row block) and as Parquet; bytes read from the local "
+                      "file system by each query, planning included (Parquet's vectored reads off "
+                      "for the count: they bypass the file system's statistics).")
+def spark_select_bytes_v2_2(ctx: Context) -> Prepared:
+    from pyspark.sql import functions as F
+
+    spark = ctx.spark
+    rows = min(2_000_000, 4 * ctx.mode.spark_rows)
+
+    def frame():
+        return spark.range(0, rows, numPartitions=4).withColumn("v", (F.col("id") * 7919) % 977)
+
+    lance_path = str(data._cached(f"sorted977-{rows}-lance-2.2-{_writer()}",
+                                  lambda p: frame().write.format("lance").option("fileVersion", "2.2").save(str(p)),
+                                  ctx.log))
+    pq_path = str(data._cached(f"sorted977-{rows}-parquet", lambda p: frame().write.parquet(str(p)), ctx.log))
+    lo = rows * 5 // 8
+    cond = f"id BETWEEN {lo} AND {lo + rows // 1000 - 1}"
+    exprs = _agg_exprs([("count", "*"), ("sum", "v")])
+    jvm = spark._jvm
+    hconf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def fs_bytes() -> int:
+        return sum(st.getBytesRead() for st in jvm.org.apache.hadoop.fs.FileSystem.getAllStatistics()
+                   if st.getScheme() == "file")
+
+    def bytes_of(fn) -> int:
+        before = fs_bytes()
+        fn()
+        return fs_bytes() - before
+
+    def lance_q():
+        return spark.read.format("lance").load(lance_path).where(cond).agg(*exprs).collect()[0]
+
+    def parquet_q():
+        return spark.read.parquet(pq_path).where(cond).agg(*exprs).collect()[0]
+
+    def derive(this_s: float, other_s: float) -> Dict[str, Any]:
+        key = "parquet.hadoop.vectored.io.enabled"
+        old = hconf.get(key)
+        hconf.set(key, "false")
+        try:
+            pq_bytes = bytes_of(parquet_q)
+        finally:
+            if old is None:
+                hconf.unset(key)
+            else:
+                hconf.set(key, old)
+        lance_bytes = bytes_of(lance_q)
+        return {"selected_rows": rows // 1000, "lance_bytes_read": lance_bytes, "parquet_bytes_read": pq_bytes,
+                "bytes_ratio": round(lance_bytes / max(1, pq_bytes), 3)}
+
+    return Prepared(this=lance_q, other=parquet_q, rows=rows, check=_check_rows, derive=derive)
 
 
 @workload("spark_point_lookup", kind="spark", this="Spark on Lance (pushdown)", comparator="Spark on Parquet",
