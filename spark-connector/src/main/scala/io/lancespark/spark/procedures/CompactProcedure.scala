@@ -39,6 +39,7 @@ final class CompactProcedure(tables: TableResolver) extends LanceProcedure(table
     .add("fragments_removed", LongType).add("fragments_added", LongType)
     .add("files_removed", LongType).add("files_added", LongType)
     .add("rows_rewritten", LongType).add("deletions_materialized", LongType)
+    .add("groups_skipped", LongType)
 
   override protected def run(args: Args): InternalRow = {
     val s = storage(args)
@@ -52,7 +53,8 @@ final class CompactProcedure(tables: TableResolver) extends LanceProcedure(table
       catch { case e: IllegalArgumentException => throw new IllegalArgumentException(s"compact of ${s.uri}: ${e.getMessage}") }
     val m = CompactionJob.run(SparkSession.active, s.uri, options)
     InternalRow(m.readVersion, m.newVersion.map(Long.box).orNull, m.groups.toLong, m.fragmentsRemoved.toLong,
-      m.fragmentsAdded.toLong, m.filesRemoved.toLong, m.filesAdded.toLong, m.rowsRewritten, m.deletionsMaterialized)
+      m.fragmentsAdded.toLong, m.filesRemoved.toLong, m.filesAdded.toLong, m.rowsRewritten, m.deletionsMaterialized,
+      m.groupsSkipped.toLong)
   }
 }
 

@@ -5,23 +5,23 @@ import scala.jdk.CollectionConverters._
 import com.google.protobuf.ByteString
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.proto.table.{DataFragment, IndexMetadata, Transaction}
+import io.lancespark.proto.table.{DataFragment, Transaction}
 import io.lancespark.table.model.FeatureFlags
-import io.lancespark.table.storage.{DatasetStorage, Indices, RowDeletions}
+import io.lancespark.table.storage.{DatasetStorage, RowDeletions}
 
-/** The manifest of a compaction (Rewrite), built on the latest version as the
-  * reference applies a Rewrite: each group's old fragments are replaced in
-  * place (where they are still adjacent, else removed and the new ones
-  * appended) by new fragments with fresh ids.
+/** The manifest of a compaction (Rewrite), built on the latest version: each
+  * group's old fragments are removed and its new fragments, with fresh ids,
+  * appended (fragments stay in id order, as pylance 14 requires).
   *
-  * Indices: with stable row ids the rows keep their ids, so an index that
-  * covered a group's old fragments covers its new ones (the fragment bitmap is
-  * recalculated, as the reference does). Without them an index addresses rows
-  * by fragment and offset and this connector cannot remap index files: the
-  * bitmaps stay as they are, so the index still names the old fragments, now
-  * gone, whose entries readers drop, and the new fragments are outside every
-  * index and scanned unindexed (what the reference commits for a rewrite with
-  * no rewritten indices). */
+  * Indices keep their metadata as it is: pylance 14's indices address rows by
+  * fragment and offset (its scalar indices too, even with stable row ids), so
+  * moving an index's coverage to the new fragments would need its files
+  * remapped, which this connector cannot do. The index still names the old
+  * fragments, now gone, whose entries readers drop (missing fragments are
+  * masked out), and the new fragments are outside every index and scanned
+  * unindexed: what the reference commits for a rewrite with no rewritten
+  * indices. (The reference's rule of moving bitmaps to the new fragments with
+  * stable row ids makes pylance 14 find no rows.) */
 private[commit] object RewriteBuild {
 
   def apply(storage: DatasetStorage, base: Option[Committer.Base], op: RewriteFragments, readVersion: Long,
@@ -42,10 +42,7 @@ private[commit] object RewriteBuild {
 
     val b = Committer.stamp(prev.toBuilder, version, settings).clearFragments().addAllFragments(fragments.asJava)
     lastId.foreach(id => b.setMaxFragmentId(id.toInt))
-    val indexSection = base.flatMap(_.indexSection).map { bytes =>
-      if (!stable) bytes
-      else Indices.serialize(Indices.parse(bytes, storage.uri).map(recalculate(storage, _, groups)))
-    }
+    val indexSection = base.flatMap(_.indexSection)  // unchanged: see above
     val txn = io.lancespark.table.storage.TransactionFile.newTransaction(readVersion)
       .setRewrite(Transaction.Rewrite.newBuilder().addAllGroups(groups.map { case (g, added) =>
         Transaction.Rewrite.RewriteGroup.newBuilder().addAllOldFragments(g.old.asJava).addAllNewFragments(added.asJava)
@@ -88,35 +85,11 @@ private[commit] object RewriteBuild {
     f.build()
   }
 
-  /** `frags` with the fragments `old` replaced by `added`: at their place when
-    * they are adjacent there in order, else removed and `added` appended. */
+  /** `frags` without the fragments `old`, with `added` at the end: a
+    * manifest lists fragments in increasing id order (pylance 14 refuses
+    * others), and new ids are the highest. */
   private def replace(frags: Vector[DataFragment], old: Seq[Long], added: Vector[DataFragment]): Vector[DataFragment] = {
-    val start = frags.indexWhere(_.getId == old.head)
-    if (start >= 0 && frags.slice(start, start + old.size).map(_.getId) == old) frags.patch(start, added, old.size)
-    else frags.filterNot(f => old.contains(f.getId)) ++ added
+    val gone = old.toSet
+    frags.filterNot(f => gone.contains(f.getId)) ++ added
   }
-
-  /** With stable row ids: an index covering a group's old fragments covers its
-    * new ones instead. A group only partly covered cannot be (the plan keeps
-    * indexed and unindexed fragments apart; a concurrent index build over
-    * them is a conflict). */
-  private def recalculate(storage: DatasetStorage, index: IndexMetadata,
-      groups: Seq[(RewriteGroupResult, Vector[DataFragment])]): IndexMetadata =
-    Indices.fragments(index) match {
-      case None => index
-      case Some(covered) =>
-        val out = covered.clone()
-        groups.foreach { case (g, added) =>
-          val old = g.old.map(_.getId.toInt)
-          val in = old.count(id => covered.contains(id))
-          if (in == old.size) {
-            old.foreach(id => out.remove(id))
-            added.foreach(f => out.add(f.getId.toInt))
-          } else if (in > 0)
-            throw new CommitConflictException(
-              s"${storage.uri}: index ${Indices.name(index)} covers only some of fragments ${old.mkString(", ")}, " +
-                "which one compaction group rewrites; run the compaction again")
-        }
-        if (out == covered) index else Indices.withFragments(index, out)
-    }
 }

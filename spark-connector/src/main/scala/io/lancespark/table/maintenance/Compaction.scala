@@ -1,11 +1,16 @@
 package io.lancespark.table.maintenance
 
+import scala.annotation.tailrec
+import scala.jdk.CollectionConverters._
+import scala.util.{Failure, Success, Try}
+
 import org.apache.arrow.memory.BufferAllocator
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.table.commit.{CommitSettings, Committer, RewriteFragments, RewriteGroupResult}
+import io.lancespark.proto.table.{DataFragment, Transaction}
+import io.lancespark.table.commit.{CommitConflictException, CommitSettings, Committer, ConflictChecker, RewriteFragments, RewriteGroupResult}
 import io.lancespark.table.model.{DataFileVersion, FragmentInfo, Snapshot}
-import io.lancespark.table.storage.{Dataset, DatasetStorage, FragmentWriter, Indices}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, FragmentWriter, Indices, ManifestFile, TransactionFile}
 
 /** How a compaction chooses and rewrites fragments; the reference's options
   * (pylance's `compact_files`) and defaults. `maxRowsPerGroup`: rows per batch
@@ -47,7 +52,8 @@ final case class CompactionMetrics(
     filesRemoved: Int,
     filesAdded: Int,
     rowsRewritten: Long,
-    deletionsMaterialized: Long)
+    deletionsMaterialized: Long,
+    groupsSkipped: Int)
 
 /** Compaction, as the reference's `compact_files`: small fragments are merged
   * into fragments of about `targetRowsPerFragment` rows, and fragments whose
@@ -117,34 +123,66 @@ object Compaction {
     }
 
   /** Commits the rewritten groups as one Rewrite read at the plan's version.
-    * A concurrent append is rebased onto; a concurrent change of a rewritten
-    * fragment (delete, update, another compaction) fails it, naming both, and
-    * the files it wrote are removed. */
+    * Concurrent appends are rebased onto. A group whose fragments another
+    * writer changed since (a delete, update or compaction there) is left out
+    * and its files removed, so no committed change is lost and the other
+    * groups still land (the reference allows committing a subset of the
+    * tasks); when every group conflicts, or the dataset was replaced, the
+    * compaction fails, naming the other version and the fragments. */
   def commit(storage: DatasetStorage, plan: CompactionPlan, snapshot: Snapshot, results: Seq[RewrittenGroup],
       settings: CommitSettings = CommitSettings()): CompactionMetrics = {
     val byId: Map[Long, FragmentInfo] = snapshot.fragments.map(f => f.id -> f).toMap
-    if (results.isEmpty) empty(plan.readVersion)
-    else {
-      val op = RewriteFragments(results.map(r => RewriteGroupResult(r.group.fragmentIds.map(byId(_).proto), r.added)))
-      val committed =
-        try Committer.commit(storage, Some(plan.readVersion), op, settings)
-        catch {
-          case e: Throwable =>
-            results.flatMap(_.added).foreach(a => FragmentWriter.delete(storage, a.file.path))
-            throw e
-        }
-      val old = results.flatMap(_.group.fragmentIds).map(byId)
-      CompactionMetrics(plan.readVersion, Some(committed.version), results.size,
-        fragmentsRemoved = old.size,
-        fragmentsAdded = results.map(_.added.size).sum,
-        filesRemoved = old.map(f => f.files.size + f.deletion.size).sum,
-        filesAdded = results.map(_.added.size).sum,
-        rowsRewritten = results.map(_.rowsWritten).sum,
-        deletionsMaterialized = results.map(_.group.deletedRows).sum)
+    def discard(rs: Seq[RewrittenGroup]): Unit = rs.flatMap(_.added).foreach(a => FragmentWriter.delete(storage, a.file.path))
+
+    @tailrec
+    def attempt(pending: Seq[RewrittenGroup], skipped: Int, n: Int): CompactionMetrics = {
+      val reasons = pending.map(r => r -> conflict(storage, plan.readVersion, r.group)).toMap
+      val (kept, dropped) = pending.partition(r => reasons(r).isEmpty)
+      discard(dropped)
+      if (kept.isEmpty)
+        throw new CommitConflictException(s"${storage.uri}: cannot commit a compaction read at version " +
+          s"${plan.readVersion}: ${dropped.flatMap(reasons(_)).distinct.mkString("; ")}; run the compaction again")
+      val op = RewriteFragments(kept.map(r => RewriteGroupResult(r.group.fragmentIds.map(byId(_).proto), r.added)))
+      Try(Committer.commit(storage, Some(plan.readVersion), op, settings)) match {
+        case Success(committed) => metrics(plan, byId, kept, committed.version, skipped + dropped.size)
+        case Failure(_: CommitConflictException) if n < 3 => attempt(kept, skipped + dropped.size, n + 1)
+        case Failure(e) => discard(kept); throw e
+      }
     }
+    if (results.isEmpty) empty(plan.readVersion) else attempt(results, 0, 1)
   }
 
-  def empty(readVersion: Long): CompactionMetrics = CompactionMetrics(readVersion, None, 0, 0, 0, 0, 0, 0L, 0L)
+  /** Why a group cannot be committed on the latest version, if it cannot: a
+    * transaction committed since the read version that conflicts with it. */
+  private def conflict(storage: DatasetStorage, readVersion: Long, group: CompactionGroup): Option[String] = {
+    val (naming, versions) = Dataset.versions(storage)
+    val probe = TransactionFile.newTransaction(readVersion).setRewrite(Transaction.Rewrite.newBuilder().addGroups(
+      Transaction.Rewrite.RewriteGroup.newBuilder().addAllOldFragments(group.fragmentIds.map(id =>
+        DataFragment.newBuilder().setId(id).build()).asJava))).build()
+    versions.filter(_ > readVersion).iterator.flatMap { v =>
+      val theirs = TransactionFile.read(storage, ManifestFile.read(storage, Dataset.manifestPath(storage, naming, v))
+        .getTransactionFile)
+      ConflictChecker.check(probe, theirs) match {
+        case ConflictChecker.Conflict(reason) => Some(s"version $v was committed concurrently and $reason")
+        case _ => None
+      }
+    }.nextOption()
+  }
+
+  private def metrics(plan: CompactionPlan, byId: Map[Long, FragmentInfo], results: Seq[RewrittenGroup],
+      version: Long, skipped: Int): CompactionMetrics = {
+    val old = results.flatMap(_.group.fragmentIds).map(byId)
+    CompactionMetrics(plan.readVersion, Some(version), results.size,
+      fragmentsRemoved = old.size,
+      fragmentsAdded = results.map(_.added.size).sum,
+      filesRemoved = old.map(f => f.files.size + f.deletion.size).sum,
+      filesAdded = results.map(_.added.size).sum,
+      rowsRewritten = results.map(_.rowsWritten).sum,
+      deletionsMaterialized = results.map(_.group.deletedRows).sum,
+      groupsSkipped = skipped)
+  }
+
+  def empty(readVersion: Long): CompactionMetrics = CompactionMetrics(readVersion, None, 0, 0, 0, 0, 0, 0L, 0L, 0)
 
   /** Plans, rewrites every group here, one after the other, and commits. */
   def run(storage: DatasetStorage, options: CompactionOptions, allocator: BufferAllocator,

@@ -4,7 +4,6 @@ import java.nio.ByteBuffer
 
 import scala.jdk.CollectionConverters._
 
-import com.google.protobuf.ByteString
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.schema.LanceFormatException
@@ -12,8 +11,8 @@ import io.lancespark.proto.table.{IndexMetadata, IndexSection}
 import io.lancespark.table.model.Snapshot
 
 /** The index metadata a manifest carries (its index section). This connector
-  * neither builds nor reads index files; it keeps each index's fragment
-  * bitmap true to the fragments it covers. */
+  * neither builds nor reads index files; compaction plans around their
+  * fragment coverage as the reference does. */
 object Indices {
 
   /** The indices of `snapshot`'s version (empty when it has none). */
@@ -30,9 +29,6 @@ object Indices {
         throw LanceFormatException(where, s"corrupt index section: ${e.getMessage}", e)
     }
 
-  def serialize(indices: Seq[IndexMetadata]): Array[Byte] =
-    IndexSection.newBuilder().addAllIndices(indices.asJava).build().toByteArray
-
   /** The fragments an index covers, if it records them (a portable roaring bitmap). */
   def fragments(index: IndexMetadata): Option[RoaringBitmap] =
     if (index.getFragmentBitmap.isEmpty) None
@@ -41,13 +37,4 @@ object Indices {
       b.deserialize(ByteBuffer.wrap(index.getFragmentBitmap.toByteArray))
       Some(b)
     }
-
-  /** `index` covering `fragments` (serialized without run containers, as the reference writes bitmaps). */
-  def withFragments(index: IndexMetadata, fragments: RoaringBitmap): IndexMetadata = {
-    val buf = ByteBuffer.allocate(fragments.serializedSizeInBytes())
-    fragments.serialize(buf)
-    index.toBuilder.setFragmentBitmap(ByteString.copyFrom(buf.array())).build()
-  }
-
-  def name(index: IndexMetadata): String = if (index.getName.nonEmpty) index.getName else "(unnamed index)"
 }
