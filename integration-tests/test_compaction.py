@@ -163,6 +163,30 @@ def test_options_and_python_handle(spark, tmp_path):
     assert history[-1] == "Rewrite"
 
 
+def test_fragments_of_several_data_files_and_dropped_columns(spark, tmp_path):
+    """Every column of a fragment is read from whichever data file holds it (pylance's add_columns
+    writes a second file per fragment); a column dropped from the schema is not carried over."""
+    path = str(tmp_path / "cols.lance")
+    lance.write_dataset(table(0, 300), path, max_rows_per_file=50)
+    ds = lance.dataset(path)
+    ds.add_columns({"y": "id * 2"})
+    ds = lance.dataset(path)
+    ds.drop_columns(["x"])
+    ds = lance.dataset(path)
+    ds.delete("id % 10 = 0")
+    ds = lance.dataset(path)
+    assert len(ds.get_fragments()[0].metadata.files) == 2
+    expected = ds.to_table().to_pylist()
+    m = compact(spark, path, target_rows_per_fragment=1000)
+    assert m["fragments_removed"] == 6 and m["fragments_added"] == 1
+    after = lance.dataset(path)
+    after.validate()
+    assert after.to_table().to_pylist() == expected
+    assert [len(f.metadata.files) for f in after.get_fragments()] == [1]
+    assert len(after.get_fragments()[0].metadata.files[0].fields) == 3          # id, v, y: not the dropped x
+    assert {r.y for r in spark.read.format("lance").load(path).collect()} == {2 * r["id"] for r in expected}
+
+
 def test_warehouse_table(spark, wh):
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lance.cdb")
     spark.sql("CREATE TABLE lance.cdb.t (id BIGINT, s STRING) USING lance")

@@ -136,7 +136,8 @@ object Compaction {
 
     @tailrec
     def attempt(pending: Seq[RewrittenGroup], skipped: Int, n: Int): CompactionMetrics = {
-      val reasons = pending.map(r => r -> conflict(storage, plan.readVersion, r.group)).toMap
+      val since = committedSince(storage, plan.readVersion)
+      val reasons = pending.map(r => r -> conflict(plan.readVersion, r.group, since)).toMap
       val (kept, dropped) = pending.partition(r => reasons(r).isEmpty)
       discard(dropped)
       if (kept.isEmpty)
@@ -152,16 +153,20 @@ object Compaction {
     if (results.isEmpty) empty(plan.readVersion) else attempt(results, 0, 1)
   }
 
+  /** The transactions of the versions committed after `readVersion` (None: missing or unreadable). */
+  private def committedSince(storage: DatasetStorage, readVersion: Long): Seq[(Long, Option[Transaction])] = {
+    val (naming, versions) = Dataset.versions(storage)
+    versions.filter(_ > readVersion).map(v => v -> TransactionFile.read(storage,
+      ManifestFile.read(storage, Dataset.manifestPath(storage, naming, v)).getTransactionFile))
+  }
+
   /** Why a group cannot be committed on the latest version, if it cannot: a
     * transaction committed since the read version that conflicts with it. */
-  private def conflict(storage: DatasetStorage, readVersion: Long, group: CompactionGroup): Option[String] = {
-    val (naming, versions) = Dataset.versions(storage)
+  private def conflict(readVersion: Long, group: CompactionGroup, since: Seq[(Long, Option[Transaction])]): Option[String] = {
     val probe = TransactionFile.newTransaction(readVersion).setRewrite(Transaction.Rewrite.newBuilder().addGroups(
       Transaction.Rewrite.RewriteGroup.newBuilder().addAllOldFragments(group.fragmentIds.map(id =>
         DataFragment.newBuilder().setId(id).build()).asJava))).build()
-    versions.filter(_ > readVersion).iterator.flatMap { v =>
-      val theirs = TransactionFile.read(storage, ManifestFile.read(storage, Dataset.manifestPath(storage, naming, v))
-        .getTransactionFile)
+    since.iterator.flatMap { case (v, theirs) =>
       ConflictChecker.check(probe, theirs) match {
         case ConflictChecker.Conflict(reason) => Some(s"version $v was committed concurrently and $reason")
         case _ => None
