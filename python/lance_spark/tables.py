@@ -1,5 +1,5 @@
 """A small handle on a Lance table for maintenance from PySpark, like
-``delta.tables.DeltaTable``: history, tags, restore and vacuum, each running
+``delta.tables.DeltaTable``: compaction, history, tags, restore and vacuum, each running
 the connector's SQL procedures (``CALL lance.system.*``) and metadata tables
 (``lance.<table>.history``, ``.tags``, ``.fragments``)."""
 from __future__ import annotations
@@ -104,6 +104,19 @@ class LanceTable:
                 tag: Optional[str] = None):
         """Commits a new version equal to an older one; returns the procedure's result row."""
         return self._call("restore", version=version, timestamp=timestamp, tag=tag)
+
+    def compact(self, target_rows_per_fragment: Optional[int] = None, *,
+                max_rows_per_group: Optional[int] = None, materialize_deletions: Optional[bool] = None,
+                materialize_deletions_threshold: Optional[float] = None):
+        """Merges small fragments and rewrites those with many deleted rows, as
+        pylance's ``compact_files`` (same options and defaults: 1,048,576 rows a
+        fragment, deletions materialized past 10%); one Spark job, one commit.
+        Returns the procedure's result row (``new_version`` is None when there
+        was nothing to compact)."""
+        return self._call("compact", target_rows_per_fragment=target_rows_per_fragment,
+                          max_rows_per_group=max_rows_per_group, materialize_deletions=materialize_deletions,
+                          materialize_deletions_threshold=None if materialize_deletions_threshold is None
+                          else float(materialize_deletions_threshold))
 
     def vacuum(self, retain_hours: Optional[float] = None, *, older_than: Optional[_dt.datetime] = None,
                dry_run: bool = False, delete_unverified: bool = False,

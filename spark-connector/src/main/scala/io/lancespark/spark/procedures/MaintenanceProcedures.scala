@@ -133,9 +133,10 @@ final class TagProcedure(tables: TableResolver, action: String) extends LancePro
 object LanceProcedures {
   val Namespace: String = "system"
 
-  def names: Seq[String] = Seq("vacuum", "restore", "create_tag", "move_tag", "delete_tag")
+  def names: Seq[String] = Seq("compact", "vacuum", "restore", "create_tag", "move_tag", "delete_tag")
 
   def load(name: String, tables: TableResolver): Option[LanceProcedure] = name.toLowerCase(java.util.Locale.ROOT) match {
+    case "compact" => Some(new CompactProcedure(tables))
     case "vacuum" => Some(new VacuumProcedure(tables))
     case "restore" => Some(new RestoreProcedure(tables))
     case "create_tag" => Some(new TagProcedure(tables, "create"))

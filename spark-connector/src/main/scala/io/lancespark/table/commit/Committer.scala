@@ -11,7 +11,7 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
 import io.lancespark.table.model.{DataFileVersion, FeatureFlags, Snapshot}
-import io.lancespark.table.storage.{AtomicPut, Dataset, DatasetStorage, FragmentDeletion, FragmentWriter, ManifestFile, ManifestNaming, RowDeletions, TransactionFile}
+import io.lancespark.table.storage.{AtomicPut, Dataset, DatasetStorage, FragmentDeletion, ManifestFile, ManifestNaming, RowDeletions, TransactionFile}
 
 /** A data file a task wrote, before the commit gives it a fragment id. */
 final case class WrittenFragment(
@@ -62,6 +62,29 @@ final case class RestoreVersion(version: Long) extends PendingOperation {
   override def fragments: Seq[WrittenFragment] = Nil
 }
 
+/** A compaction (Rewrite): each group's old fragments, as the compaction read
+  * them, are replaced by the fragments rewritten from their live rows. The
+  * commit gives the new fragments their ids; their row ids (stable row ids)
+  * and per-row versions are carried from the old rows. */
+final case class RewriteFragments(groups: Seq[RewriteGroupResult]) extends PendingOperation {
+  require(groups.nonEmpty, "a rewrite of no fragment groups")
+  override def fragments: Seq[WrittenFragment] = groups.flatMap(_.added.map(_.file))
+  def oldFragmentIds: Seq[Long] = groups.flatMap(_.old.map(_.getId))
+}
+
+/** One rewritten group: the fragments it replaces and what replaces them. */
+final case class RewriteGroupResult(old: Seq[DataFragment], added: Seq[RewrittenFragment]) {
+  require(old.nonEmpty, "a rewrite group replaces at least one fragment")
+}
+
+/** A new fragment a compaction wrote: its data file and, with stable row ids,
+  * the serialized row id sequence and per-row created/updated versions of its rows. */
+final case class RewrittenFragment(
+    file: WrittenFragment,
+    rowIds: Option[Array[Byte]],
+    createdAtVersions: Option[Array[Byte]],
+    lastUpdatedAtVersions: Option[Array[Byte]])
+
 final case class CommitSettings(
     stableRowIds: Boolean = false,
     v2ManifestNaming: Boolean = true,
@@ -99,6 +122,7 @@ object Committer {
     val version = latest.getOrElse(0L) + 1
     val built = op match {
       case RestoreVersion(old) => restore(storage, scheme, base, old, latest.getOrElse(0L), version, settings)
+      case r: RewriteFragments => RewriteBuild(storage, base, r, readVersion.getOrElse(0L), version, settings)
       case _ => build(storage, base, op, readVersion.getOrElse(0L), version, settings, disjoint)
     }
     val committed = try {
@@ -181,9 +205,9 @@ object Committer {
       }
   }
 
-  private final case class Base(manifest: Manifest, indexSection: Option[Array[Byte]])
+  private[commit] final case class Base(manifest: Manifest, indexSection: Option[Array[Byte]])
 
-  private def baseOf(storage: DatasetStorage, scheme: ManifestNaming, v: Long): Base = {
+  private[commit] def baseOf(storage: DatasetStorage, scheme: ManifestNaming, v: Long): Base = {
     val path = Dataset.manifestPath(storage, scheme, v)
     val bytes = storage.readFully(path)
     val m = ManifestFile.parse(bytes, path.toString)
@@ -198,7 +222,7 @@ object Committer {
   /** A manifest ready to commit. `remerged`: deletion files this attempt wrote
     * (deleted if it does not land); `superseded`: prepared ones they replace
     * (deleted once it lands). */
-  private final case class Built(manifest: Manifest, indexSection: Option[Array[Byte]], txn: Transaction,
+  private[commit] final case class Built(manifest: Manifest, indexSection: Option[Array[Byte]], txn: Transaction,
       remerged: Seq[FragmentDeletion] = Nil, superseded: Seq[FragmentDeletion] = Nil)
 
   private def build(storage: DatasetStorage, base: Option[Base], op: PendingOperation, readVersion: Long,
@@ -206,10 +230,7 @@ object Committer {
     val prev = base.map(_.manifest)
     val stable = prev.map(m => (m.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0)
       .getOrElse(settings.stableRowIds)
-    val firstId: Long = prev.map { m =>
-      if (m.hasMaxFragmentId) (m.getMaxFragmentId.toLong & 0xffffffffL) + 1
-      else m.getFragmentsList.asScala.map(_.getId + 1).maxOption.getOrElse(0L)
-    }.getOrElse(0L)
+    val firstId: Long = prev.map(nextFragmentId).getOrElse(0L)
     var nextRowId = prev.map(_.getNextRowId).getOrElse(0L)
     val added = op.fragments.zipWithIndex.map { case (w, i) =>
       val f = DataFragment.newBuilder()
@@ -223,19 +244,8 @@ object Committer {
       }
       f.build()
     }
-    val now = Instant.now()
-    val b = prev.map(_.toBuilder).getOrElse(Manifest.newBuilder())
-      .setVersion(version)
-      .setTimestamp(Timestamp.newBuilder().setSeconds(now.getEpochSecond).setNanos(now.getNano))
-      .setWriterVersion(Manifest.WriterVersion.newBuilder()
-        .setLibrary(settings.writerLibrary).setVersion(settings.writerVersion))
+    val b = stamp(prev.map(_.toBuilder).getOrElse(Manifest.newBuilder()), version, settings)
       .setNextRowId(nextRowId)
-      .clearTransactionSection()
-      .clearTag()
-      // Fields this connector does not know may point into the base manifest's
-      // file (pylance 14 keeps the position of an inline transaction in one):
-      // copied into a new file they would point at the wrong bytes.
-      .setUnknownFields(com.google.protobuf.UnknownFieldSet.getDefaultInstance)
     val lastId = if (added.nonEmpty) Some(added.last.getId) else None
     def keepMaxId(): Unit =
       lastId.orElse(prev.filter(_.hasMaxFragmentId).map(_.getMaxFragmentId.toLong)).foreach(id => b.setMaxFragmentId(id.toInt))
@@ -299,6 +309,8 @@ object Committer {
           change.deletions.filterNot(deletions.contains))
       case RestoreVersion(v) =>
         throw new IllegalStateException(s"${storage.uri}: a restore of version $v is built from the old manifest")
+      case _: RewriteFragments =>
+        throw new IllegalStateException(s"${storage.uri}: a rewrite is built by RewriteBuild")
     }
   }
 
@@ -314,16 +326,8 @@ object Committer {
       throw new LanceFormatException(
         s"${storage.uri}: cannot restore version $old: it does not exist (versions ${present.head} to ${present.last} are present)")
     val source = baseOf(storage, scheme, old)
-    val now = Instant.now()
-    val b = source.manifest.toBuilder
-      .setVersion(version)
-      .setTimestamp(Timestamp.newBuilder().setSeconds(now.getEpochSecond).setNanos(now.getNano))
-      .setWriterVersion(Manifest.WriterVersion.newBuilder()
-        .setLibrary(settings.writerLibrary).setVersion(settings.writerVersion))
+    val b = stamp(source.manifest.toBuilder, version, settings)
       .setNextRowId(math.max(source.manifest.getNextRowId, prev.getNextRowId))
-      .clearTransactionSection()
-      .clearTag()
-      .setUnknownFields(com.google.protobuf.UnknownFieldSet.getDefaultInstance)
     val maxIds = Seq(source.manifest, prev).filter(_.hasMaxFragmentId).map(_.getMaxFragmentId.toLong & 0xffffffffL) ++
       source.manifest.getFragmentsList.asScala.map(_.getId)
     maxIds.maxOption.foreach(id => b.setMaxFragmentId(id.toInt))
@@ -331,11 +335,32 @@ object Committer {
     Built(b.build(), source.indexSection, txn.build())
   }
 
+  /** The id the next new fragment of a version built on `m` gets: ids are never reused. */
+  private[commit] def nextFragmentId(m: Manifest): Long =
+    if (m.hasMaxFragmentId) (m.getMaxFragmentId.toLong & 0xffffffffL) + 1
+    else m.getFragmentsList.asScala.map(_.getId + 1).maxOption.getOrElse(0L)
+
+  /** `b` as manifest `version`: its number, timestamp and writer; no
+    * transaction section or tag of the manifest it was copied from. */
+  private[commit] def stamp(b: Manifest.Builder, version: Long, settings: CommitSettings): Manifest.Builder = {
+    val now = Instant.now()
+    b.setVersion(version)
+      .setTimestamp(Timestamp.newBuilder().setSeconds(now.getEpochSecond).setNanos(now.getNano))
+      .setWriterVersion(Manifest.WriterVersion.newBuilder()
+        .setLibrary(settings.writerLibrary).setVersion(settings.writerVersion))
+      .clearTransactionSection()
+      .clearTag()
+      // Fields this connector does not know may point into the base manifest's
+      // file (pylance 14 keeps the position of an inline transaction in one):
+      // copied into a new file they would point at the wrong bytes.
+      .setUnknownFields(com.google.protobuf.UnknownFieldSet.getDefaultInstance)
+  }
+
   private def utf8(m: Map[String, String]): java.util.Map[String, com.google.protobuf.ByteString] =
     m.map { case (k, v) => k -> com.google.protobuf.ByteString.copyFromUtf8(v) }.asJava
 
   /** Files added to a dataset are at its file version: a dataset never mixes versions. */
-  private def requireSameFileFormat(storage: DatasetStorage, prev: Option[Manifest],
+  private[commit] def requireSameFileFormat(storage: DatasetStorage, prev: Option[Manifest],
       files: Seq[WrittenFragment]): Unit = {
     val dataFormat = prev.map(_.getDataFormat.getVersion).getOrElse("(none)")
     files.find(_.version.name != dataFormat).foreach { f =>
@@ -345,7 +370,7 @@ object Committer {
     }
   }
 
-  private def dataFile(w: WrittenFragment): DataFile.Builder =
+  private[commit] def dataFile(w: WrittenFragment): DataFile.Builder =
     DataFile.newBuilder()
       .setPath(w.path)
       .addAllFields(w.fieldIds.map(Int.box).asJava)
@@ -361,6 +386,10 @@ object Committer {
       case OverwriteDataset(_, _, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
       case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
       case RestoreVersion(v) => t.setRestore(Transaction.Restore.newBuilder().setVersion(v))
+      case r: RewriteFragments =>
+        val ids = r.oldFragmentIds.map(id => DataFragment.newBuilder().setId(id).build()).asJava
+        t.setRewrite(Transaction.Rewrite.newBuilder().addGroups(Transaction.Rewrite.RewriteGroup.newBuilder()
+          .addAllOldFragments(ids)))
       case change: RowLevelChange =>
         val touched = change.deletions.map(d => DataFragment.newBuilder().setId(d.fragmentId).build()).asJava
         if (change.fragments.isEmpty) t.setDelete(Transaction.Delete.newBuilder().addAllUpdatedFragments(touched))

@@ -39,6 +39,11 @@ object ConflictChecker {
       case DELETE | UPDATE =>
         their match {
           case APPEND | CREATE_INDEX | RESERVE_FRAGMENTS | UPDATE_CONFIG => Compatible
+          case REWRITE =>
+            // as the reference: a compaction of other fragments does not touch these rows
+            val overlap = rewrittenFragments(theirs).intersect(touchedFragments(ours))
+            if (overlap.isEmpty) Compatible
+            else Conflict(s"it compacted (rewrote) fragment${plural(overlap)} this change also modifies")
           case DELETE | UPDATE =>
             val touched = touchedFragments(ours)
             val overlap = touchedFragments(theirs).intersect(touched)
@@ -47,6 +52,32 @@ object ConflictChecker {
             else if (ours.getOperationCase == DELETE && their == DELETE) Compatible
             else CompatibleIfRowsDisjoint(overlap)
           case other => Conflict(s"it ${name(other)} the dataset, which row-level changes cannot be rebased onto")
+        }
+      case REWRITE =>
+        // the reference's rules for a compaction: compatible with what does not
+        // touch the fragments it rewrote; a conflict otherwise
+        val ourOld = rewrittenFragments(ours)
+        their match {
+          case APPEND | RESERVE_FRAGMENTS | PROJECT | UPDATE_CONFIG => Compatible
+          case DELETE | UPDATE | REWRITE =>
+            val overlap = (if (their == REWRITE) rewrittenFragments(theirs) else touchedFragments(theirs)).intersect(ourOld)
+            if (overlap.isEmpty) Compatible
+            else Conflict(s"it ${if (their == REWRITE) "compacted" else "deleted or updated rows of"} " +
+              s"fragment${plural(overlap)}, which this compaction rewrote")
+          case DATA_REPLACEMENT =>
+            val overlap = theirs.getDataReplacement.getReplacementsList.asScala.map(_.getFragmentId).toSet.intersect(ourOld)
+            if (overlap.isEmpty) Compatible else Conflict(s"it replaced data files of fragment${plural(overlap)}")
+          case CREATE_INDEX =>
+            val indices = theirs.getCreateIndex.getNewIndicesList.asScala.toSeq
+            val covered = indices.map(i => io.lancespark.table.storage.Indices.fragments(i))
+            if (covered.exists(_.isEmpty)) Conflict("it built an index over fragments it does not list")
+            else {
+              val overlap = ourOld.filter(id => covered.flatten.exists(_.contains(id.toInt)))
+              if (overlap.isEmpty) Compatible
+              else Conflict(s"it built an index over fragment${plural(overlap)}, which this compaction rewrote")
+            }
+          case OVERWRITE | RESTORE => Conflict(s"it replaced the dataset (${name(their)})")
+          case other => Conflict(s"it is an operation a compaction cannot be rebased onto (${name(other)})")
         }
       case RESTORE =>
         // as the reference: a restore rebuilds from the old version whatever
@@ -71,6 +102,17 @@ object ConflictChecker {
       u.getUpdatedFragmentsList.asScala.map(_.getId).toSet ++ u.getRemovedFragmentIdsList.asScala.map(_.longValue)
     case _ => Set.empty
   }
+
+  /** Fragments a rewrite (compaction) replaced. */
+  def rewrittenFragments(t: Transaction): Set[Long] =
+    if (t.getOperationCase != OperationCase.REWRITE) Set.empty
+    else {
+      val r = t.getRewrite
+      (r.getOldFragmentsList.asScala ++ r.getGroupsList.asScala.flatMap(_.getOldFragmentsList.asScala)).map(_.getId).toSet
+    }
+
+  private def plural(ids: Set[Long]): String =
+    (if (ids.size == 1) " " else "s ") + ids.toSeq.sorted.mkString(", ")
 
   def name(op: OperationCase): String =
     if (op == OperationCase.OPERATION_NOT_SET) "unknown operation" else op.name().toLowerCase.replace('_', ' ')

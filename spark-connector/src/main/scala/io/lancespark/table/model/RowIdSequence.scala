@@ -56,6 +56,55 @@ object RowIdSequence {
       System.arraycopy(values, offset.toInt, out, outPos, count)
   }
 
+  /** The number of values of one segment (a span of a version sequence, say). */
+  def segmentLength(s: U64Segment, where: String): Long = segment(s, where).length
+
+  /** A serialized RowIdSequence holding `ids` in order: ascending runs of
+    * consecutive ids as ranges, a sorted sequence with few gaps as a range
+    * with holes, anything else as an explicit array. */
+  def encode(ids: Array[Long]): Array[Byte] = {
+    val b = PbSequence.newBuilder()
+    if (ids.nonEmpty) b.addSegments(encodeSegment(ids))
+    b.build().toByteArray
+  }
+
+  private def encodeSegment(ids: Array[Long]): U64Segment = {
+    val sorted = ids.indices.drop(1).forall(i => ids(i) > ids(i - 1))
+    val (start, end) = (ids.head, ids.last + 1)
+    if (sorted && end - start == ids.length.toLong)
+      U64Segment.newBuilder().setRange(U64Segment.Range.newBuilder().setStart(start).setEnd(end)).build()
+    else if (sorted && end - start <= 2L * ids.length) {
+      val holes = Array.newBuilder[Long]
+      var next = start
+      ids.foreach { id => while (next < id) { holes += next; next += 1 }; next = id + 1 }
+      U64Segment.newBuilder().setRangeWithHoles(U64Segment.RangeWithHoles.newBuilder()
+        .setStart(start).setEnd(end).setHoles(encodeArray(holes.result()))).build()
+    } else if (sorted) U64Segment.newBuilder().setSortedArray(encodeArray(ids)).build()
+    else U64Segment.newBuilder().setArray(encodeArray(ids)).build()
+  }
+
+  /** Values as offsets from their minimum in 16 or 32 bits when they fit, else as u64s. */
+  private def encodeArray(values: Array[Long]): EncodedU64Array = {
+    val b = EncodedU64Array.newBuilder()
+    if (values.isEmpty) return b.setU64Array(EncodedU64Array.U64Array.newBuilder()).build()
+    val base = values.min
+    val span = values.max - base
+    def le(width: Int): ByteBuffer = ByteBuffer.allocate(values.length * width).order(ByteOrder.LITTLE_ENDIAN)
+    if (span >= 0 && span < (1L << 16)) {
+      val buf = le(2); values.foreach(v => buf.putShort((v - base).toShort))
+      b.setU16Array(EncodedU64Array.U16Array.newBuilder().setBase(base)
+        .setOffsets(com.google.protobuf.ByteString.copyFrom(buf.array())))
+    } else if (span >= 0 && span < (1L << 32)) {
+      val buf = le(4); values.foreach(v => buf.putInt((v - base).toInt))
+      b.setU32Array(EncodedU64Array.U32Array.newBuilder().setBase(base)
+        .setOffsets(com.google.protobuf.ByteString.copyFrom(buf.array())))
+    } else {
+      val buf = le(8); values.foreach(v => buf.putLong(v))
+      b.setU64Array(EncodedU64Array.U64Array.newBuilder().setValues(com.google.protobuf.ByteString.copyFrom(buf.array())))
+    }
+    b.build()
+  }
+
   def parse(bytes: Array[Byte], where: String): RowIdSequence = {
     val pb =
       try PbSequence.parseFrom(bytes)
