@@ -30,6 +30,10 @@ WORKER_MEMORY = "1g"
 EXECUTOR_MEMORY = "512m"
 DAEMON_MEMORY = "256m"
 LOCALHOST = "127.0.0.1"
+#: JVM options for every cluster process: short-lived JVMs on a small shared
+#: machine spend most of their CPU on JIT compilation and parallel GC threads;
+#: C1 only and the serial collector start faster there.
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def spark_home() -> Path:
@@ -60,7 +64,7 @@ def daemon_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     import sys
 
     env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": LOCALHOST,
-           "SPARK_DAEMON_MEMORY": DAEMON_MEMORY, "PYSPARK_PYTHON": sys.executable,
+           "SPARK_DAEMON_MEMORY": DAEMON_MEMORY, "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM, "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
     env.pop("SPARK_CONF_DIR", None)
     env.update(extra or {})
@@ -124,6 +128,7 @@ class Worker:
     process: subprocess.Popen
     webui_port: int
     work_dir: Path
+    local_dir: Path
     log: Path
 
     @property
@@ -138,9 +143,13 @@ class Worker:
         """Executor JVMs this worker launched (CoarseGrainedExecutorBackend in its group)."""
         return [p for p in group_pids(self.pid) if "CoarseGrainedExecutorBackend" in command_line(p)]
 
-    def kill(self) -> None:
-        """SIGKILL the worker and its executors at once: a machine lost mid-job."""
+    def lose(self) -> None:
+        """A machine lost mid-job: SIGKILL the worker and its executors at once,
+        and wipe their local disk. On one host the other executors could
+        otherwise still read the dead one's shuffle files from disk (Spark's
+        host-local reads), which a lost machine does not allow."""
         kill_group(self.process)
+        shutil.rmtree(self.local_dir, ignore_errors=True)
 
 
 @dataclass
@@ -176,7 +185,7 @@ class SparkCluster:
                        "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY, "--webui-port", str(port),
                        "--work-dir", str(work / "work")],
                       log, {"SPARK_WORKER_DIR": str(work / "work"), "SPARK_LOCAL_DIRS": str(work / "local")})
-        worker = Worker(index, proc, port, work / "work", log)
+        worker = Worker(index, proc, port, work / "work", work / "local", log)
         if index < len(self.workers):
             self.workers[index] = worker
         else:
@@ -219,11 +228,17 @@ class SparkCluster:
         kill_group(self.master)
 
 
+def spawn(cmd: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen:
+    """Starts a Spark process (daemon or driver) with its output in `log`, in a
+    session of its own (it and its children are one process group, for
+    kill_group), and dying with the test process."""
+    with open(log, "wb") as out:
+        return subprocess.Popen([*_die_with_parent(), *cmd], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=daemon_env(env), cwd=cwd, start_new_session=True)
+
+
 def _spawn(args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    cmd = [*_die_with_parent(), str(spark_home() / "bin" / "spark-class"), *args]
-    with open(log, "wb") as out:   # a session of its own: the daemon and its children are one process group
-        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=daemon_env(env), start_new_session=True)
+    return spawn([str(spark_home() / "bin" / "spark-class"), *args], log, env)
 
 
 def start_cluster(root: Path, workers: int = 2, timeout: float = 120.0) -> SparkCluster:

@@ -15,7 +15,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -70,16 +70,19 @@ def pipeline(spark: SparkSession, table: str, args: argparse.Namespace) -> dict[
             "users": spark.table("lance.db.users").count()}
 
 
-def slow_ids(spark: SparkSession, start: int, end: int, parts: int, sleep: float) -> DataFrame:
-    """ids [start, end) in `parts` partitions whose tasks each sleep `sleep`
-    seconds first, so a job lasts long enough to lose a worker in the middle."""
-    import pyarrow as pa
-
-    def slow(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        time.sleep(sleep)
-        yield from batches
-
-    return spark.range(start, end, numPartitions=parts).mapInArrow(slow, "id long")
+def slow_ids(spark: SparkSession, start: int, end: int, parts: int, sleep: float, pieces: int = 10) -> DataFrame:
+    """ids [start, end) in `parts` partitions, and an empty string `pause` whose
+    computation makes each task sleep `sleep` seconds in all, in `pieces` naps
+    spread over its rows. The nap is a JVM call (reflect) evaluated row by row
+    in the stage that consumes the rows, so a write task is lost part way
+    through its output, some of its files written, others not yet."""
+    if sleep <= 0:
+        return spark.range(start, end, numPartitions=parts).selectExpr("id", "'' AS pause")
+    every = max(1, (end - start) // parts // pieces)
+    nap_ms = max(1, int(sleep * 1000 / pieces))
+    return spark.range(start, end, numPartitions=parts).selectExpr(
+        "id", "substr(reflect('java.lang.Thread', 'sleep', "
+              f"CAST(CASE WHEN id % {every} = 0 THEN {nap_ms} ELSE 0 END AS BIGINT)), 1, 0) AS pause")
 
 
 #: The job description of the statement a test interrupts: its stages carry it
@@ -88,14 +91,20 @@ TARGET = "lance-cluster-target"
 
 
 def payloads(df: DataFrame, prefix: str) -> DataFrame:
-    return df.selectExpr("id", f"concat('{prefix}', CAST(id AS STRING)) AS payload")
+    """(id, '<prefix><id>') from slow_ids (its pause is part of the payload, so no optimizer drops it)."""
+    return df.selectExpr("id", f"concat('{prefix}', CAST(id AS STRING), pause) AS payload")
 
 
 def slow_write(spark: SparkSession, table: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One write job of many slow tasks: ids [start, start + rows) with payload 'p<id>'."""
+    """One write job of many slow tasks: ids [start, start + rows) with payload
+    'p<id>', in files of --files-of rows (so a task's files reach the disk one
+    by one while it runs)."""
     df = payloads(slow_ids(spark, args.start, args.start + args.rows, args.parts, args.sleep), "p")
     spark.sparkContext.setJobDescription(TARGET)
-    df.write.format("lance").save(table)
+    writer = df.write.format("lance")
+    if args.files_of:
+        writer = writer.option("maxRowsPerFile", args.files_of)
+    writer.save(table)
     spark.sparkContext.setJobDescription(None)
     return {"count": spark.read.format("lance").load(table).count()}
 
@@ -105,7 +114,7 @@ def merge(spark: SparkSession, table: str, args: argparse.Namespace) -> dict[str
     a MERGE whose source, ids [start, start + rows), has `parts` slow tasks:
     matched ids with id % 3 = 0 are deleted, the other matched get payload
     'm<id>', the unmatched are inserted with 'm<id>'."""
-    payloads(spark.range(0, args.target, numPartitions=args.parts), "p").write.format("lance").save(table)
+    payloads(slow_ids(spark, 0, args.target, args.parts, 0.0), "p").write.format("lance").save(table)
     src = payloads(slow_ids(spark, args.start, args.start + args.rows, args.parts, args.sleep), "m") \
         .selectExpr("*", "id % 3 = 0 AS gone")
     src.createOrReplaceTempView("src")
@@ -124,7 +133,7 @@ def roundtrip(spark: SparkSession, table: str, args: argparse.Namespace) -> dict
     """A write, an INSERT INTO and an UPDATE: ids [0, rows) with 'p<id>', then
     [rows, rows + 1000) with 'i<id>', then 'u<id>' where id % 5 = 0."""
     n = args.rows
-    payloads(spark.range(0, n, numPartitions=4), "p").write.format("lance").save(table)
+    payloads(slow_ids(spark, 0, n, 4, 0.0), "p").write.format("lance").save(table)
     spark.sql(f"INSERT INTO lance.`{table}` SELECT id, concat('i', CAST(id AS STRING)) FROM range({n}, {n + 1000}, 1, 2)")
     spark.sql(f"UPDATE lance.`{table}` SET payload = concat('u', CAST(id AS STRING)) WHERE id % 5 = 0")
     df = spark.read.format("lance").load(table)
@@ -145,7 +154,7 @@ def main() -> None:
     p.add_argument("--start", type=int, default=0)
     p.add_argument("--parts", type=int, default=40)
     p.add_argument("--sleep", type=float, default=0.0)
-    p.add_argument("--files-of", type=int, default=0, help="merge: rows per data file it writes")
+    p.add_argument("--files-of", type=int, default=0, help="rows per data file written")
     p.add_argument("--target", type=int, default=0, help="merge: rows of the target table")
     args = p.parse_args()
     spark = session(args)
