@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -60,12 +61,11 @@ def _die_with_parent() -> list[str]:
 
 def daemon_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for Spark processes: loopback only, pyspark as SPARK_HOME,
-    Python workers running this interpreter's venv."""
-    import sys
-
+    the driver's Python (spark-submit's) and any Python workers running this
+    interpreter, whose venv has pyspark and lance_spark."""
     env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": LOCALHOST,
-           "SPARK_DAEMON_MEMORY": DAEMON_MEMORY, "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM, "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
+           "SPARK_DAEMON_MEMORY": DAEMON_MEMORY, "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM,
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env.pop("SPARK_CONF_DIR", None)
     env.update(extra or {})
     return env

@@ -157,13 +157,18 @@ def configured_driver(cluster: SparkCluster, tmp: Path, scenario: str, table: Pa
     return _start(cmd + list(args), tmp, ui_port, out)
 
 
+def fetched_jars(cluster: SparkCluster, app: str) -> list[Path]:
+    """The bundle as the executors of `app` fetched it from the driver into their work dirs."""
+    return [p for w in cluster.workers for p in w.work_dir.glob(f"{app}/*/{Path(jar()).name}")]
+
+
 # --- the event log -------------------------------------------------------------
 
 @dataclass(frozen=True)
 class TaskEnd:
     stage: int
     stage_attempt: int
-    index: int
+    partition: int
     attempt: int
     executor: str
     reason: str   # "Success", "ExecutorLostFailure", "FetchFailed", ...
@@ -177,7 +182,7 @@ def event_log(events: Path) -> list[dict]:
 
 
 def task_ends(events: list[dict]) -> list[TaskEnd]:
-    return [TaskEnd(e["Stage ID"], e["Stage Attempt ID"], e["Task Info"]["Index"], e["Task Info"]["Attempt"],
+    return [TaskEnd(e["Stage ID"], e["Stage Attempt ID"], e["Task Info"]["Partition ID"], e["Task Info"]["Attempt"],
                     e["Task Info"]["Executor ID"], e["Task End Reason"]["Reason"])
             for e in events if e["Event"] == "SparkListenerTaskEnd"]
 
@@ -192,7 +197,7 @@ def target_stages(events: list[dict]) -> set[int]:
 def retries(ends: list[TaskEnd]) -> dict[str, Any]:
     """What Spark did about the kill: failed attempts by reason, tasks run again."""
     failed = Counter(t.reason for t in ends if t.reason != "Success")
-    rerun = {(t.stage, t.index) for t in ends if t.attempt > 0 or t.stage_attempt > 0}
+    rerun = {(t.stage, t.partition) for t in ends if t.attempt > 0 or t.stage_attempt > 0}
     return {"failed": dict(failed), "rerun_tasks": len(rerun),
             "stage_attempts": sorted({(t.stage, t.stage_attempt) for t in ends if t.stage_attempt > 0})}
 
@@ -357,9 +362,7 @@ def test_spark_submit_pipeline(whole_cluster, tmp_path):
     ends = task_ends(event_log(driver.events))
     assert {t.executor for t in ends} == {"0", "1"}
     assert all(t.reason == "Success" for t in ends)
-    app = result["app_id"]
-    fetched = [p for w in whole_cluster.workers for p in w.work_dir.glob(f"{app}/*/{Path(jar()).name}")]
-    assert len(fetched) == 2, fetched
+    assert len(fetched_jars(whole_cluster, result["app_id"])) == 2
 
 
 def test_configure_on_a_spark_master(whole_cluster, tmp_path):
@@ -380,6 +383,7 @@ def test_configure_on_a_spark_master(whole_cluster, tmp_path):
     assert operations(table) == ["Overwrite", "Append", "Update"]
     ends = task_ends(event_log(driver.events))
     assert {t.executor for t in ends} == {"0", "1"}
+    assert len(fetched_jars(whole_cluster, result["app_id"])) == 2
 
 
 def test_worker_killed_mid_write(whole_cluster, tmp_path):
@@ -408,22 +412,22 @@ def test_worker_killed_mid_write(whole_cluster, tmp_path):
     ends = [t for t in task_ends(events) if t.stage in target_stages(events)]
     lost = [t for t in ends if t.executor == kill.executor and t.reason != "Success"]
     assert lost, f"no task of executor {kill.executor} failed: the kill came too late ({retries(ends)})"
-    won = {t.index for t in ends if t.reason == "Success"}
-    assert won == set(range(parts))
+    won = Counter(t.partition for t in ends if t.reason == "Success")
+    assert won == {p: 1 for p in range(parts)}
     assert {t.executor for t in ends if t.reason == "Success" and t.attempt > 0} <= {"0", "1"} - {kill.executor}
     report(kill, ends, table)
 
 
 def test_worker_killed_mid_merge(whole_cluster, tmp_path):
     """A MERGE killed in its write stage (the one writing deletion files and new
-    fragments, here in files of 20 rows so that it lasts): the lost executor's
+    fragments, here in files of 10 rows so that it lasts): the lost executor's
     tasks and shuffle output are redone on the other worker, and the table is
     exactly the MERGE's result."""
     target, start, rows = 20_000, 10_000, 20_000
     table = tmp_path / "t.lance"
     driver = spark_submit(whole_cluster, tmp_path / "driver", "merge", table,
                           "--target", str(target), "--start", str(start), "--rows", str(rows),
-                          "--parts", "16", "--files-of", "20",
+                          "--parts", "16", "--files-of", "10",
                           conf={"spark.sql.shuffle.partitions": "16", "spark.sql.adaptive.enabled": "false",
                                 "spark.sql.autoBroadcastJoinThreshold": "-1"})
     try:
