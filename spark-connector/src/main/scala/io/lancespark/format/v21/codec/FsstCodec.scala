@@ -75,20 +75,49 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
     // without bounds checks: `dst` has room for every write; p - start
     // stays within [0, inLen) of `pos` and p within [first, last) of `src`
     while (p < end) {
-      val c = U.getByte(src, B + p) & 0xff
-      U.putInt(pos, I + 4L * (p - start), o)
-      val len = lens(c)
-      if (len != 0) {
-        U.putLong(dst, B + o, nativeWords(c))
-        o += len
-        p += 1
-      } else if (c == FsstCodec.Escape && p + 1 < end) {
-        pos(p + 1 - start) = -1   // an escaped byte: no value may start here
-        dst(o) = src(p + 1)
-        o += 1
-        p += 2
-      } else if (c == FsstCodec.Escape) ctx.fail(s"FSST value ${n - 1} ends with an escape byte")
-      else ctx.fail(s"FSST code $c but the table has ${t.symbols} symbols")
+      // four codes at a time while they are all symbols (the common case: no
+      // escape, no code past the table), without a branch per code
+      while (p + 4 <= end && {
+        val c0 = U.getByte(src, B + p) & 0xff
+        val c1 = U.getByte(src, B + p + 1) & 0xff
+        val c2 = U.getByte(src, B + p + 2) & 0xff
+        val c3 = U.getByte(src, B + p + 3) & 0xff
+        val l0 = lens(c0); val l1 = lens(c1); val l2 = lens(c2); val l3 = lens(c3)
+        if ((l0 == 0) | (l1 == 0) | (l2 == 0) | (l3 == 0)) false
+        else {
+          val at = I + 4L * (p - start)
+          U.putInt(pos, at, o)
+          U.putLong(dst, B + o, nativeWords(c0))
+          val o1 = o + l0
+          U.putInt(pos, at + 4, o1)
+          U.putLong(dst, B + o1, nativeWords(c1))
+          val o2 = o1 + l1
+          U.putInt(pos, at + 8, o2)
+          U.putLong(dst, B + o2, nativeWords(c2))
+          val o3 = o2 + l2
+          U.putInt(pos, at + 12, o3)
+          U.putLong(dst, B + o3, nativeWords(c3))
+          o = o3 + l3
+          p += 4
+          true
+        }
+      }) ()
+      if (p < end) {   // one code: an escape, an invalid code, or the last few
+        val c = U.getByte(src, B + p) & 0xff
+        U.putInt(pos, I + 4L * (p - start), o)
+        val len = lens(c)
+        if (len != 0) {
+          U.putLong(dst, B + o, nativeWords(c))
+          o += len
+          p += 1
+        } else if (c == FsstCodec.Escape && p + 1 < end) {
+          pos(p + 1 - start) = -1   // an escaped byte: no value may start here
+          dst(o) = src(p + 1)
+          o += 1
+          p += 2
+        } else if (c == FsstCodec.Escape) ctx.fail(s"FSST value ${n - 1} ends with an escape byte")
+        else ctx.fail(s"FSST code $c but the table has ${t.symbols} symbols")
+      }
     }
     pos(inLen) = o
     val out = new Array[Long](n + 1)

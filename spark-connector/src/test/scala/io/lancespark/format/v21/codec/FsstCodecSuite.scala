@@ -68,6 +68,9 @@ final class FsstCodecSuite extends AnyFunSuite {
   test("a code past the table is an error") {
     val e = intercept[LanceFormatException](decode(codec(handTable), block(Seq(codes(0), codes(7)))))
     assert(e.getMessage.contains("FSST code 7 but the table has 3 symbols"))
+    // inside a run of codes decoded four at a time
+    val inRun = intercept[LanceFormatException](decode(codec(handTable), block(Seq(codes(0, 1, 0, 1, 0, 9, 1, 1)))))
+    assert(inRun.getMessage.contains("FSST code 9 but the table has 3 symbols"))
   }
 
   test("round trip through our encoder: escapes for bytes outside the table, empties, long values") {
