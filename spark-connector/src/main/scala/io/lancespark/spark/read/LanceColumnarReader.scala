@@ -16,7 +16,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
   private val fragment = partition.fragment
   private val allocator: BufferAllocator =
     ArrowAllocators.root.newChildAllocator(s"lance-fragment-${fragment.id}", 0, Long.MaxValue)
-  private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value)
+  private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value.value)
   private val scanner = new FragmentScanner(storage, factory.version, fragment, factory.fields, allocator,
     ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields)
 

@@ -1,5 +1,6 @@
 package io.lancespark.spark.read
 
+import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.types.StructType
@@ -9,7 +10,10 @@ import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
 
-/** Serialized to executors; creates columnar readers for Lance partitions. */
+/** Serialized to executors; creates columnar readers for Lance partitions.
+  * The Hadoop configuration is a broadcast, as Spark's own file sources ship
+  * it: deserialized once per executor, not once per task (a session's
+  * configuration takes milliseconds to parse, which short tasks notice). */
 final case class LanceReaderFactory(
     uri: String,
     version: Long,
@@ -20,7 +24,7 @@ final case class LanceReaderFactory(
     outputSchema: StructType,
     stableRowIds: Boolean,
     read: ReadConf,
-    hadoopConf: SerializableHadoopConf,
+    hadoopConf: Broadcast[SerializableHadoopConf],
     filter: Option[io.lancespark.table.filter.Filter] = None,
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int] = None)

@@ -64,7 +64,8 @@ final class LanceScan(
       ScanMetrics.value(ScanMetrics.RowsSkippedByStats, planner.rowsSkipped))
 
   override def createReaderFactory(): PartitionReaderFactory = {
-    val conf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
+    val session = SparkSession.active
+    val conf = session.sparkContext.broadcast(new SerializableHadoopConf(session.sessionState.newHadoopConf()))
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
       metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf, filter, filterFields, limit)
   }
