@@ -75,9 +75,6 @@ object StatsStore {
     } finally root.close()
   }
 
-
-
-
   /** The page statistics of a 2.x data file (any 2.x version), None if it has none. */
   def read(source: RandomAccessSource, allocator: BufferAllocator): Option[PageStatistics] =
     read(FileContainer.open(source, _ => true, "a 2.x file"), allocator)
@@ -111,6 +108,19 @@ object StatsStore {
           case v: BigIntVector => v.get(i)
           case other => throw LanceFormatException(file.path, s"page statistics column $name is ${other.getField.getType}")
         }
+        // version 2's bound columns, looked up once per batch
+        def binary(name: String): VarBinaryVector = root.getVector(name) match {
+          case v: VarBinaryVector => v
+          case other => throw LanceFormatException(file.path,
+            s"page statistics column $name is ${Option(other).map(_.getField.getType.toString).getOrElse("missing")}")
+        }
+        lazy val nc = root.getVector("null_count") match {
+          case v: BigIntVector => v
+          case other => throw LanceFormatException(file.path,
+            s"page statistics column null_count is ${Option(other).map(_.getField.getType.toString).getOrElse("missing")}")
+        }
+        lazy val mins = binary("min_value")
+        lazy val maxs = binary("max_value")
         (0 until root.getRowCount).foreach { i =>
           val fieldId = int("field_id", i).toInt
           val (nulls, mn, mx) =
@@ -124,12 +134,8 @@ object StatsStore {
             } else {
               val t = types.getOrElse(fieldId,
                 throw LanceFormatException(file.path, s"page statistics of field $fieldId, which the file does not hold"))
-              val nc = root.getVector("null_count").asInstanceOf[BigIntVector]
-              def bound(name: String): Option[Any] = root.getVector(name) match {
-                case v: VarBinaryVector => if (v.isNull(i)) None else Some(decodeRaw(v.get(i), t, file.path))
-                case other => throw LanceFormatException(file.path, s"page statistics column $name is ${other.getField.getType}")
-              }
-              (if (nc.isNull(i)) -1L else nc.get(i), bound("min_value"), bound("max_value"))
+              def bound(v: VarBinaryVector): Option[Any] = if (v.isNull(i)) None else Some(decodeRaw(v.get(i), t, file.path))
+              (if (nc.isNull(i)) -1L else nc.get(i), bound(mins), bound(maxs))
             }
           out += PageStat(int("column_index", i).toInt, fieldId, int("page_index", i).toInt,
             int("first_row", i), int("num_rows", i), nulls, mn, mx)

@@ -48,9 +48,9 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
     val pos = FsstCodec.positions(inLen + 1)
     val lens = t.lens
     val nativeWords = t.nativeWords
-    val U = FsstCodec.U
-    val B = FsstCodec.ByteBase
-    val I = FsstCodec.IntBase
+    val U = RawBytes.U
+    val B = RawBytes.ByteBase
+    val I = RawBytes.IntBase
     val start = first.toInt
     val end = last.toInt
     // room for the output: at most 8 bytes a code, plus the 8 bytes the last
@@ -154,10 +154,6 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
 object FsstCodec {
   val Magic: Long = 0x46535354L // "FSST"
   val Escape: Int = 255
-
-  private[codec] val U: sun.misc.Unsafe = RawBytes.U
-  private[codec] val ByteBase: Long = RawBytes.ByteBase
-  private[codec] val IntBase: Long = RawBytes.IntBase
 
   /** Per thread: expanded values of a block of up to `ScratchBytes / 8`
     * input bytes, before they are copied out. */
