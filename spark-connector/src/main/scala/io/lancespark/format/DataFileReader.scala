@@ -3,6 +3,7 @@ package io.lancespark.format
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
 
+import io.lancespark.format.arrow.DictionaryColumn
 import io.lancespark.schema.LanceField
 
 /** Reads one Lance data file (any file version) into Arrow vectors.
@@ -21,6 +22,10 @@ trait DataFileReader extends AutoCloseable {
     * fields), so that a reader can start reading them while this batch decodes. */
   def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
            next: Option[(Long, Long)]): Seq[FieldVector] = read(fields, from, until, allocator)
+
+  /** For a vector the last `read` returned: its rows' dictionary items when
+    * they all come from one page dictionary (the vector holds the values too). */
+  def dictionaryOf(vector: FieldVector): Option[DictionaryColumn] = None
 
   /** Pages decoded so far (0.1 files count one page per column and batch read). */
   def pagesDecoded: Long = 0L

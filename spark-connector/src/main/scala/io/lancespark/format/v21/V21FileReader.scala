@@ -11,8 +11,9 @@ import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVecto
 
 import io.lancespark.format.DataFileReader
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
-import io.lancespark.format.arrow.{Bits, Slice, VectorLoader}
-import io.lancespark.format.arrow.Block.{AllNullBlock, FixedBlock, ListBlock, NullableBlock, PackedBlock, VarBlock}
+import org.apache.arrow.vector.types.pojo.ArrowType
+import io.lancespark.format.arrow.{Bits, DictionaryColumn, Slice, VectorLoader}
+import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, ListBlock, NullableBlock, PackedBlock, VarBlock}
 import io.lancespark.format.file.{FileContainer, Footer}
 import io.lancespark.format.input.{CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
 import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
@@ -314,6 +315,7 @@ final class V21FileReader private (
     }
     ahead = next.filter { case (f, u) => f >= 0 && f < u && u <= numRows }
       .map { case (f, u) => issue(fields, f, u, 1 - current.arena, ReadPool.executor) }
+    dictionaries.clear()
     val out = mutable.ArrayBuffer.empty[FieldVector]
     val io = new PageIO(current.reads, source)
     var decoding = ""
@@ -323,6 +325,7 @@ final class V21FileReader private (
         val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, from, until, io))).toMap
         val vec = f.toArrow.createVector(allocator)
         out += vec
+        dictionaryColumn(f, leaves, until - from).foreach(d => dictionaries.put(vec, d))
         val loader = new VectorLoader(vec.getAllocator, p => fail(s"field '${f.name}' (id ${f.id}): $p"))
         val top = leaves.values.head.layers.head.count
         if (top != until - from) fail(s"field '${f.name}' (id ${f.id}): decoded $top rows, expected ${until - from}")
@@ -344,6 +347,29 @@ final class V21FileReader private (
       current.reads.awaitAll()
       waitedNanos += current.reads.waitNanos
       source.attributeReads()
+    }
+  }
+
+  private val dictionaries = new java.util.IdentityHashMap[FieldVector, DictionaryColumn]()
+
+  override def dictionaryOf(vector: FieldVector): Option[DictionaryColumn] = Option(dictionaries.get(vector))
+
+  /** A top-level string column whose rows in this batch all come from one page dictionary. */
+  private def dictionaryColumn(f: LanceField, leaves: Map[Int, Unravelled], rows: Long): Option[DictionaryColumn] = {
+    if (f.isStruct || f.isList || f.isMap || isPacked(f) || f.arrowType != ArrowType.Utf8.INSTANCE) None
+    else leaves.get(f.id).filter(_.layers.size == 1).flatMap { u =>
+      val dicts = u.values.collect { case Slice(d: DictBlock, _, _) => d }
+      if (dicts.isEmpty || dicts.size != u.values.size || dicts.exists(_.items ne dicts.head.items) ||
+          u.values.map(_.count).sum != rows) None
+      else {
+        val ids = new Array[Int](rows.toInt)
+        var at = 0
+        u.values.foreach { s =>
+          System.arraycopy(s.block.asInstanceOf[DictBlock].which, s.start.toInt, ids, at, s.count.toInt)
+          at += s.count.toInt
+        }
+        Some(new DictionaryColumn(ids, dicts.head.items))
+      }
     }
   }
 

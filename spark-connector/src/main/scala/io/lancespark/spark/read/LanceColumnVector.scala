@@ -9,11 +9,15 @@ import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
+import io.lancespark.format.arrow.DictionaryColumn
+
 /** A Spark column over an Arrow vector decoded by the codec, converting on
   * access where Spark's representation differs (unsigned widening, time units,
   * 64-bit dates, fixed-size lists and binaries). No per-row objects except
   * where Spark's API returns one (strings wrap the Arrow buffer in place). */
-final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) extends ColumnVector(sparkType) {
+final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
+                              dictionary: Option[DictionaryColumn] = None,
+                              strings: DictionaryStrings = DictionaryStrings.None) extends ColumnVector(sparkType) {
 
   private val children: Array[LanceColumnVector] = (sparkType, vector) match {
     case (st: StructType, v: StructVector) =>
@@ -45,6 +49,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     case _: DateDayVector => LanceColumnVector.Int32
     case _: Float8Vector  => LanceColumnVector.Float64
     case _: Float4Vector  => LanceColumnVector.Float32
+    case v: VarCharVector if dictionary.exists(_.rows == v.getValueCount) => LanceColumnVector.Utf8Dictionary
     case _: VarCharVector => LanceColumnVector.Utf8
     case _ => LanceColumnVector.Other
   }
@@ -53,6 +58,11 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
     case v: VarCharVector => v.getDataBufferAddress
     case _ => 0L
   }
+  // A column of dictionary items: one UTF8String per item, made on first use
+  // and shared by the rows (and batches) using it, so what Spark computes and
+  // caches on a string (its length in characters) is computed once per item.
+  private val items: DictionaryColumn = dictionary.filter(_ => kind == LanceColumnVector.Utf8Dictionary).orNull
+  private val itemStrings: Array[UTF8String] = if (items == null) Array.empty else strings.of(items)
   private val offsetAddress: Long = vector match {
     case v: VarCharVector => v.getOffsetBufferAddress
     case _ => 0L
@@ -143,14 +153,31 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector) exte
   // Kept small so that the JIT inlines it into Spark's generated code, where the
   // UTF8String it returns usually never escapes (and is not allocated).
   override def getUTF8String(rowId: Int): UTF8String =
-    if (kind == LanceColumnVector.Utf8 && !isNullAt(rowId)) {
-      val offsets = offsetAddress + 4L * rowId
-      val start = Platform.getInt(null, offsets)
-      UTF8String.fromAddress(null, dataAddress + start, Platform.getInt(null, offsets + 4) - start)
-    } else slowUTF8String(rowId)
+    if (kind == LanceColumnVector.Utf8 && !isNullAt(rowId)) utf8At(rowId) else slowUTF8String(rowId)
+
+  /** Row `rowId` of a `VarCharVector`, in place. */
+  private def utf8At(rowId: Int): UTF8String = {
+    val offsets = offsetAddress + 4L * rowId
+    val start = Platform.getInt(null, offsets)
+    UTF8String.fromAddress(null, dataAddress + start, Platform.getInt(null, offsets + 4) - start)
+  }
+
+  private def itemString(k: Int): UTF8String = {
+    val cached = itemStrings(k)
+    if (cached != null) cached
+    else {
+      val made = items.withItem(k)((bytes, offset, length) => UTF8String.fromBytes(bytes, offset, length))
+      itemStrings(k) = made
+      made
+    }
+  }
 
   private def slowUTF8String(rowId: Int): UTF8String = {
     if (isNullAt(rowId)) return null
+    if (kind == LanceColumnVector.Utf8Dictionary) {
+      val k = items.itemOf(rowId)
+      return if (k >= 0) itemString(k) else utf8At(rowId) // (a null item in a valid row: the vector's value)
+    }
     vector match {
       case v: LargeVarCharVector =>
         val start = v.getOffsetBuffer.getLong(rowId.toLong * 8)
@@ -222,4 +249,5 @@ private object LanceColumnVector {
   val Float64 = 3
   val Float32 = 4
   val Utf8 = 5
+  val Utf8Dictionary = 6
 }

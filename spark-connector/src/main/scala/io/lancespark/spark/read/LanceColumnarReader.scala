@@ -57,8 +57,13 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
 
   override def get(): ColumnarBatch = current.map(_._2).getOrElse(throw new NoSuchElementException)
 
+  private val dictionaryStrings: Array[DictionaryStrings] =
+    Array.fill(factory.dataSchema.fields.length)(DictionaryStrings.perColumn())
+
   private def toColumnar(b: FragmentBatch): ColumnarBatch = {
-    val data = factory.dataSchema.fields.zip(b.vectors).map { case (f, v) => new LanceColumnVector(f.dataType, v) }
+    val data = factory.dataSchema.fields.indices.map { i =>
+      new LanceColumnVector(factory.dataSchema.fields(i).dataType, b.vectors(i), b.dictionary(i), dictionaryStrings(i))
+    }
     val byName: Map[String, ColumnVector] = factory.dataSchema.fieldNames.zip(data).toMap ++
       factory.metadataColumns.map(m => m -> metadata(m, b)).toMap
     val cols: Array[ColumnVector] = factory.outputSchema.fieldNames.map(byName)

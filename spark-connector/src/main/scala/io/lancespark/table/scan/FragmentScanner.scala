@@ -7,6 +7,7 @@ import org.apache.arrow.vector.FieldVector
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.DataFileReader
+import io.lancespark.format.arrow.DictionaryColumn
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.{Filter, RowEvaluator}
 import io.lancespark.table.model.{DataFileRef, FragmentInfo, RowIdSequence}
@@ -15,8 +16,13 @@ import io.lancespark.table.storage.{DatasetStorage, DeletionVector}
 /** Rows of one fragment, read in ranges: the requested (possibly pruned)
   * top-level fields, with fields absent from every data file read as nulls and
   * deleted rows removed. `offsets` gives each returned row's physical offset. */
-final class FragmentBatch(val vectors: Seq[FieldVector], val offsets: Array[Int], val rowCount: Int)
+final class FragmentBatch(val vectors: Seq[FieldVector], val offsets: Array[Int], val rowCount: Int,
+                          dictionaries: Seq[Option[DictionaryColumn]] = Nil)
     extends AutoCloseable {
+  /** Vector `i`'s rows as items of one page dictionary, where the file reader
+    * saw them so (string columns whose batch rows all come from one page). */
+  def dictionary(i: Int): Option[DictionaryColumn] = dictionaries.lift(i).flatten
+
   override def close(): Unit = vectors.foreach(_.close())
 }
 
@@ -77,12 +83,14 @@ final class FragmentScanner(
   def batchReadMemory: Long = math.max(largestRead, readers.values.map(_.scratchBytes).sum)
 
   private def readRange(from: Long, until: Long, n: Int, next: Option[(Long, Long)]): FragmentBatch = {
-    val raw: Seq[FieldVector] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
+    val read: Seq[(FieldVector, Option[DictionaryColumn])] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)
-        fs.zip(reader(ref).read(fs, from, until, allocator, next))
-      case (None, group) => group.map { case (f, _) => f -> nulls(f, n) }
+        val file = reader(ref)
+        fs.zip(file.read(fs, from, until, allocator, next).map(v => v -> file.dictionaryOf(v)))
+      case (None, group) => group.map { case (f, _) => f -> (nulls(f, n) -> None) }
     }.sortBy { case (f, _) => readFields.indexOf(f) }.map(_._2)
+    val raw = read.map(_._1)
     val (out, extra) = raw.splitAt(fields.size)
 
     val matches: Option[java.util.BitSet] = filter.map { f =>
@@ -90,10 +98,11 @@ final class FragmentScanner(
       finally extra.foreach(_.close())
     }
     val keep = keptOffsets(from, until, matches)
-    if (keep.length == n) new FragmentBatch(out, keep, n)
+    val dictionaries = read.take(fields.size).map(_._2)
+    if (keep.length == n) new FragmentBatch(out, keep, n, dictionaries)
     else {
       val selected = out.map(v => VectorSelection.select(v, keep, from.toInt, allocator))
-      new FragmentBatch(selected, keep, keep.length)
+      new FragmentBatch(selected, keep, keep.length, dictionaries.map(_.map(_.select(keep, from.toInt))))
     }
   }
 
