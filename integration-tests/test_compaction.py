@@ -7,6 +7,8 @@ stay readable, concurrent writers lose nothing."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -267,7 +269,27 @@ def test_pylance_indices_stay_right(spark, tmp_path, stable):
 
 # --- concurrency ---------------------------------------------------------------
 
+OTHER_PROCESS_APPENDER = """
+import os, sys, time
+import lance, numpy as np, pyarrow as pa
+path, stop = sys.argv[1], sys.argv[2]
+k = 40_000
+while not os.path.exists(stop):
+    ids = np.arange(k, k + 5, dtype=np.int64)
+    t = pa.table({"id": ids, "v": pa.array([f"v{i}" for i in ids]), "x": (ids * 0.5).astype(np.float64)})
+    try:
+        lance.write_dataset(t, path, mode="append")
+        print(k, flush=True)
+    except Exception as e:   # a failed append committed nothing
+        print("append failed:", e, file=sys.stderr, flush=True)
+    k += 5
+    time.sleep(0.05)
+"""
+
+
 def test_compaction_racing_appends_and_deletes(spark, tmp_path):
+    """Compactions race appends by pylance (a thread here and another OS
+    process) and by Spark, and deletes by pylance: every committed change survives."""
     path = str(tmp_path / "race.lance")
     lance.write_dataset(table(0, 10), path, enable_stable_row_ids=True)
     for k in range(1, 30):
@@ -299,7 +321,23 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
                 errors.append(f"delete: {e}")
             time.sleep(0.1)
 
-    threads = [threading.Thread(target=appender), threading.Thread(target=deleter)]
+    def spark_appender():   # Spark's own appends, concurrent with the compaction's Spark job
+        k = 20_000
+        while not stop.is_set():
+            try:
+                spark.createDataFrame(table(k, 5).to_pandas()).write.format("lance").mode("append").save(path)
+                appended.extend(range(k, k + 5))
+            except Exception as e:  # noqa: BLE001 - a failed append committed nothing
+                errors.append(f"spark append: {e}")
+            k += 5
+            time.sleep(0.1)
+
+    # another OS process appending with pylance: it prints each block it committed
+    stop_file = tmp_path / "stop"
+    other = subprocess.Popen([sys.executable, "-c", OTHER_PROCESS_APPENDER, path, str(stop_file)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    threads = [threading.Thread(target=appender), threading.Thread(target=deleter),
+               threading.Thread(target=spark_appender)]
     for th in threads:
         th.start()
     outcomes, skipped = [], []
@@ -316,10 +354,17 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
             time.sleep(0.2)
     finally:
         stop.set()
+        stop_file.write_text("")
         for th in threads:
             th.join()
+        out, err = other.communicate(timeout=120)
+    assert other.returncode == 0, err[-2000:]
+    by_other = [int(x) for x in out.split()]
+    assert by_other, f"the other process committed nothing: {err[-2000:]}"
+    appended.extend(i for k in by_other for i in range(k, k + 5))
     assert any(isinstance(o, int) for o in outcomes), outcomes
-    print("compactions:", outcomes, "groups skipped:", skipped, "appends:", len(appended) // 5, "deletes:", len(deleted))
+    print("compactions:", outcomes, "groups skipped:", skipped, "appends:", len(appended) // 5,
+          "of them by the other process:", len(by_other), "deletes:", len(deleted), "errors:", errors)
     final = lance.dataset(path)
     final.validate()
     expected = sorted(set(range(300)) - set(deleted) | set(appended))

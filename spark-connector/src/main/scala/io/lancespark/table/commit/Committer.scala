@@ -106,17 +106,23 @@ object Committer {
     * file, describing exactly the version it tries to create (a retry may
     * merge deletion sets or renumber fragments). */
   def commit(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
-      settings: CommitSettings): Snapshot = {
+      settings: CommitSettings): Snapshot =
+    commit(storage, readVersion, op, settings, new CommittedTransactions(storage))
+
+  /** Like `commit`, with the transactions the caller has already read. */
+  def commit(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
+      settings: CommitSettings, committed: CommittedTransactions): Snapshot = {
     storage.requireAtomicPut()
-    attempt(storage, readVersion, op, settings, 1)
+    attempt(storage, readVersion, op, settings, committed, 1)
   }
 
   @tailrec
   private def attempt(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
-      settings: CommitSettings, n: Int): Snapshot = {
+      settings: CommitSettings, known: CommittedTransactions, n: Int): Snapshot = {
     val (scheme, versions) = Dataset.versions(storage)
     val latest = versions.lastOption
-    val disjoint = checkConflicts(storage, readVersion, latest, scheme, versions, probe(readVersion.getOrElse(0L), op))
+    val disjoint = checkConflicts(storage, readVersion, latest, scheme, versions, probe(readVersion.getOrElse(0L), op),
+      known)
     val base = latest.map(v => baseOf(storage, scheme, v))
     val naming = if (latest.isEmpty) (if (settings.v2ManifestNaming) ManifestNaming.V2 else ManifestNaming.V1) else scheme
     val version = latest.getOrElse(0L) + 1
@@ -146,7 +152,7 @@ object Committer {
           throw new CommitConflictException(
             s"${storage.uri}: gave up committing after $n attempts: other writers kept committing version $version first")
         backOff(n)
-        attempt(storage, readVersion, op, settings, n + 1)
+        attempt(storage, readVersion, op, settings, known, n + 1)
     }
   }
 
@@ -167,7 +173,7 @@ object Committer {
     val atomic = storage.requireAtomicPut()
     def present: Boolean = storage.fs.exists(path)
     def ours: Boolean =
-      try present && ManifestFile.read(storage, path).getTransactionFile == txnName
+      try present && ManifestFile.transactionFileOf(storage, path) == txnName
       catch { case _: Exception => false }
     try atomic.putIfAbsent(storage.fs, path, bytes) || ours
     catch {
@@ -182,7 +188,8 @@ object Committer {
     * changes also touched where ours may only land if the rows differ, each
     * with the first such version. */
   private def checkConflicts(storage: DatasetStorage, readVersion: Option[Long], latest: Option[Long],
-      scheme: ManifestNaming, versions: Seq[Long], txn: Transaction): Map[Long, Long] = readVersion match {
+      scheme: ManifestNaming, versions: Seq[Long], txn: Transaction,
+      known: CommittedTransactions): Map[Long, Long] = readVersion match {
     case None =>
       latest.foreach { v =>
         throw new CommitConflictException(
@@ -191,9 +198,7 @@ object Committer {
       Map.empty
     case Some(read) =>
       versions.filter(_ > read).foldLeft(Map.empty[Long, Long]) { (disjoint, v) =>
-        val m = ManifestFile.read(storage, Dataset.manifestPath(storage, scheme, v))
-        val theirs = TransactionFile.read(storage, m.getTransactionFile)
-        ConflictChecker.check(txn, theirs) match {
+        ConflictChecker.check(txn, known(scheme, v)) match {
           case ConflictChecker.Compatible => disjoint
           case ConflictChecker.CompatibleIfRowsDisjoint(frags) =>
             frags.foldLeft(disjoint)((acc, f) => if (acc.contains(f)) acc else acc.updated(f, v))

@@ -8,9 +8,10 @@ import org.apache.arrow.memory.BufferAllocator
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.{DataFragment, Transaction}
-import io.lancespark.table.commit.{CommitConflictException, CommitSettings, Committer, ConflictChecker, RewriteFragments, RewriteGroupResult}
+import io.lancespark.table.commit.{CommitConflictException, CommitSettings, CommittedTransactions, Committer, ConflictChecker,
+  RewriteFragments, RewriteGroupResult}
 import io.lancespark.table.model.{DataFileVersion, FragmentInfo, Snapshot}
-import io.lancespark.table.storage.{Dataset, DatasetStorage, FragmentWriter, Indices, ManifestFile, TransactionFile}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, FragmentWriter, Indices, TransactionFile}
 
 /** How a compaction chooses and rewrites fragments; the reference's options
   * (pylance's `compact_files`) and defaults. `maxRowsPerGroup`: rows per batch
@@ -134,9 +135,11 @@ object Compaction {
     val byId: Map[Long, FragmentInfo] = snapshot.fragments.map(f => f.id -> f).toMap
     def discard(rs: Seq[RewrittenGroup]): Unit = rs.flatMap(_.added).foreach(a => FragmentWriter.delete(storage, a.file.path))
 
+    val known = new CommittedTransactions(storage)
+
     @tailrec
     def attempt(pending: Seq[RewrittenGroup], skipped: Int, n: Int): CompactionMetrics = {
-      val since = committedSince(storage, plan.readVersion)
+      val since = known.since(plan.readVersion)
       val reasons = pending.map(r => r -> conflict(plan.readVersion, r.group, since)).toMap
       val (kept, dropped) = pending.partition(r => reasons(r).isEmpty)
       discard(dropped)
@@ -144,20 +147,13 @@ object Compaction {
         throw new CommitConflictException(s"${storage.uri}: cannot commit a compaction read at version " +
           s"${plan.readVersion}: ${dropped.flatMap(reasons(_)).distinct.mkString("; ")}; run the compaction again")
       val op = RewriteFragments(kept.map(r => RewriteGroupResult(r.group.fragmentIds.map(byId(_).proto), r.added)))
-      Try(Committer.commit(storage, Some(plan.readVersion), op, settings)) match {
+      Try(Committer.commit(storage, Some(plan.readVersion), op, settings, known)) match {
         case Success(committed) => metrics(plan, byId, kept, committed.version, skipped + dropped.size)
         case Failure(_: CommitConflictException) if n < 3 => attempt(kept, skipped + dropped.size, n + 1)
         case Failure(e) => discard(kept); throw e
       }
     }
     if (results.isEmpty) empty(plan.readVersion) else attempt(results, 0, 1)
-  }
-
-  /** The transactions of the versions committed after `readVersion` (None: missing or unreadable). */
-  private def committedSince(storage: DatasetStorage, readVersion: Long): Seq[(Long, Option[Transaction])] = {
-    val (naming, versions) = Dataset.versions(storage)
-    versions.filter(_ > readVersion).map(v => v -> TransactionFile.read(storage,
-      ManifestFile.read(storage, Dataset.manifestPath(storage, naming, v)).getTransactionFile))
   }
 
   /** Why a group cannot be committed on the latest version, if it cannot: a

@@ -56,6 +56,42 @@ object ManifestFile {
   }
 
   def parse(bytes: Array[Byte], where: String): Manifest = {
+    val (pos, len) = body(bytes, where)
+    try Manifest.parseFrom(java.nio.ByteBuffer.wrap(bytes, pos + 4, len))
+    catch {
+      case e: InvalidProtocolBufferException =>
+        throw LanceFormatException(where, s"corrupt manifest: ${e.getMessage}", e)
+    }
+  }
+
+  /** Only the name of the transaction file a manifest names ("" for none),
+    * without building its fragments: what a conflict check needs of every
+    * version committed since it read, however many fragments they hold. */
+  def transactionFileOf(storage: DatasetStorage, path: Path): String = {
+    val bytes = storage.readFully(path)
+    val (pos, len) = body(bytes, path.toString)
+    try {
+      val in = com.google.protobuf.CodedInputStream.newInstance(bytes, pos + 4, len)
+      var name = ""
+      var done = false
+      while (!done) {
+        val tag = in.readTag()
+        if (tag == 0) done = true
+        else if (tag == TransactionFileTag) name = in.readString()
+        else if (!in.skipField(tag)) done = true
+      }
+      name
+    } catch {
+      case e: InvalidProtocolBufferException =>
+        throw LanceFormatException(path.toString, s"corrupt manifest: ${e.getMessage}", e)
+    }
+  }
+
+  // field 12 (transaction_file), length-delimited
+  private val TransactionFileTag: Int = (Manifest.TRANSACTION_FILE_FIELD_NUMBER << 3) | 2
+
+  /** The position of the manifest's length word and the manifest's length. */
+  private def body(bytes: Array[Byte], where: String): (Int, Int) = {
     if (bytes.length < FooterLen + 4)
       throw LanceFormatException(where, s"corrupt manifest: only ${bytes.length} bytes")
     if (!bytes.takeRight(4).sameElements(Magic))
@@ -68,10 +104,6 @@ object ManifestFile {
     if (pos + 4 + len != bytes.length - FooterLen)
       throw LanceFormatException(where,
         s"corrupt manifest: recorded length $len does not match the ${bytes.length - FooterLen - pos - 4} bytes present")
-    try Manifest.parseFrom(java.nio.ByteBuffer.wrap(bytes, pos.toInt + 4, len.toInt))
-    catch {
-      case e: InvalidProtocolBufferException =>
-        throw LanceFormatException(where, s"corrupt manifest: ${e.getMessage}", e)
-    }
+    (pos.toInt, len.toInt)
   }
 }
