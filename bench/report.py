@@ -156,6 +156,22 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
     return out
 
 
+def _tpch_summary(recs: List[Dict[str, Any]]) -> List[str]:
+    """The geometric mean of the TPC-H query ratios, when the run has them."""
+    import math
+
+    q = [r for r in recs if r["name"].startswith("tpch_q") and not r.get("error") and r.get("other_s")]
+    if not q:
+        return []
+    ratios = [r["this_s"] / r["other_s"] for r in q]
+    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+    worst = max(q, key=lambda r: r["this_s"] / r["other_s"])
+    return ["", f"**TPC-H**: {len(q)} queries, geometric mean of the ratios **{geo:.2f}x** "
+                f"(target <= 0.8x); slowest relative to Parquet `{worst['name']}` at "
+                f"{worst['this_s'] / worst['other_s']:.2f}x (target: none above 1.1x); "
+                f"sum of times {sum(r['this_s'] for r in q):.2f} s vs {sum(r['other_s'] for r in q):.2f} s."]
+
+
 def write_markdown(results: Dict[str, Any], path: Path, png: Optional[Path]) -> Path:
     m = results["machine"]
     mode = results["mode"]
@@ -195,6 +211,7 @@ def write_markdown(results: Dict[str, Any], path: Path, png: Optional[Path]) -> 
                  f"{r['other_s']:.3f} | {_ratio_cell(r)} | {r['target_text']} | {_mem_cell(r)} |")
     L += ["", "Times are medians; ratio = this / comparator (lower is better; ✓/✗ against the "
               "target where there is one)."]
+    L += _tpch_summary(recs)
     if png is not None:
         L += ["", f"![ratios]({os.path.relpath(png, path.parent)})"]
     L += ["", "## Workloads", ""]

@@ -838,3 +838,126 @@ _dml_workload(
     "`DELETE` of 1% of the rows (every 100th id, so every file is touched) of the mixed table: "
     "Lance (deletion files) vs Delta Lake with deletion vectors.  Each run starts from the same "
     "table version (restored untimed).", merge_source=False)
+
+
+# -- 8. Maintenance: compaction vs Delta Lake's OPTIMIZE -----------------------------------------
+
+@workload("compact_1000_fragments", kind="spark", this="CALL lance.system.compact",
+          comparator="Delta Lake OPTIMIZE", target=1.0, target_text="<= 1.0x Delta",
+          description="Compaction of the mixed table written as 1,000 small fragments (Lance, one "
+                      "commit) and 1,000 small files (Delta Lake), both by Spark from the same rows: "
+                      "`CALL lance.system.compact(table => ...)` with its defaults (pylance's: "
+                      "1,048,576 rows per fragment) vs `OPTIMIZE` with `maxFileSize` set so that Delta "
+                      "writes as many files as Lance writes fragments (the same parallelism; Delta's "
+                      "1 GB default would write one file in one task).  Each run starts from the "
+                      "1,000-file version (restored untimed).")
+def compact_1000_fragments(ctx: Context) -> Prepared:
+    import shutil
+    import tempfile
+
+    import lance
+
+    spark, rows = ctx.spark, ctx.mode.spark_rows
+    source = spark.read.parquet(str(data.parquet_dataset(spark, "mixed", rows, ctx.log)))
+    out = Path(tempfile.mkdtemp(prefix="lance-bench-compact-"))
+    lance_path, delta_path = str(out / "t.lance"), str(out / "t.delta")
+    delta_t = f"delta.`{delta_path}`"
+    ctx.log(f"  writing {rows:,} rows as 1,000 fragments / files (Lance, Delta) ...")
+    small = source.repartition(1000)
+    small.write.format("lance").save(lance_path)
+    small.write.format("delta").save(delta_path)
+    base = lance.dataset(lance_path).version
+    fragments = len(lance.dataset(lance_path).get_fragments())
+    target_rows = 1024 * 1024
+    outputs = max(1, -(-rows // target_rows))
+    delta_bytes = data.tree_bytes(Path(delta_path), ".parquet")
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(max(1 << 20, delta_bytes // outputs)))
+
+    def reset(side: str) -> None:
+        if side == "this":
+            if lance.dataset(lance_path).version != base:
+                lance.dataset(lance_path, version=base).restore()
+        elif spark.sql(f"DESCRIBE HISTORY {delta_t} LIMIT 1").first()["version"] != 0:
+            spark.sql(f"RESTORE TABLE {delta_t} TO VERSION AS OF 0")
+
+    def state(df):
+        return df.selectExpr("count(*)", "sum(id)", "sum(qty)", "sum(price)", "count(discount)").first()
+
+    def check(_a, _b) -> str:   # after the warm-ups each table holds its compacted version
+        return _check_rows(state(spark.read.format("lance").load(lance_path)),
+                           state(spark.read.format("delta").load(delta_path)))
+
+    def derive(this_s: float, other_s: float) -> Dict[str, Any]:
+        facts: Dict[str, Any] = {}
+        try:
+            facts["lance_fragments_after"] = len(lance.dataset(lance_path).get_fragments())
+            m = spark.sql(f"DESCRIBE HISTORY {delta_t} LIMIT 1").first()["operationMetrics"]
+            facts["delta_files_after"] = int(m.get("numAddedFiles", -1))
+            facts["delta_files_removed"] = int(m.get("numRemovedFiles", -1))
+        except Exception as e:  # noqa: BLE001 - facts are informational
+            facts["metrics_error"] = str(e)[:200]
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+        shutil.rmtree(out, ignore_errors=True)
+        return facts
+
+    return Prepared(this=lambda: spark.sql(f"CALL lance.system.compact(table => '{lance_path}')").collect(),
+                    other=lambda: spark.sql(f"OPTIMIZE {delta_t}").collect(),
+                    rows=rows, check=check, reset=reset, derive=derive,
+                    facts={"lance_fragments": fragments,
+                           "delta_files": len(data.data_files(Path(delta_path), ".parquet")),
+                           "delta_max_file_size": max(1 << 20, delta_bytes // outputs)})
+
+
+# -- 9. TPC-H: whole queries, Lance vs Parquet -----------------------------------------------------
+
+TPCH_SF = {"full": 1.0, "quick": 0.1}
+
+
+def _tpch_tables(ctx: Context):
+    """The TPC-H tables at the mode's scale factor: Lance written by this connector (its default
+    file version; the copy is keyed by the connector build), Parquet written by Spark, from the
+    same DataFrames; views `tl_<table>` and `tp_<table>`."""
+    from bench import tpch
+
+    sf = TPCH_SF[ctx.mode.name]
+    src = tpch.generate(data.DATA_DIR / f"tpch-all-sf{sf}", sf)
+
+    def build(path: Path) -> None:
+        tpch.load(ctx.spark, src, path / "lance", path / "parquet")
+
+    root = data._cached(f"tpch-sf{sf}-copies-spark-{_writer()}", build, ctx.log)
+    if not getattr(ctx, "_tpch_registered", False):
+        tpch.register(ctx.spark, "lance", root / "lance", "tl")
+        tpch.register(ctx.spark, "parquet", root / "parquet", "tp")
+        ctx._tpch_registered = True
+    return root, sf
+
+
+def _tpch_workload(n: int) -> None:
+    @workload(f"tpch_q{n:02d}", kind="spark", this="Spark SQL on Lance", comparator="Spark SQL on Parquet",
+              target=1.1, target_text="<= 1.1x Parquet (geomean of the 22 <= 0.8x)",
+              description=f"TPC-H Q{n} (scale factor 1; 0.1 in quick mode) in Spark SQL over the "
+                          "tables written by this connector at its default file version vs the same "
+                          "rows in Parquet written by Spark; results compared.")
+    def prepare(ctx: Context) -> Prepared:
+        from bench import tpch
+
+        spark = ctx.spark
+        root, sf = _tpch_tables(ctx)
+        mine, theirs = tpch.query(n, "tl", sf), tpch.query(n, "tp", sf)
+
+        def check(a, b) -> str:
+            ra, rb = [tuple(r) for r in a], [tuple(r) for r in b]
+            return "results agree" if ra == rb else f"MISMATCH: {len(ra)} vs {len(rb)} rows, first {ra[:2]} vs {rb[:2]}"
+
+        facts = {"sf": sf}
+        if n in (3, 5, 10):
+            facts["joins_lance"] = tpch.join_strategies(spark, mine)
+            facts["joins_parquet"] = tpch.join_strategies(spark, theirs)
+        rows = spark.read.parquet(str(root / "parquet" / "lineitem")).count()
+        return Prepared(this=lambda: spark.sql(mine).collect(), other=lambda: spark.sql(theirs).collect(),
+                        rows=rows, check=check, facts=facts)
+
+
+for _n in range(1, 23):
+    _tpch_workload(_n)

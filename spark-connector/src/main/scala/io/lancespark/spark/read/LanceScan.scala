@@ -17,6 +17,7 @@ import io.lancespark.table.scan.ScanPlanner
   * split into row ranges so every core has work. */
 final class LanceScan(
     snapshot: Snapshot,
+    tableSchema: StructType,
     dataSchema: StructType,
     fields: Seq[LanceField],
     metadataColumns: Seq[String],
@@ -70,15 +71,42 @@ final class LanceScan(
       metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf, filter, filterFields, limit)
   }
 
-  override def estimateStatistics(): Statistics = new Statistics {
-    private val bytes = snapshot.fragments.flatMap(_.files).map(_.sizeBytes).sum
-    override def sizeInBytes(): OptionalLong =
-      if (bytes > 0) OptionalLong.of(bytes) else OptionalLong.empty()
-    override def numRows(): OptionalLong = OptionalLong.of(snapshot.countRows)
+  /** Statistics of the scan as planned, for Spark's join planning: the rows
+    * of the row ranges left after pruning (each fragment's share of them less
+    * its deleted share), at most LIMIT; the bytes of the same share of each
+    * fragment's files (what the scan returns, not what it reads), scaled by the columns read as Spark scales a projection
+    * of a file relation (its per-row size estimate: 8 bytes plus each
+    * column's default size), so a Lance scan and a Parquet scan of the same
+    * rows and columns weigh alike. From the manifest and the statistics
+    * already read for pruning; never from the data. Fragments whose manifest
+    * entry has no file sizes count Spark's per-row estimate per row. */
+  override def estimateStatistics(): Statistics = {
+    val shares = planner.plans.map { p =>
+      val f = p.fragment
+      val share = if (f.physicalRows > 0) p.mayMatch.count.toDouble / f.physicalRows else 0.0
+      // (a manifest without file sizes, as older writers leave them: Spark's per-row estimate)
+      val bytes = if (f.files.forall(_.sizeBytes > 0)) f.files.map(_.sizeBytes).sum.toDouble
+                  else f.physicalRows * LanceScan.rowSize(tableSchema)
+      val kept = if (f.physicalRows > 0) f.numRows.toDouble / f.physicalRows else 0.0
+      (share * f.numRows, share * kept * bytes)
+    }
+    val planned = shares.map(_._1).sum
+    val rows = math.min(planned, limit.fold(Double.MaxValue)(_.toDouble))
+    val bytes = shares.map(_._2).sum * (if (planned > 0) rows / planned else 1.0) *
+      LanceScan.rowSize(outputSchema) / LanceScan.rowSize(tableSchema)
+    LanceScan.statistics(math.ceil(rows).toLong, math.ceil(bytes).toLong)
   }
 }
 
 object LanceScan {
+  /** Spark's per-row size estimate of a schema (`EstimationUtils.getSizePerRow`'s rule). */
+  def rowSize(schema: StructType): Double = 8.0 + schema.fields.map(_.dataType.defaultSize.toDouble).sum
+
+  def statistics(rows: Long, bytes: Long): Statistics = new Statistics {
+    override def sizeInBytes(): OptionalLong = OptionalLong.of(bytes)
+    override def numRows(): OptionalLong = OptionalLong.of(rows)
+  }
+
   /** Groups row ranges into partitions of at most `split` rows (long ranges are cut). */
   def chunks(ranges: Vector[(Long, Long)], split: Long): Vector[Vector[(Long, Long)]] = {
     require(split > 0, s"rows per partition must be positive, got $split")

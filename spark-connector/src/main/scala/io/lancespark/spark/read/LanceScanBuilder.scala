@@ -72,7 +72,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       val (meta, data) = required.fields.partition(f => MetadataColumns.names.contains(f.name))
       val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))
       val filterFields = filter.toSeq.flatMap(_.columns.map(_.head)).distinct.map(field)
-      new LanceScan(snapshot, StructType(data), fields, meta.map(_.name).toSeq, required, options,
+      new LanceScan(snapshot, tableSchema, StructType(data), fields, meta.map(_.name).toSeq, required, options,
         filter, filterFields, limit, planner)
   }
 
