@@ -193,4 +193,27 @@ class CompactionSuite extends AnyFunSuite with BeforeAndAfterAll {
     Committer.commit(s2, Some(read2.version), RowLevelChange(Seq(d), Nil), CommitSettings())
     assert(rows(Dataset.open(s2, None)).map(_._1).sorted == (0L until 40L).filter(_ != 30))
   }
+
+  test("concurrent compactions: groups over fragments the other one rewrote are dropped, the rest land") {
+    val s = dataset(4)
+    val snap = Dataset.open(s, None)
+    val plan = Compaction.plan(snap, CompactionOptions(targetRowsPerFragment = 20))
+    assert(plan.groups.map(_.fragmentIds) == Vector(Vector(0L, 1), Vector(2L, 3)))
+    // two compactions of the same version: the first rewrites fragments 0 and 1 only, the second everything
+    val first = CompactionRewrite.rewrite(s, snap, plan.groups.head, plan.options, allocator, "cc-a")
+    val second = plan.groups.map(g => CompactionRewrite.rewrite(s, snap, g, plan.options, allocator, "cc-b"))
+    val a = Compaction.commit(s, plan, snap, Seq(first))
+    val b = Compaction.commit(s, plan, snap, second)
+    assert(a.fragmentsRemoved == 2 && b.groupsSkipped == 1 && b.fragmentsRemoved == 2)
+    val after = Dataset.open(s, None)
+    assert(rows(after).map(_._1).sorted == (0L until 40L))                  // every row once
+    assert(after.fragments.size == 2)
+    val referenced = after.fragments.flatMap(_.files.map(_.path)).toSet
+    assert(s.list("data").map(_.getPath.getName).filter(_.startsWith("cc-")).forall(referenced))
+    // a third, planned before both, has nothing left that it may commit
+    val third = plan.groups.map(g => CompactionRewrite.rewrite(s, snap, g, plan.options, allocator, "cc-c"))
+    val e = intercept[CommitConflictException](Compaction.commit(s, plan, snap, third))
+    assert(e.getMessage.contains("fragment"), e.getMessage)
+    assert(Dataset.open(s, None).version == after.version)
+  }
 }

@@ -49,6 +49,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     case _: DateDayVector => LanceColumnVector.Int32
     case _: Float8Vector  => LanceColumnVector.Float64
     case _: Float4Vector  => LanceColumnVector.Float32
+    case _: DecimalVector => LanceColumnVector.Decimal128
     case v: VarCharVector if dictionary.exists(_.rows == v.getValueCount) => LanceColumnVector.Utf8Dictionary
     case _: VarCharVector => LanceColumnVector.Utf8
     case _ => LanceColumnVector.Other
@@ -134,7 +135,13 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     if (kind == LanceColumnVector.Float64) Platform.getDouble(null, dataAddress + 8L * rowId)
     else vector.asInstanceOf[Float8Vector].get(rowId)
 
-  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = {
+  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal =
+    if (kind == LanceColumnVector.Decimal128 && precision <= Decimal.MAX_LONG_DIGITS && !isNullAt(rowId))
+      // the low 8 bytes of a little-endian two's-complement 128-bit value that fits a long
+      Decimal.createUnsafe(Platform.getLong(null, dataAddress + 16L * rowId), precision, scale)
+    else slowDecimal(rowId, precision, scale)
+
+  private def slowDecimal(rowId: Int, precision: Int, scale: Int): Decimal = {
     if (isNullAt(rowId)) return null
     vector match {
       case v: DecimalVector if precision <= Decimal.MAX_LONG_DIGITS =>
@@ -250,4 +257,5 @@ private object LanceColumnVector {
   val Float32 = 4
   val Utf8 = 5
   val Utf8Dictionary = 6
+  val Decimal128 = 7
 }
