@@ -116,10 +116,10 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     assert(layouts.forall(_.contains("dictionary")), layouts)
   }
 
-  test("decimal prices of many values: zstd over flat 128-bit chunks") {
+  test("decimal prices of many values: lz4 over flat 128-bit chunks (within 1.75x of zstd, faster to decode)") {
     val rnd = new scala.util.Random(5)
     chooses("prices", decimal, IndexedSeq.fill(n)(java.math.BigDecimal.valueOf(90000L + rnd.nextInt(10000000), 2)),
-      "zstd(flat(128")
+      "lz4(flat(128")
   }
 
   test("random doubles stay flat") {
