@@ -750,6 +750,18 @@ def spark_plan_1000_fragments(ctx: Context) -> Prepared:
 DELTA_DV = "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
 
 
+def _restore_first_version(spark, side: str, lance_path: str, base: int, delta_t: str) -> None:
+    """Puts one side back at its first version, untimed: the Lance table (`this`) with pylance's
+    `restore` of version `base`, the Delta table with `RESTORE TABLE ... TO VERSION AS OF 0`."""
+    import lance
+
+    if side == "this":
+        if lance.dataset(lance_path).version != base:
+            lance.dataset(lance_path, version=base).restore()
+    elif spark.sql(f"DESCRIBE HISTORY {delta_t} LIMIT 1").first()["version"] != 0:
+        spark.sql(f"RESTORE TABLE {delta_t} TO VERSION AS OF 0")
+
+
 def _dml_workload(name: str, statement: str, description: str, merge_source: bool) -> None:
     """A DML statement on the mixed table, `{T}` standing for `lance.`<path>`` (this) and
     `delta.`<path>`` (comparator, deletion vectors on).  Both tables are written once from the
@@ -786,11 +798,7 @@ def _dml_workload(name: str, statement: str, description: str, merge_source: boo
             src.createOrReplaceTempView(f"{name}_src")
 
         def reset(side: str) -> None:
-            if side == "this":
-                if lance.dataset(lance_path).version != base:
-                    lance.dataset(lance_path, version=base).restore()
-            elif spark.sql(f"DESCRIBE HISTORY {delta_t} LIMIT 1").first()["version"] != 0:
-                spark.sql(f"RESTORE TABLE {delta_t} TO VERSION AS OF 0")
+            _restore_first_version(spark, side, lance_path, base, delta_t)
 
         def state(table: str):
             return spark.sql(f"SELECT count(*), sum(id), sum(qty), sum(price), count(discount) "
@@ -874,11 +882,7 @@ def compact_1000_fragments(ctx: Context) -> Prepared:
     spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(max(1 << 20, delta_bytes // outputs)))
 
     def reset(side: str) -> None:
-        if side == "this":
-            if lance.dataset(lance_path).version != base:
-                lance.dataset(lance_path, version=base).restore()
-        elif spark.sql(f"DESCRIBE HISTORY {delta_t} LIMIT 1").first()["version"] != 0:
-            spark.sql(f"RESTORE TABLE {delta_t} TO VERSION AS OF 0")
+        _restore_first_version(spark, side, lance_path, base, delta_t)
 
     def state(df):
         return df.selectExpr("count(*)", "sum(id)", "sum(qty)", "sum(price)", "count(discount)").first()
