@@ -930,10 +930,8 @@ def _tpch_tables(ctx: Context):
         tpch.load(ctx.spark, src, path / "lance", path / "parquet")
 
     root = data._cached(f"tpch-sf{sf}-copies-spark-{_writer()}", build, ctx.log)
-    if not getattr(ctx, "_tpch_registered", False):
-        tpch.register(ctx.spark, "lance", root / "lance", "tl")
-        tpch.register(ctx.spark, "parquet", root / "parquet", "tp")
-        ctx._tpch_registered = True
+    tpch.register(ctx.spark, "lance", root / "lance", "tl")
+    tpch.register(ctx.spark, "parquet", root / "parquet", "tp")
     return root, sf
 
 

@@ -2,7 +2,7 @@ package io.lancespark.spark.read
 
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.lancespark.format.arrow.DictionaryColumn
+import io.lancespark.table.scan.DictionaryColumn
 
 /** The strings of one column's current page dictionary, kept across the
   * batches of a partition: a page's batches share its dictionary, so each item
@@ -14,13 +14,13 @@ sealed trait DictionaryStrings {
 
 object DictionaryStrings {
   /** Nothing kept: fresh slots for every vector. */
-  val None: DictionaryStrings = new DictionaryStrings {
+  val Fresh: DictionaryStrings = new DictionaryStrings {
     override def of(v: DictionaryColumn): Array[UTF8String] = new Array[UTF8String](v.itemCount)
   }
 
   /** Keeps the slots of the last dictionary seen. */
   def perColumn(): DictionaryStrings = new DictionaryStrings {
-    private var last: Option[(AnyRef, Array[UTF8String])] = scala.None
+    private var last: Option[(AnyRef, Array[UTF8String])] = None
     override def of(v: DictionaryColumn): Array[UTF8String] = last match {
       case Some((d, strings)) if d eq v.dictionary => strings
       case _ =>

@@ -9,7 +9,7 @@ import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.lancespark.format.arrow.DictionaryColumn
+import io.lancespark.table.scan.DictionaryColumn
 
 /** A Spark column over an Arrow vector decoded by the codec, converting on
   * access where Spark's representation differs (unsigned widening, time units,
@@ -17,7 +17,7 @@ import io.lancespark.format.arrow.DictionaryColumn
   * where Spark's API returns one (strings wrap the Arrow buffer in place). */
 final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
                               dictionary: Option[DictionaryColumn] = None,
-                              strings: DictionaryStrings = DictionaryStrings.None) extends ColumnVector(sparkType) {
+                              strings: DictionaryStrings = DictionaryStrings.Fresh) extends ColumnVector(sparkType) {
 
   private val children: Array[LanceColumnVector] = (sparkType, vector) match {
     case (st: StructType, v: StructVector) =>

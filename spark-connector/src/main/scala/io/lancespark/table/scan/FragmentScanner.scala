@@ -7,7 +7,6 @@ import org.apache.arrow.vector.FieldVector
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.DataFileReader
-import io.lancespark.format.arrow.DictionaryColumn
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.{Filter, RowEvaluator}
 import io.lancespark.table.model.{DataFileRef, FragmentInfo, RowIdSequence}
