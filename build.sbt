@@ -8,6 +8,7 @@ val sparkVersion    = "4.2.0"
 val protobufVersion = "4.33.5"
 val arrowVersion    = "19.0.0"  // what Spark 4.2.0 ships
 val roaringVersion  = "1.6.10"  // what Spark 4.2.0 ships
+val awsSdkVersion   = "2.35.4"  // the AWS SDK v2 of Spark 4.2.0's Hadoop 3.5.0 (hadoop-aws); only compiled against
 val aircompressorVersion = "2.0.3" // what Spark 4.2.0 ships: pure-Java zstd and lz4 (file versions 2.1/2.2)
 
 lazy val root = (project in file("."))
@@ -26,6 +27,7 @@ lazy val connector = (project in file("spark-connector"))
       "org.apache.arrow"   % "arrow-compression" % arrowVersion % Provided,  // zstd/lz4 IPC (pylance compresses .arrow deletion files)
       "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
       "io.airlift"         % "aircompressor"    % aircompressorVersion % Provided,
+      "software.amazon.awssdk" % "dynamodb"     % awsSdkVersion  % Provided,  // the DynamoDB external manifest store
       "com.google.protobuf" % "protobuf-java"   % protobufVersion,
       "com.google.protobuf" % "protobuf-java"   % protobufVersion % "protobuf", // well-known types for protoc
       "org.scalatest"     %% "scalatest"        % "3.2.19"       % Test

@@ -1,5 +1,6 @@
 """An S3-compatible server on localhost for the object-store tests: moto's S3
-(from PyPI), started and stopped by the tests themselves.
+(from PyPI), started and stopped by the tests themselves. The same port serves
+moto's DynamoDB, for the external manifest store.
 
 Run as a script it serves one port:  python s3_server.py PORT [LATENCY_MS]
 
@@ -55,8 +56,10 @@ def _serve(port: int, latency_ms: float) -> None:
 AWS_SDK_FOR_HADOOP = {"3.5.0": "2.35.4", "3.4.2": "2.29.52", "3.4.1": "2.24.6"}
 
 
-def s3a_jars_conf() -> dict[str, str]:
-    """spark.jars.packages for S3A matching the Hadoop inside pyspark (from Maven Central)."""
+def s3a_jars_conf(dynamodb: bool = False) -> dict[str, str]:
+    """spark.jars.packages for S3A matching the Hadoop inside pyspark (from Maven
+    Central); with `dynamodb`, the SDK's DynamoDB client too (for the external
+    manifest store)."""
     import re
 
     import pyspark
@@ -73,7 +76,8 @@ def s3a_jars_conf() -> dict[str, str]:
     return {
         "spark.jars.packages": ",".join([f"org.apache.hadoop:hadoop-aws:{hadoop}",
                                          f"software.amazon.awssdk:s3:{sdk}",
-                                         f"software.amazon.awssdk:s3-transfer-manager:{sdk}"]),
+                                         f"software.amazon.awssdk:s3-transfer-manager:{sdk}"]
+                                        + ([f"software.amazon.awssdk:dynamodb:{sdk}"] if dynamodb else [])),
         "spark.jars.excludes": "software.amazon.awssdk:bundle",
     }
 
@@ -123,6 +127,21 @@ class S3Server:
         import boto3
         return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
                             aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+    def dynamodb(self) -> Any:
+        """A DynamoDB client of the same server (moto serves DynamoDB on the same port)."""
+        import boto3
+        return boto3.client("dynamodb", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
+                            aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+    def create_commit_table(self, name: str) -> None:
+        """A DynamoDB table laid out as the reference's external manifest store wants it."""
+        self.dynamodb().create_table(
+            TableName=name, BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "base_uri", "KeyType": "HASH"},
+                       {"AttributeName": "version", "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": "base_uri", "AttributeType": "S"},
+                                  {"AttributeName": "version", "AttributeType": "N"}])
 
     def keys(self, prefix: str) -> list[str]:
         pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)

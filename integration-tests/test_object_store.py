@@ -8,16 +8,13 @@ lost. Commits now use S3's conditional create (If-None-Match: *), and a store
 without an atomic create-if-absent is refused."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import lance
 import pyarrow as pa
 import pytest
 
+import concurrent_writers
 import s3_server
 from compare import assert_same, oracle_rows, spark_rows
 from conftest import new_session
@@ -125,46 +122,26 @@ def test_concurrent_appends_from_threads_all_land(spark, s3):
         _pylance(s3, "threads.lance", v).to_table()
 
 
-_WORKER = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from conftest import new_session
-conf, url, role, k, rounds = json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
-spark = new_session(conf, app=f"lance-s3-{role}-{k}")
-for r in range(rounds):
-    if role == "append":
-        start = 100_000 * (k + 1) + r * 100
-        spark.range(start, start + 50, numPartitions=1).write.format("lance").mode("append").save(url)
-    else:
-        spark.sql(f"DELETE FROM lance.`{url}` WHERE id < 1000 AND id % 5 = {r}")
-    print("ok", r, flush=True)
-spark.stop()
-"""
-
-
 def test_concurrent_appends_and_deletes_from_processes(spark, s3, tmp_path):
     """3 processes x 5 appends and a process running 5 deletes, at once."""
     url = s3.url("procs.lance")
     spark.range(0, 1000, numPartitions=2).write.format("lance").save(url)
-    script = tmp_path / "worker.py"
-    script.write_text(_WORKER)
-    here = str(Path(__file__).resolve().parent)
-    conf = json.dumps(_conf(s3))
-    procs = [subprocess.Popen([sys.executable, str(script), here, conf, url, role, str(k), "5"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for role, k in [("append", 0), ("append", 1), ("append", 2), ("delete", 0)]]
-    outs = [p.communicate(timeout=900) for p in procs]
-    for p, (out, err) in zip(procs, outs):
-        assert p.returncode == 0, err[-4000:]
-        assert out.count("ok") == 5
-    ds = _pylance(s3, "procs.lance")
-    assert ds.version == 1 + 15 + 5                           # no version written twice, none lost
-    want = [100_000 * (k + 1) + r * 100 + j for k in range(3) for r in range(5) for j in range(50)]
-    assert sorted(_ids(s3, "procs.lance")) == sorted(want)   # every append once, every delete applied
-    ops = [type(ds.read_transaction(v).operation).__name__ for v in range(2, ds.version + 1)]
-    assert sorted(ops) == ["Append"] * 15 + ["Delete"] * 5
-    for v in range(1, ds.version + 1):
-        _pylance(s3, "procs.lance", v).to_table()
+    concurrent_writers.appends_and_deletes(tmp_path, _conf(s3), url, lambda v: _pylance(s3, "procs.lance", v))
+
+
+def test_writer_killed_before_its_manifest_leaves_nothing_half_done(spark, s3, tmp_path):
+    """Interrupted commit (conditional create): a driver killed after writing its
+    data and transaction files, before its manifest, commits nothing; readers
+    and the next writer ignore its files."""
+    url = s3.url("killed.lance")
+    spark.range(0, 1000, numPartitions=2).write.format("lance").save(url)
+    concurrent_writers.append_killed_at(tmp_path, _conf(s3), url, "before-manifest")
+    assert len(s3.keys("killed.lance/_transactions/")) == 2          # its transaction file was written
+    assert _pylance(s3, "killed.lance").version == 1                  # ... and nothing committed
+    assert spark.read.format("lance").load(url).count() == 1000
+    spark.range(5000, 5010).write.format("lance").mode("append").save(url)
+    assert sorted(_ids(s3, "killed.lance")) == list(range(1000)) + list(range(5000, 5010))
+    assert _pylance(s3, "killed.lance").version == 2
 
 
 def test_store_without_atomic_create_is_refused(spark, s3):

@@ -105,7 +105,7 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
   override def storageFor(table: String): DatasetStorage = {
     val trimmed = table.trim
     val ident =
-      if (trimmed.startsWith("/") || trimmed.contains("://")) Identifier.of(Array.empty, trimmed)
+      if (trimmed.startsWith("/") || (trimmed.contains("://") && !trimmed.contains("`"))) Identifier.of(Array.empty, trimmed)
       else {
         val parts = SparkSession.active.sessionState.sqlParser.parseMultipartIdentifier(trimmed)
         val rest = if (parts.size >= 3 && parts.head.equalsIgnoreCase(catalogName)) parts.tail else parts

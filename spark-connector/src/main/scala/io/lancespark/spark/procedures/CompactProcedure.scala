@@ -78,7 +78,7 @@ object CompactionJob {
   def run(spark: SparkSession, uri: String, options: CompactionOptions): CompactionMetrics = {
     val conf = spark.sessionState.newHadoopConf()
     val storage = DatasetStorage(uri, conf)
-    storage.requireAtomicPut()
+    storage.requireSafeCommit()
     val snapshot = Dataset.open(storage, None)
     val plan = Compaction.plan(snapshot, options)
     if (plan.groups.isEmpty) Compaction.empty(snapshot.version)

@@ -27,7 +27,7 @@ object LanceWriteJob {
     val conf = spark.sessionState.newHadoopConf()
     val path = WriteOptions.path(parameters)
     val storage = DatasetStorage(path, conf)
-    storage.requireAtomicPut()  // before any data is written
+    storage.requireSafeCommit()  // before any data is written
     val existing: Option[Snapshot] =
       if (Dataset.isDataset(path, conf)) Some(Dataset.open(storage, None)) else None
     val opts = WriteOptions.conf(parameters, OptionSource.activeSession, existing.map(_.config).getOrElse(Map.empty))

@@ -11,7 +11,7 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
 import io.lancespark.table.model.{DataFileVersion, FeatureFlags, Snapshot}
-import io.lancespark.table.storage.{AtomicPut, Dataset, DatasetStorage, FragmentDeletion, ManifestFile, ManifestNaming, RowDeletions, TransactionFile}
+import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, ManifestFile, ManifestNaming, RowDeletions, TransactionFile}
 
 /** A data file a task wrote, before the commit gives it a fragment id. */
 final case class WrittenFragment(
@@ -112,7 +112,7 @@ object Committer {
   /** Like `commit`, with the transactions the caller has already read. */
   def commit(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
       settings: CommitSettings, committed: CommittedTransactions): Snapshot = {
-    storage.requireAtomicPut()
+    storage.requireSafeCommit()
     attempt(storage, readVersion, op, settings, committed, 1)
   }
 
@@ -135,7 +135,13 @@ object Committer {
       val txnName = TransactionFile.write(storage, built.txn)
       val manifest = built.manifest.toBuilder.setTransactionFile(txnName).build()
       val path = Dataset.manifestPath(storage, naming, version)
-      if (put(storage, path, ManifestFile.serialize(manifest, built.indexSection), txnName)) Some(manifest) else None
+      CommitFaults.reached(CommitFaults.BeforeManifest)
+      val bytes = ManifestFile.serialize(manifest, built.indexSection)
+      val won = storage.manifestStore match {
+        case Some(store) => ExternalManifestCommit.publish(storage, store, version, path, bytes)
+        case None => put(storage, path, bytes, txnName)
+      }
+      if (won) Some(manifest) else None
     } catch {
       case e: Throwable =>
         built.remerged.foreach(RowDeletions.discard(storage, _))

@@ -9,7 +9,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.fs.{FileStatus, Path}
 
 import io.lancespark.proto.table.{IndexSection, Manifest}
-import io.lancespark.table.storage.{Dataset, DatasetStorage, DeletionVector, ManifestFile, ManifestNaming, TransactionFile}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, DeletionVector, ExternalManifestCommit, ManifestFile, ManifestNaming, TransactionFile}
 
 /** What a cleanup removes: versions committed before `olderThan` (never the
   * latest, never a tagged one) and the files only they reference.
@@ -75,7 +75,7 @@ object Cleanup {
     val (naming, versions) = Dataset.versions(storage)
     val latest = versions.lastOption.getOrElse(
       throw new CleanupException(s"${storage.uri}: not a Lance dataset (no manifests under _versions/)"))
-    if (!policy.dryRun) storage.requireAtomicPut()
+    if (!policy.dryRun) storage.requireSafeCommit()
     val tags = Tags.list(storage)
     val tagged = tags.map(_.version).toSet
     val inspected = storage.list(ManifestNaming.Dir).flatMap { st =>
@@ -103,7 +103,7 @@ object Cleanup {
       val rel = st.getPath.toUri.getPath.stripPrefix(root)
       val modified = Instant.ofEpochMilli(st.getModificationTime)
       val maybeInProgress = !policy.deleteUnverified && !modified.isBefore(unverifiedBefore)
-      classify(rel, working, verified, maybeInProgress).map(kind => RemovedFile(rel, kind, st.getLen))
+      classify(rel, working, verified, maybeInProgress, latest).map(kind => RemovedFile(rel, kind, st.getLen))
     }
     val manifests = removed.map(i => RemovedFile(s"${ManifestNaming.Dir}/${i.status.getPath.getName}", "manifest",
       i.status.getLen))
@@ -124,13 +124,21 @@ object Cleanup {
     else Instant.EPOCH
 
   /** The kind of file `rel` is if it is garbage, None if it stays. */
-  private def classify(rel: String, working: Referenced, verified: Referenced, maybeInProgress: Boolean): Option[String] = {
+  private def classify(rel: String, working: Referenced, verified: Referenced, maybeInProgress: Boolean,
+      latest: Long): Option[String] = {
     def decide(kind: String, inWorking: Boolean, inVerified: Boolean): Option[String] =
       if (inWorking) None
       else if (!maybeInProgress || inVerified) Some(kind)
       else None
     val ext = rel.substring(rel.lastIndexOf('.') + 1)
     if (rel.startsWith(s"${ManifestNaming.Dir}/.tmp")) (if (maybeInProgress) None else Some("temporary"))
+    else if (rel.startsWith(s"${ManifestNaming.Dir}/") && ExternalManifestCommit.stagedFinalName(rel).isDefined) {
+      // a staged manifest (external store) left by a writer that lost or was killed; the
+      // latest version's own was finished when the versions were listed
+      val version = ExternalManifestCommit.stagedFinalName(rel.stripPrefix(s"${ManifestNaming.Dir}/"))
+        .flatMap(ManifestNaming.parse).map(_._2)
+      if (version.exists(_ <= latest) || !maybeInProgress) Some("staged manifest") else None
+    }
     else if (rel.startsWith("_indices/")) {
       rel.split('/').lift(1).filter(_ => rel.count(_ == '/') >= 2)
         .flatMap(uuid => decide("index", working.indices(uuid), verified.indices(uuid)))

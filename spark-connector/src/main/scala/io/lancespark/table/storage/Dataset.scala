@@ -10,8 +10,10 @@ import io.lancespark.table.model.Snapshot
 object Dataset {
 
   /** The naming scheme and the sorted versions present under `_versions/`. */
-  def versions(storage: DatasetStorage): (ManifestNaming, Seq[Long]) =
+  def versions(storage: DatasetStorage): (ManifestNaming, Seq[Long]) = {
+    storage.manifestStore.foreach(ExternalManifestCommit.finishLatest(storage, _))  // an interrupted commit
     ManifestNaming.scan(storage.uri, storage.list(ManifestNaming.Dir).map(_.getPath.getName))
+  }
 
   def open(uri: String, version: Option[Long], conf: Configuration): Snapshot =
     open(DatasetStorage(uri, conf), version)

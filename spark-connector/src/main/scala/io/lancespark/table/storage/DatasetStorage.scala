@@ -25,6 +25,13 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
   def requireAtomicPut(): AtomicPut =
     atomicPut.fold(reason => throw new UnsupportedOperationException(reason), identity)
 
+  /** The external manifest store commits go through (`spark.hadoop.lance.commit.external-store`), if any. */
+  lazy val manifestStore: Option[ExternalManifestStore] = ExternalManifestStore.fromConf(conf)
+
+  /** Refuses writing unless commits are safe here: through an external
+    * manifest store, or the file system's atomic create-if-absent. */
+  def requireSafeCommit(): Unit = if (manifestStore.isEmpty) requireAtomicPut()
+
   /** Whether the dataset is on a local file system (reads from it are page
     * cache or local disk, not network round trips). */
   def isLocal: Boolean = fs.getUri.getScheme == "file"
