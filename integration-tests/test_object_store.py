@@ -162,3 +162,32 @@ def test_store_without_atomic_create_is_refused(spark, s3):
     with pytest.raises(Exception, match="no atomic create-if-absent"):
         spark.sql(f"DELETE FROM lance.`s3a://{UNSAFE_BUCKET}/py.lance` WHERE id = 1")
     assert lance.dataset(f"s3://{UNSAFE_BUCKET}/py.lance", storage_options=s3.storage_options()).version == 1
+
+
+def test_object_stores_merge_reads_across_wider_gaps(spark, s3):
+    """On S3 a request costs far more than the bytes of a gap: by default the
+    reads of a batch are merged across gaps of up to 1 MiB (4 KiB on a local
+    disk), so a scan of two of four columns makes fewer requests. The scan
+    metrics report them (the Spark UI shows the same)."""
+    from pyspark.sql import functions as F
+
+    from scan_metrics import scan_metrics
+
+    url = s3.url("gaps.lance")
+    (spark.range(0, 100_000, numPartitions=1)
+     .selectExpr("id", "id * 3 AS v", "CAST(id AS DOUBLE) / 7 AS d", "concat('row-', id) AS s")
+     .write.format("lance").option("maxRowsPerPage", 1000).option("fileVersion", "2.0").save(url))
+    def read(gap: str | None) -> dict:
+        spark.conf.set("spark.sql.adaptive.enabled", "false")   # the scan node's metrics in the executed plan
+        if gap is not None:
+            spark.conf.set("lance.read.coalesce-gap", gap)
+        try:
+            return scan_metrics(spark.read.format("lance").load(url).agg(F.sum("id"), F.max("s")))
+        finally:
+            spark.conf.unset("lance.read.coalesce-gap")
+            spark.conf.unset("spark.sql.adaptive.enabled")
+
+    wide, narrow = read(None), read("4k")
+    assert wide["rows"] == narrow["rows"]
+    assert wide["rows"][0][0] == sum(range(100_000)) and wide["rows"][0][1] == "row-99999"
+    assert wide["readRequests"] * 2 <= narrow["readRequests"], (wide, narrow)

@@ -10,37 +10,9 @@ import lance
 import pytest
 from pyspark.sql import functions as F
 
+from scan_metrics import scan_metrics
+
 ROWS = 200_000
-
-
-def _scan(df) -> dict:
-    """Runs df and returns its Lance scan node's metrics and the stages' input bytes."""
-    spark = df.sparkSession
-    sc = spark.sparkContext._jsc.sc()
-    gw = spark.sparkContext._gateway
-    no_quantiles = gw.new_array(gw.jvm.double, 0)
-
-    def stages():
-        sc.listenerBus().waitUntilEmpty(10_000)
-        seq = sc.statusStore().stageList(None, False, False, no_quantiles, None)
-        return {(int(seq.apply(i).stageId()), int(seq.apply(i).attemptId())): seq.apply(i)
-                for i in range(seq.length())}
-
-    before = set(stages())
-    qe = df._jdf.queryExecution()
-    rows = df.collect()
-    leaves = qe.executedPlan().collectLeaves()
-    metrics = None
-    for i in range(leaves.size()):
-        m = leaves.apply(i).metrics()
-        if m.contains("readRequests"):
-            metrics = {k: int(m.get(k).get().value()) for k in
-                       ("pagesRead", "lanceBytesRead", "readRequests", "storageWaitMs")}
-    assert metrics is not None, qe.executedPlan().toString()
-    new = [s for k, s in stages().items() if k not in before]
-    metrics["input_bytes"] = sum(int(s.inputBytes()) for s in new)
-    metrics["rows"] = rows
-    return metrics
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +43,7 @@ def _expected(path: str) -> tuple:
 
 @pytest.mark.parametrize("ahead", ["true", "auto"])
 def test_batches_over_adjacent_pages_are_read_in_merged_requests(spark, small_pages, ahead):
-    m = _scan(_aggs(spark.read.format("lance").option("readAhead", ahead).load(small_pages)))
+    m = scan_metrics(_aggs(spark.read.format("lance").option("readAhead", ahead).load(small_pages)))
     exp = _expected(small_pages)
     got = tuple(m["rows"][0])
     assert got[:3] == exp[:3] and got[4:] == exp[4:], (got, exp)
@@ -96,7 +68,7 @@ def test_2_2_batches_read_one_range_per_column(spark, tmp_path):
      .selectExpr("id", "id * 3 AS v", "CAST(id AS DOUBLE) / 7 AS d", "IF(id % 5 = 0, NULL, concat('row-', id)) AS s")
      .write.format("lance").save(path))
     assert lance.dataset(path).data_storage_version == "2.2"
-    m = _scan(_aggs(spark.read.format("lance").option("readAhead", "true").load(path)))
+    m = scan_metrics(_aggs(spark.read.format("lance").option("readAhead", "true").load(path)))
     exp = _expected(path)
     got = tuple(m["rows"][0])
     assert got[:3] == exp[:3] and got[4:] == exp[4:], (got, exp)
@@ -107,7 +79,7 @@ def test_2_2_batches_read_one_range_per_column(spark, tmp_path):
 def test_task_input_metrics_count_the_bytes_read_ahead(spark, small_pages):
     files = list(Path(small_pages).rglob("*.lance"))
     data_bytes = sum(f.stat().st_size for f in files)
-    m = _scan(_aggs(spark.read.format("lance").option("readAhead", "true").load(small_pages)))
+    m = scan_metrics(_aggs(spark.read.format("lance").option("readAhead", "true").load(small_pages)))
     # every byte the readers fetched, most of them on the read pool, is in Spark's input metrics
     assert m["input_bytes"] == m["lanceBytesRead"], m
     # each byte once, but for holes of at most 4 KiB bridged between two ranges read together
@@ -128,8 +100,8 @@ def test_read_ahead_on_and_off_give_the_same_rows(spark, small_pages, batch):
 
 
 def test_without_read_ahead_the_reads_are_made_by_the_task(spark, small_pages):
-    on = _scan(_aggs(spark.read.format("lance").option("readAhead", "true").load(small_pages)))
-    off = _scan(_aggs(spark.read.format("lance").option("readAhead", "false").load(small_pages)))
+    on = scan_metrics(_aggs(spark.read.format("lance").option("readAhead", "true").load(small_pages)))
+    off = scan_metrics(_aggs(spark.read.format("lance").option("readAhead", "false").load(small_pages)))
     assert on["rows"] == off["rows"]
     # the same merged requests either way; only who makes them (and when) differs
     assert on["readRequests"] == off["readRequests"] and on["lanceBytesRead"] == off["lanceBytesRead"], (on, off)
@@ -154,3 +126,26 @@ def test_lists_and_structs_read_ahead_equal_pylance(spark, tmp_path):
     assert len(got) == len(exp) == 20_000
     for g, e in zip(got, exp):
         assert (g.id, g.xs, g.st.a, g.st.s, g.tags) == (e["id"], e["xs"], e["st"]["a"], e["st"]["s"], e["tags"]), g
+
+
+def test_coalesce_gap_is_configurable(spark, small_pages):
+    """Two of four columns: each batch's pages of id and s lie apart (v and d
+    between them). The default gap on a local disk (4 KiB) reads them apart; a
+    1 MiB gap (the default on object stores) bridges them, in fewer requests."""
+    def read(gap: str | None) -> dict:
+        if gap is None:
+            spark.conf.unset("lance.read.coalesce-gap")
+        else:
+            spark.conf.set("lance.read.coalesce-gap", gap)
+        try:
+            return scan_metrics(spark.read.format("lance").load(small_pages)
+                                .agg(F.sum("id").alias("si"), F.max("s").alias("ms")))
+        finally:
+            spark.conf.unset("lance.read.coalesce-gap")
+
+    local, wide = read(None), read("1m")
+    assert local["rows"] == wide["rows"] == read("4k")["rows"]
+    assert wide["readRequests"] * 2 <= local["readRequests"], (local, wide)
+    assert wide["lanceBytesRead"] > local["lanceBytesRead"], (local, wide)   # the gaps' bytes
+    with pytest.raises(Exception, match="lance.read.coalesce-gap: must be >= 0"):
+        read("-1")

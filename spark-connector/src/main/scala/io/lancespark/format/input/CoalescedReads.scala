@@ -144,7 +144,7 @@ object CoalescedReads {
     * the calling thread reads them all before this returns). */
   def start(source: RandomAccessSource, planned: Seq[PlannedRead], arena: ReadArena,
             pool: Executor = ReadPool.executor): CoalescedReads = {
-    val first = issue(source, coalesce(planned.map(_.range)), arena, pool)
+    val first = issue(source, coalesce(planned.map(_.range), source.coalesceGap), arena, pool)
     val followUps = planned.filter(_.andThen ne PlannedRead.Nothing)
     // the second round is planned by the thread that completes the first
     val second: CompletableFuture[Vector[Extent]] =
@@ -157,7 +157,7 @@ object CoalescedReads {
           }
         }
         val needed = more.filter(r => r.position >= 0 && r.end <= source.size && find(first, r.position, r.length).isEmpty)
-        issue(source, coalesce(needed), arena, pool)
+        issue(source, coalesce(needed, source.coalesceGap), arena, pool)
       })
     new CoalescedReads(source, arena, first, second)
   }

@@ -16,6 +16,10 @@ trait RandomAccessSource extends ByteReader with AutoCloseable {
 
   def size: Long
 
+  /** Planned reads of one batch at most this many bytes apart are merged into
+    * one request (wider where requests are expensive). */
+  def coalesceGap: Long = CoalescedReads.MaxGap
+
   private val bytesReadSoFar = new AtomicLong
   private val requestsSoFar = new AtomicLong
 

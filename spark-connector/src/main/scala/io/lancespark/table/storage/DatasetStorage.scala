@@ -8,7 +8,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, LocalFileSystem, Path}
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.format.input.RandomAccessSource
+import io.lancespark.format.input.{CoalescedReads, RandomAccessSource}
 
 /** The files of one dataset directory, through Hadoop's FileSystem API (so
   * `file:`, `hdfs:` and object stores work alike). Paths inside the dataset
@@ -54,8 +54,19 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
     try fs.listStatus(new Path(root, dir)).toSeq.filter(_.isFile)
     catch { case _: FileNotFoundException => Nil }
 
+  /** Ranges of one batch at most this far apart are read as one request:
+    * `lance.read.coalesce-gap` (bytes, `k`/`m` suffixes), by default a storage
+    * block on local disks and 1 MiB on object stores and other remote file
+    * systems, where a request costs far more than the bytes of a gap. */
+  lazy val coalesceGap: Long = {
+    val default = if (isLocal) CoalescedReads.MaxGap else DatasetStorage.RemoteCoalesceGap
+    val gap = conf.getLongBytes(DatasetStorage.CoalesceGapKey, default)
+    if (gap < 0) throw new IllegalArgumentException(s"${DatasetStorage.CoalesceGapKey}: must be >= 0, got $gap")
+    gap
+  }
+
   def open(path: Path): RandomAccessSource =
-    try new HadoopSource(fs, path)
+    try new HadoopSource(fs, path, coalesceGap)
     catch {
       case e: FileNotFoundException =>
         throw LanceFormatException(path.toString, "file is missing (referenced by the dataset)", e)
@@ -75,6 +86,9 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
 object DatasetStorage {
   /** The directory of a dataset's data files. */
   val DataDir: String = "data"
+  /** Hadoop configuration key (`spark.hadoop.` prefix, or a session SQL conf) of [[DatasetStorage.coalesceGap]]. */
+  val CoalesceGapKey: String = "lance.read.coalesce-gap"
+  val RemoteCoalesceGap: Long = 1L << 20
   def apply(uri: String, conf: Configuration): DatasetStorage = {
     val p = new Path(new URI(normalize(uri)))
     val fs = p.getFileSystem(conf) match {
@@ -99,7 +113,8 @@ object DatasetStorage {
   * statistics of the task's thread. Reads made on the read pool are moved
   * there: subtracted from the pool thread's statistics when they complete, and
   * added to the opening thread's (the task's) at its next `attributeReads`. */
-final class HadoopSource(fs: FileSystem, file: Path) extends RandomAccessSource {
+final class HadoopSource(fs: FileSystem, file: Path, override val coalesceGap: Long = CoalescedReads.MaxGap)
+    extends RandomAccessSource {
   private val status: FileStatus = fs.getFileStatus(file)
   private val in: FSDataInputStream = fs.open(file)
   override val path: String = file.toString
