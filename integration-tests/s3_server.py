@@ -10,10 +10,12 @@ Two things differ from ``moto_server``:
   PUTs of one key could both pass the check; real S3 makes that atomic, and the
   commit tests rely on it.
 - an optional fixed latency per request (outside the lock, so it does not
-  serialize), to stand in for a remote object store.
+  serialize), to stand in for a remote object store;
+- it counts the requests it serves, by method (``request_counts()``).
 """
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 ACCESS_KEY = "lance-test"
+COUNTS_PATH = "/__lance_request_counts"
 SECRET_KEY = "lance-test-secret"
 REGION = "us-east-1"
 
@@ -40,11 +43,22 @@ def _serve(port: int, latency_ms: float) -> None:
     os.environ.setdefault("MOTO_PORT", str(port))
     inner = DomainDispatcherApplication(create_backend_app)
     lock = threading.Lock()
+    counts: dict[str, int] = {}
+    detail = os.environ.get("LANCE_S3_COUNT_PATHS") == "1"   # also count by path (diagnosis)
 
     def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == COUNTS_PATH:     # the requests served so far, by method
+            start_response("200 OK", [("Content-Type", "application/json")])
+            with lock:
+                return [json.dumps(counts).encode()]
         if latency_ms > 0:
             time.sleep(latency_ms / 1000.0)
         with lock:
+            method = environ.get("REQUEST_METHOD", "?")
+            counts[method] = counts.get(method, 0) + 1
+            if detail:
+                key = f"{method} {environ.get('PATH_INFO', '')}?{environ.get('QUERY_STRING', '')}"
+                counts[key] = counts.get(key, 0) + 1
             return list(inner(environ, start_response))
 
     run_simple("127.0.0.1", port, app, threaded=True, use_reloader=False, use_debugger=False,
@@ -127,6 +141,12 @@ class S3Server:
         import boto3
         return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
                             aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+    def request_counts(self) -> dict[str, int]:
+        """Requests the server has served, by HTTP method (GET, HEAD, PUT, ...)."""
+        import urllib.request
+        with urllib.request.urlopen(self.endpoint + COUNTS_PATH, timeout=30) as r:
+            return json.loads(r.read())
 
     def dynamodb(self) -> Any:
         """A DynamoDB client of the same server (moto serves DynamoDB on the same port)."""

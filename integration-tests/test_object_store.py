@@ -191,3 +191,28 @@ def test_object_stores_merge_reads_across_wider_gaps(spark, s3):
     assert wide["rows"] == narrow["rows"]
     assert wide["rows"][0][0] == sum(range(100_000)) and wide["rows"][0][1] == "row-99999"
     assert wide["readRequests"] * 2 <= narrow["readRequests"], (wide, narrow)
+
+
+def test_files_are_opened_without_a_metadata_request_and_truncation_is_named(spark, s3):
+    """On S3 a data file is opened with the length its manifest records (no
+    status request of our own per file); a file shorter than that is an error
+    naming it."""
+    url = s3.url("opened.lance")
+    spark.range(0, 20_000, numPartitions=4).selectExpr("id", "id * 2 AS v").write.format("lance").save(url)
+    before = s3.request_counts()
+    assert spark.read.format("lance").load(url).where("v % 3 = 0").count() == len(range(0, 40_000, 6))
+    after = s3.request_counts()
+    files = [k for k in s3.keys("opened.lance/data/") if k.endswith(".lance")]
+    assert len(files) == 4
+    heads = after.get("HEAD", 0) - before.get("HEAD", 0)
+    # S3A still makes one HEAD per opened file (there were 3 per data file before: the status
+    # asked before every open), and the manifest's few
+    assert heads <= len(files) + 4, (before, after)
+    # a copy whose file is cut short before anything read it (S3A may cache what it read of an object)
+    spark.read.format("lance").load(url).write.format("lance").save(s3.url("cut.lance"))
+    victim = [k for k in s3.keys("cut.lance/data/") if k.endswith(".lance")][0]
+    body = s3.client().get_object(Bucket=s3.bucket, Key=victim)["Body"].read()
+    s3.client().put_object(Bucket=s3.bucket, Key=victim, Body=body[:64])
+    with pytest.raises(Exception) as e:
+        spark.read.format("lance").load(s3.url("cut.lance")).collect()
+    assert victim.split("/")[-1] in str(e.value) and "as the manifest records it" in str(e.value), str(e.value)[:3000]

@@ -37,7 +37,7 @@ object FragmentStats {
   /** Reads the page statistics of a data file: lance_spark's for 2.0 files
     * (see docs/page-statistics.md) in 2.x files, pylance's in 0.1 files. */
   def read(storage: DatasetStorage, ref: DataFileRef): Option[PageStatistics] = {
-    val source = storage.open(storage.resolve(ref.relativePath, "data file"))
+    val source = storage.open(storage.resolve(ref.relativePath, "data file"), ref.sizeBytes)
     try {
       if (ref.isLegacy) LegacyStatistics.read(source)
       else if (ref.majorVersion == 2) StatsStore.read(FileContainer.open(source, _ => true, "a 2.x file"))

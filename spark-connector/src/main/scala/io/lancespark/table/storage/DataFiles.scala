@@ -12,7 +12,7 @@ object DataFiles {
 
   def open(storage: DatasetStorage, schema: LanceSchema, ref: DataFileRef): DataFileReader = {
     val path = storage.resolve(ref.relativePath, "data file")
-    val source = storage.open(path)
+    val source = storage.open(path, ref.sizeBytes)
     try {
       if (ref.isLegacy) LegacyFileReader.open(source, schema, ref.fieldIds)
       else {

@@ -6,6 +6,7 @@ import java.nio.ByteBuffer
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, LocalFileSystem, Path}
+import org.apache.hadoop.util.functional.FutureIO
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.input.{CoalescedReads, RandomAccessSource}
@@ -65,8 +66,13 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
     gap
   }
 
-  def open(path: Path): RandomAccessSource =
-    try new HadoopSource(fs, path, coalesceGap)
+  def open(path: Path): RandomAccessSource = open(path, 0L)
+
+  /** Opens `path`, whose length the manifest records as `knownSize` (0:
+    * unknown). On remote stores a known length saves the metadata request
+    * (a HEAD on S3) of every file opened; local files are always asked. */
+  def open(path: Path, knownSize: Long): RandomAccessSource =
+    try new HadoopSource(fs, path, coalesceGap, if (isLocal) 0L else knownSize)
     catch {
       case e: FileNotFoundException =>
         throw LanceFormatException(path.toString, "file is missing (referenced by the dataset)", e)
@@ -81,6 +87,11 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
       out
     } finally src.close()
   }
+}
+
+object HadoopSource {
+  /** Hadoop's openFile option giving the file's length (no metadata request). */
+  val OpenFileLength: String = "fs.option.openfile.length"
 }
 
 object DatasetStorage {
@@ -113,12 +124,13 @@ object DatasetStorage {
   * statistics of the task's thread. Reads made on the read pool are moved
   * there: subtracted from the pool thread's statistics when they complete, and
   * added to the opening thread's (the task's) at its next `attributeReads`. */
-final class HadoopSource(fs: FileSystem, file: Path, override val coalesceGap: Long = CoalescedReads.MaxGap)
-    extends RandomAccessSource {
-  private val status: FileStatus = fs.getFileStatus(file)
-  private val in: FSDataInputStream = fs.open(file)
+final class HadoopSource(fs: FileSystem, file: Path, override val coalesceGap: Long = CoalescedReads.MaxGap,
+    knownSize: Long = 0L) extends RandomAccessSource {
+  override val size: Long = if (knownSize > 0) knownSize else fs.getFileStatus(file).getLen
+  private val in: FSDataInputStream =
+    if (knownSize <= 0) fs.open(file)
+    else FutureIO.awaitFuture(fs.openFile(file).optLong(HadoopSource.OpenFileLength, knownSize).build())
   override val path: String = file.toString
-  override val size: Long = status.getLen
 
   private val owner: Thread = Thread.currentThread()
   // the per-thread statistics Spark reads have no non-deprecated accessor
@@ -129,13 +141,19 @@ final class HadoopSource(fs: FileSystem, file: Path, override val coalesceGap: L
 
   override protected def readFully(position: Long, dst: ByteBuffer): Unit = {
     val n = dst.remaining()
-    if (dst.hasArray) {
-      in.readFully(position, dst.array(), dst.arrayOffset() + dst.position(), n)
-      dst.position(dst.limit())
-    } else {
-      val tmp = new Array[Byte](n)
-      in.readFully(position, tmp)
-      dst.put(tmp)
+    try {
+      if (dst.hasArray) {
+        in.readFully(position, dst.array(), dst.arrayOffset() + dst.position(), n)
+        dst.position(dst.limit())
+      } else {
+        val tmp = new Array[Byte](n)
+        in.readFully(position, tmp)
+        dst.put(tmp)
+      }
+    } catch {
+      case e: java.io.EOFException => throw LanceFormatException(path,
+        s"file ends before byte ${position + n} (its length is taken as $size bytes" +
+          (if (knownSize > 0) ", as the manifest records it)" else ")"), e)
     }
     if (Thread.currentThread() ne owner) statistics.foreach { s =>
       s.incrementBytesRead(-n.toLong)
