@@ -130,7 +130,7 @@ def _start(cmd: list[str], tmp: Path, ui_port: int, out: Path) -> Driver:
     return Driver(spark_cluster.spawn(cmd, log, cwd=tmp), ui_port, out, log, tmp / "events")
 
 
-def spark_submit(cluster: SparkCluster, tmp: Path, scenario: str, table: Path, *args: str,
+def spark_submit(cluster: SparkCluster, tmp: Path, scenario: str, table: Path | str, *args: str,
                  conf: dict[str, str] | None = None) -> Driver:
     """`spark-submit --master spark://... --jars <bundle> lance_job.py ...`: the job
     needs nothing of lance_spark; the catalog is configured on the command line."""
@@ -363,6 +363,35 @@ def test_spark_submit_pipeline(whole_cluster, tmp_path):
     assert {t.executor for t in ends} == {"0", "1"}
     assert all(t.reason == "Success" for t in ends)
     assert len(fetched_jars(whole_cluster, result["app_id"])) == 2
+
+
+def test_spark_submit_pipeline_on_s3(whole_cluster, tmp_path):
+    """The same pipeline with the table and the warehouse in an S3 bucket (moto on
+    localhost, through S3A): executors on both workers read and write the bucket,
+    S3A coming with --packages from the driver; pylance reads the result there."""
+    import s3_server
+
+    n = 5_000
+    server = s3_server.start()
+    try:
+        conf = {**s3_server.s3a_jars_conf(), **server.spark_conf(),
+                "spark.sql.catalog.lance.warehouse": server.url("warehouse")}
+        driver = spark_submit(whole_cluster, tmp_path / "driver", "pipeline", server.url("events.lance"),
+                              "--rows", str(n), conf=conf)
+        result = driver.finish()
+        want = pipeline_expected(n)
+        opts = server.storage_options()
+        ds = lance.dataset(f"s3://{server.bucket}/events.lance", storage_options=opts)
+        assert {r["id"]: r for r in ds.to_table().to_pylist()} == want
+        assert [type(ds.read_transaction(v).operation).__name__ for v in range(1, ds.version + 1)] == \
+            ["Overwrite", "Append", "Update", "Delete"]
+        assert result["count"] == len(want) and result["v1_count"] == n
+        users = lance.dataset(f"s3://{server.bucket}/warehouse/db/users.lance", storage_options=opts)
+        assert users.count_rows() == result["users"] == len({r["user"] for r in want.values()})
+        ends = task_ends(event_log(driver.events))
+        assert {t.executor for t in ends} == {"0", "1"} and all(t.reason == "Success" for t in ends)
+    finally:
+        server.stop()
 
 
 def test_configure_on_a_spark_master(whole_cluster, tmp_path):
