@@ -244,3 +244,27 @@ def test_forced_race_both_land(spark, wh, tmp_path, case):
     assert err is None
     assert _version(path) == 3
     assert set(_agree(spark, t, path)) == expected
+
+
+def test_large_merge_inserts_are_written_by_several_tasks(spark, wh):
+    """Inserted rows have no fragment; clustering by _fragid once sent them all
+    to one task. Now AQE splits that partition (advisory size 64 KiB here), and
+    the updates of the one fragment, split too, get their deletions combined."""
+    path = str(wh / "default" / "bigmerge.lance")
+    spark.range(0, 20_000, numPartitions=1).selectExpr("id", "id * 2 AS v").write.format("lance").save(path)
+    spark.range(10_000, 200_000, numPartitions=8).selectExpr("id", "-id AS v").createOrReplaceTempView("bigsrc")
+    spark.conf.set("spark.sql.adaptive.advisoryPartitionSizeInBytes", "64k")
+    try:
+        spark.sql(f"""MERGE INTO lance.`{path}` t USING bigsrc s ON t.id = s.id
+                      WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""")
+    finally:
+        spark.conf.unset("spark.sql.adaptive.advisoryPartitionSizeInBytes")
+    ds = lance.dataset(path)
+    t = ds.to_table()
+    got = dict(zip(t["id"].to_pylist(), t["v"].to_pylist()))
+    assert len(got) == t.num_rows == 200_000                      # every id once
+    assert got == {i: (2 * i if i < 10_000 else -i) for i in range(200_000)}
+    new_files = {f.path for frag in ds.get_fragments() for f in frag.data_files()} - \
+        {f.path for frag in lance.dataset(path, version=1).get_fragments() for f in frag.data_files()}
+    assert len(new_files) >= 3, new_files   # several tasks (before: the one task of the null _fragid, 1 file)
+    assert type(ds.read_transaction(2).operation).__name__ == "Update"

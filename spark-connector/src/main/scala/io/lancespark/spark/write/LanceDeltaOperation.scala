@@ -52,6 +52,13 @@ final class LanceDeltaOperation(table: LanceTable, cmd: RowLevelOperation.Comman
       override def description(): String = LanceDeltaOperation.this.description()
       override def requiredDistribution(): Distribution =
         Distributions.clustered(Array[Expression](Expressions.column(MetadataColumns.FragId)))
+      /** A wish, not a must: Spark then rebalances by `_fragid` and AQE may
+        * split a partition larger than its advisory size. Inserted rows have
+        * no fragment (a null `_fragid`, one partition): a large MERGE's
+        * inserts are written by several tasks instead of one. A fragment whose
+        * deletions end up in several tasks gets their deletion files combined
+        * by the driver at commit. */
+      override def distributionStrictlyRequired(): Boolean = false
       override def requiredOrdering(): Array[SortOrder] = Array.empty
     }
   }
