@@ -265,10 +265,12 @@ def _unsliced(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=table.schema)
 
 
-def write_with_pylance(table: pa.Table, path: str, version: str, seed: int) -> None:
+def write_with_pylance(table: pa.Table, path: str, version: str, seed: int,
+                       storage_options: dict[str, str] | None = None) -> None:
     """The table written by pylance at `version` as one or several fragments
     (one append each) with pages of 37 to 1,024 rows, drawn from the seed:
-    pages then split lists and structs anywhere."""
+    pages then split lists and structs anywhere. `storage_options`: pylance's,
+    for a dataset on an object store."""
     import random
 
     import lance
@@ -279,4 +281,5 @@ def write_with_pylance(table: pa.Table, path: str, version: str, seed: int) -> N
     per_group = r.choice([1024, 100, 37])
     for i, start in enumerate(range(0, max(rows, 1), per_file)):
         lance.write_dataset(_unsliced(table.slice(start, per_file)), path, data_storage_version=version,
-                            mode="create" if i == 0 else "append", max_rows_per_group=per_group)
+                            mode="create" if i == 0 else "append", max_rows_per_group=per_group,
+                            storage_options=storage_options)

@@ -8,6 +8,7 @@ lost. Commits now use S3's conditional create (If-None-Match: *), and a store
 without an atomic create-if-absent is refused."""
 from __future__ import annotations
 
+import os
 import threading
 
 import lance
@@ -216,3 +217,38 @@ def test_files_are_opened_without_a_metadata_request_and_truncation_is_named(spa
     with pytest.raises(Exception) as e:
         spark.read.format("lance").load(s3.url("cut.lance")).collect()
     assert victim.split("/")[-1] in str(e.value) and "as the manifest records it" in str(e.value), str(e.value)[:3000]
+
+
+# A slice of the randomized differential tests (random schemas and data, seeded), both ways,
+# with the dataset in the bucket: written by Spark through S3A and read by pylance from S3, and
+# written by pylance to S3 and read by Spark through S3A.
+S3_DIFF_SEEDS = list(range(int(os.environ.get("LANCE_S3_DIFF_CASES", "8"))))
+
+
+@pytest.mark.parametrize("seed", S3_DIFF_SEEDS)
+def test_random_tables_both_ways_on_s3(spark, s3, tmp_path, seed):
+    import pyarrow.parquet as pq
+
+    from random_tables import describe, random_table, write_with_pylance
+
+    version = ["2.1", "2.2"][seed % 2]
+    table = random_table(seed, spark_types=True, maps=version == "2.2", max_rows=1500, max_bytes=1 << 20)
+    what = f"seed {seed} at {version}: {describe(table)}"
+    staged = tmp_path / "in.parquet"
+    pq.write_table(table, staged)
+    key = f"diff/spark-{seed}.lance"
+    vectors = ",".join(f"{f.name}:{f.type.list_size}" for f in table.schema if pa.types.is_fixed_size_list(f.type))
+    writer = spark.read.parquet(str(staged)).write.format("lance").option("fileVersion", version) \
+        .option("maxRowsPerFile", 500)
+    if vectors:
+        writer = writer.option("vectorColumns", vectors)
+    writer.save(s3.url(key))
+    ds = _pylance(s3, key)
+    assert ds.data_storage_version == version, what
+    assert_same(oracle_rows(ds.to_table()), oracle_rows(table), f"pylance on S3 reads Spark's {what}")
+
+    key = f"diff/pylance-{seed}.lance"
+    write_with_pylance(random_table(seed, maps=version == "2.2", max_rows=1500, max_bytes=1 << 20),
+                       f"s3://{s3.bucket}/{key}", version, seed, storage_options=s3.storage_options())
+    assert_same(spark_rows(spark.read.format("lance").load(s3.url(key))), oracle_rows(_pylance(s3, key).to_table()),
+                f"Spark on S3 reads pylance's {what}")
