@@ -540,6 +540,19 @@ def _write_2_2(kind: str) -> None:
         return Prepared(this=this, other=other, rows=n, derive=derive)
 
 
+def _spark_2_2_vs_parquet(ctx: Context, kind: str, query, facts) -> Prepared:
+    """`query(df)` over the kind's rows written by Spark at 2.2 vs over its Parquet copy;
+    `facts(lance_path, parquet_path)` describes them."""
+    spark = ctx.spark
+    lance_path = str(_spark_lance(ctx, kind))
+    pq_path = str(data.parquet_dataset(spark, kind, ctx.mode.spark_rows, ctx.log))
+    return Prepared(
+        this=lambda: query(spark.read.format("lance").load(lance_path)),
+        other=lambda: query(spark.read.parquet(pq_path)),
+        rows=spark.read.format("lance").load(lance_path).count(), check=_check_rows,
+        facts=facts(lance_path, pq_path))
+
+
 def _scan_2_2(kind: str) -> None:
     @workload(f"spark_full_scan_spark_v2_2_{kind}", kind="spark",
               this="Spark on Lance 2.2 (Spark-written)", comparator="Spark on Parquet", target=0.7,
@@ -547,17 +560,10 @@ def _scan_2_2(kind: str) -> None:
               description=f"Every column of the `{kind}` table aggregated in one action, over the "
                           "rows Spark wrote at file version 2.2 vs the same rows in Parquet.")
     def prepare(ctx: Context) -> Prepared:
-        spark = ctx.spark
-        lance_path = str(_spark_lance(ctx, kind))
-        pq_path = str(data.parquet_dataset(spark, kind, ctx.mode.spark_rows, ctx.log))
-        lance_df = spark.read.format("lance").load(lance_path)
-        exprs = _all_aggs(lance_df)
-        return Prepared(
-            this=lambda: spark.read.format("lance").load(lance_path).agg(*exprs).collect()[0],
-            other=lambda: spark.read.parquet(pq_path).agg(*exprs).collect()[0],
-            rows=lance_df.count(), check=_check_rows,
-            facts={"lance_bytes": data.tree_bytes(Path(lance_path) / "data"),
-                   "parquet_bytes": data.tree_bytes(Path(pq_path), ".parquet")})
+        return _spark_2_2_vs_parquet(
+            ctx, kind, lambda df: df.agg(*_all_aggs(df)).collect()[0],
+            lambda lance_path, pq_path: {"lance_bytes": data.tree_bytes(Path(lance_path) / "data"),
+                                         "parquet_bytes": data.tree_bytes(Path(pq_path), ".parquet")})
 
 
 for _kind in TABLES_2_2:
@@ -574,18 +580,10 @@ def _column_scan(name: str, kind: str, column: str, what: str, aggs) -> None:
               description=f"One column, {what}: `{column}` of the `{kind}` table written by Spark at "
                           "file version 2.2 vs the same rows in Parquet.")
     def prepare(ctx: Context) -> Prepared:
-        spark = ctx.spark
-        lance_path = str(_spark_lance(ctx, kind))
-        pq_path = str(data.parquet_dataset(spark, kind, ctx.mode.spark_rows, ctx.log))
-
-        def query(df):
-            return df.select(column).agg(*aggs()).collect()[0]
-        return Prepared(
-            this=lambda: query(spark.read.format("lance").load(lance_path)),
-            other=lambda: query(spark.read.parquet(pq_path)),
-            rows=ctx.mode.spark_rows, check=_check_rows,
-            facts={"lance_column_bytes": lance_column_bytes(lance_path, column),
-                   "parquet_column_bytes": parquet_column_bytes(pq_path, column)})
+        return _spark_2_2_vs_parquet(
+            ctx, kind, lambda df: df.select(column).agg(*aggs()).collect()[0],
+            lambda lance_path, pq_path: {"lance_column_bytes": lance_column_bytes(lance_path, column),
+                                         "parquet_column_bytes": parquet_column_bytes(pq_path, column)})
 
 
 def _f():
