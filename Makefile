@@ -62,9 +62,11 @@ test-integration: python
 
 test: test-scala test-python test-integration
 
-# The randomized differential tests at length (make test runs 150 seeds per case).
+# The randomized differential tests at length (make test runs 150 seeds per case), and
+# every commit point a writer can be killed at (make test kills it at two).
 test-long: python
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 $(PY) -m pytest -q -k differential integration-tests
+	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k killed integration-tests
 
 demo: python
 	$(PY) examples/demo.py
