@@ -135,9 +135,8 @@ object Cleanup {
     else if (rel.startsWith(s"${ManifestNaming.Dir}/") && ExternalManifestCommit.stagedFinalName(rel).isDefined) {
       // a staged manifest (external store) left by a writer that lost or was killed; the
       // latest version's own was finished when the versions were listed
-      val version = ExternalManifestCommit.stagedFinalName(rel.stripPrefix(s"${ManifestNaming.Dir}/"))
-        .flatMap(ManifestNaming.parse).map(_._2)
-      if (version.exists(_ <= latest) || !maybeInProgress) Some("staged manifest") else None
+      val version = ExternalManifestCommit.stagedFinalName(rel).flatMap(n => ManifestNaming.parse(n.split('/').last))
+      if (version.exists(_._2 <= latest) || !maybeInProgress) Some("staged manifest") else None
     }
     else if (rel.startsWith("_indices/")) {
       rel.split('/').lift(1).filter(_ => rel.count(_ == '/') >= 2)
