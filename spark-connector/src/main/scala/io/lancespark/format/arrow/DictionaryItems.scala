@@ -1,6 +1,6 @@
 package io.lancespark.format.arrow
 
-import java.nio.ByteBuffer
+import java.nio.{ByteBuffer, ByteOrder}
 
 import scala.collection.mutable
 
@@ -15,7 +15,17 @@ private[format] sealed trait DictionaryValues
 /** Item k is bytes [offsets(k), offsets(k + 1)) of `bytes`. */
 private[format] final case class VarValues(offsets: Array[Long], bytes: Array[Byte]) extends DictionaryValues
 /** Item k is bytes [k * width, (k + 1) * width) of `bytes`. */
-private[format] final case class FixedValues(width: Int, bytes: Array[Byte]) extends DictionaryValues
+private[format] final case class FixedValues(width: Int, bytes: Array[Byte]) extends DictionaryValues {
+  /** The items as 8-, 4- or 2-byte little-endian integers (by `width`), for lookups. */
+  lazy val longs: Array[Long] = typed(8)(b => { val a = new Array[Long](b.remaining() / 8); b.asLongBuffer().get(a); a })
+  lazy val ints: Array[Int] = typed(4)(b => { val a = new Array[Int](b.remaining() / 4); b.asIntBuffer().get(a); a })
+  lazy val shorts: Array[Short] = typed(2)(b => { val a = new Array[Short](b.remaining() / 2); b.asShortBuffer().get(a); a })
+
+  private def typed[A](w: Int)(read: ByteBuffer => A): A = {
+    require(width == w, s"$width-byte items read as $w-byte integers")
+    read(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN))
+  }
+}
 /** Every item is null. */
 private[format] case object AllNullValues extends DictionaryValues
 
@@ -65,14 +75,28 @@ private[format] object DictionaryItems {
     val c = which.length
     val w = v.width
     if (c.toLong * w > Int.MaxValue - 16) fail("dictionary-decoded page is too large")
-    val out = new Array[Byte](c * w)
+    val out = ByteBuffer.wrap(new Array[Byte](c * w)).order(ByteOrder.LITTLE_ENDIAN)
     var i = 0
-    while (i < c) {
-      val k = which(i)
-      if (k >= 0) System.arraycopy(v.bytes, k * w, out, i * w, w)
-      i += 1
+    // a typed load and store per row for the common widths (a copy call per
+    // 8-byte value costs more than the copy); null rows (k < 0) are zero
+    w match {
+      case 8 =>
+        val src = v.longs
+        while (i < c) { val k = which(i); if (k >= 0) out.putLong(i << 3, src(k)); i += 1 }
+      case 4 =>
+        val src = v.ints
+        while (i < c) { val k = which(i); if (k >= 0) out.putInt(i << 2, src(k)); i += 1 }
+      case 2 =>
+        val src = v.shorts
+        while (i < c) { val k = which(i); if (k >= 0) out.putShort(i << 1, src(k)); i += 1 }
+      case 1 =>
+        val dst = out.array()
+        while (i < c) { val k = which(i); if (k >= 0) dst(i) = v.bytes(k); i += 1 }
+      case _ =>
+        val dst = out.array()
+        while (i < c) { val k = which(i); if (k >= 0) System.arraycopy(v.bytes, k * w, dst, i * w, w); i += 1 }
     }
-    val fb = FixedBlock(c.toLong, w, ByteBuffer.wrap(out).order(java.nio.ByteOrder.LITTLE_ENDIAN))
+    val fb = FixedBlock(c.toLong, w, out)
     validity.fold[Block](fb)(NullableBlock(_, fb))
   }
 

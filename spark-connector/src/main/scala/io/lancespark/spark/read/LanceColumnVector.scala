@@ -47,6 +47,8 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     case _: BigIntVector  => LanceColumnVector.Int64
     case _: IntVector     => LanceColumnVector.Int32
     case _: DateDayVector => LanceColumnVector.Int32
+    case _: SmallIntVector => LanceColumnVector.Int16
+    case _: TinyIntVector => LanceColumnVector.Int8
     case _: Float8Vector  => LanceColumnVector.Float64
     case _: Float4Vector  => LanceColumnVector.Float32
     case _: DecimalVector => LanceColumnVector.Decimal128
@@ -80,9 +82,14 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     else vector.isNull(rowId)
 
   override def getBoolean(rowId: Int): Boolean = vector.asInstanceOf[BitVector].get(rowId) == 1
-  override def getByte(rowId: Int): Byte = vector.asInstanceOf[TinyIntVector].get(rowId)
+  override def getByte(rowId: Int): Byte =
+    if (kind == LanceColumnVector.Int8) Platform.getByte(null, dataAddress + rowId)
+    else vector.asInstanceOf[TinyIntVector].get(rowId)
 
-  override def getShort(rowId: Int): Short = vector match {
+  override def getShort(rowId: Int): Short =
+    if (kind == LanceColumnVector.Int16) Platform.getShort(null, dataAddress + 2L * rowId) else slowShort(rowId)
+
+  private def slowShort(rowId: Int): Short = vector match {
     case v: SmallIntVector => v.get(rowId)
     case v: UInt1Vector    => (v.get(rowId) & 0xff).toShort
     case v                 => unsupported(v, "short")
@@ -258,4 +265,6 @@ private object LanceColumnVector {
   val Utf8 = 5
   val Utf8Dictionary = 6
   val Decimal128 = 7
+  val Int16 = 8
+  val Int8 = 9
 }

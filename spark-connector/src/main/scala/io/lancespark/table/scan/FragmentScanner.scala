@@ -15,9 +15,13 @@ import io.lancespark.table.storage.{DatasetStorage, DeletionVector}
 /** Rows of one fragment, read in ranges: the requested (possibly pruned)
   * top-level fields, with fields absent from every data file read as nulls and
   * deleted rows removed. `offsets` gives each returned row's physical offset. */
-final class FragmentBatch(val vectors: Seq[FieldVector], val offsets: Array[Int], val rowCount: Int,
+final class FragmentBatch(val vectors: Seq[FieldVector], offsetsOf: () => Array[Int], val rowCount: Int,
                           dictionaries: Seq[Option[DictionaryColumn]] = Nil)
     extends AutoCloseable {
+  /** Each row's physical offset in the fragment (made when first asked for:
+    * most scans never ask). */
+  lazy val offsets: Array[Int] = offsetsOf()
+
   /** Vector `i`'s rows as items of one page dictionary, where the file reader
     * saw them so (string columns whose batch rows all come from one page). */
   def dictionary(i: Int): Option[DictionaryColumn] = dictionaries.lift(i).flatten
@@ -96,32 +100,31 @@ final class FragmentScanner(
       try RowEvaluator.evaluate(f, filterFields.map(ff => raw(readFields.indexOf(ff))), n)
       finally extra.foreach(_.close())
     }
-    val keep = keptOffsets(from, until, matches)
     val dictionaries = read.take(fields.size).map(_._2)
-    if (keep.length == n) new FragmentBatch(out, keep, n, dictionaries)
+    val noDeletes = deleted.isEmpty || deleted.rangeCardinality(from, until) == 0
+    if (noDeletes && matches.forall(_.cardinality() == n)) new FragmentBatch(out, () => consecutive(from, n), n, dictionaries)
     else {
+      val keep = keptOffsets(from, until, noDeletes, matches)
       val selected = out.map(v => VectorSelection.select(v, keep, from.toInt, allocator))
-      new FragmentBatch(selected, keep, keep.length, dictionaries.map(_.map(_.select(keep, from.toInt))))
+      new FragmentBatch(selected, () => keep, keep.length, dictionaries.map(_.map(_.select(keep, from.toInt))))
     }
   }
 
-  private def keptOffsets(from: Long, until: Long, matches: Option[java.util.BitSet]): Array[Int] = {
-    val noDeletes = deleted.isEmpty || deleted.rangeCardinality(from, until) == 0
-    if (noDeletes && matches.forall(_.cardinality() == (until - from).toInt)) {
-      val all = new Array[Int]((until - from).toInt)
-      var i = 0
-      while (i < all.length) { all(i) = from.toInt + i; i += 1 }
-      all
+  private def consecutive(from: Long, n: Int): Array[Int] = {
+    val all = new Array[Int](n)
+    var i = 0
+    while (i < n) { all(i) = from.toInt + i; i += 1 }
+    all
+  }
+
+  private def keptOffsets(from: Long, until: Long, noDeletes: Boolean, matches: Option[java.util.BitSet]): Array[Int] = {
+    val out = new mutable.ArrayBuilder.ofInt
+    var i = from.toInt
+    while (i < until) {
+      if ((noDeletes || !deleted.contains(i)) && matches.forall(_.get(i - from.toInt))) out += i
+      i += 1
     }
-    else {
-      val out = new mutable.ArrayBuilder.ofInt
-      var i = from.toInt
-      while (i < until) {
-        if ((noDeletes || !deleted.contains(i)) && matches.forall(_.get(i - from.toInt))) out += i
-        i += 1
-      }
-      out.result()
-    }
+    out.result()
   }
 
   private def nulls(f: LanceField, n: Int): FieldVector = {

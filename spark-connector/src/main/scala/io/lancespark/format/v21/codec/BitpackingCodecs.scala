@@ -16,11 +16,17 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
   def describe: String = s"bitpack(inline, $t-bit)"
 
   private def groups(buf: ByteBuffer, n: Int, ctx: CodecContext): Block = {
-    if (!Set(8, 16, 32, 64).contains(t)) ctx.fail(s"inline bit-packing of $t-bit values")
+    val out = new Array[Byte](n * (t / 8))
+    val scratch = FastLanes.localScratch()
+    eachGroup(buf, n, ctx)((pos, w, take, done) => FastLanes.unpack(buf, pos, t, w, take, out, done, scratch))
+    FixedBlock(n, t / 8, Codec.wrap(out))
+  }
+
+  /** `unpack(at, width, take, done)` for each group: its packed bytes at `at`. */
+  private def eachGroup(buf: ByteBuffer, n: Int, ctx: CodecContext)(unpack: (Int, Int, Int, Int) => Unit): Unit = {
+    if (t != 8 && t != 16 && t != 32 && t != 64) ctx.fail(s"inline bit-packing of $t-bit values")
     if (bp.hasValues) ctx.unsupported(describe + "+" + GeneralCodec.schemeName(bp.getValues), "page")
     val bytes = t / 8
-    val out = new Array[Byte](n * bytes)
-    val scratch = FastLanes.localScratch()
     var pos = 0
     var done = 0
     while (done < n) {
@@ -34,12 +40,21 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
       if (w < 0 || w > t) ctx.fail(s"bit-packing width $w for $t-bit values")
       ctx.check(pos + bytes, FastLanes.packedBytes(w.toInt), buf.remaining(), s"a group packed to $w bits")
       val take = math.min(FastLanes.GroupSize, n - done)
-      FastLanes.unpack(buf, pos + bytes, t, w.toInt, take, out, done, scratch)
+      unpack(pos + bytes, w.toInt, take, done)
       done += take
       pos += bytes + FastLanes.packedBytes(w.toInt)
     }
-    FixedBlock(n, bytes, Codec.wrap(out))
   }
+
+  override def miniBlockIndices(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Array[Int] =
+    if (t > 32 || buffers.size != 1 || n > FastLanes.GroupSize) super.miniBlockIndices(buffers, n, ctx)
+    else {
+      val out = new Array[Int](n)
+      val scratch = FastLanes.localScratch()
+      eachGroup(buffers.head, n, ctx)((pos, w, take, done) =>
+        FastLanes.unpackInts(buffers.head, pos, t, w, take, out, done, scratch))
+      out
+    }
 
   override def miniBlock(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Block = {
     if (buffers.size != 1) ctx.fail(s"bit-packed values in ${buffers.size} chunk buffers, expected 1")

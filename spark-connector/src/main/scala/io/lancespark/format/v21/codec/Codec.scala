@@ -43,6 +43,11 @@ abstract class Codec {
   def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block =
     ctx.unsupported(describe, "block buffer")
 
+  /** A mini-block chunk of dictionary indices (unsigned integers), as ints;
+    * an index beyond `Int.MaxValue` becomes -1. */
+  def miniBlockIndices(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Array[Int] =
+    Codec.indices(miniBlock(buffers, n, ctx), ctx)
+
   /** Bits per value of a fixed-width full-zip value, if this codec has them. */
   def fixedBits: Option[Long] = None
 
@@ -56,6 +61,27 @@ abstract class Codec {
 }
 
 object Codec {
+  /** Unsigned fixed-width integers as ints (-1 for those beyond `Int.MaxValue`). */
+  def indices(block: Block, ctx: CodecContext): Array[Int] = block match {
+    case Block.FixedBlock(n, w, data) =>
+      val count = n.toInt
+      val out = new Array[Int](count)
+      var i = 0
+      w match {
+        case 1 => while (i < count) { out(i) = data.get(i) & 0xff; i += 1 }
+        case 2 => while (i < count) { out(i) = data.getShort(2 * i) & 0xffff; i += 1 }
+        case 4 => while (i < count) { val v = data.getInt(4 * i); out(i) = if (v < 0) -1 else v; i += 1 }
+        case 8 => while (i < count) {
+          val v = data.getLong(8 * i)
+          out(i) = if (v < 0 || v > Int.MaxValue) -1 else v.toInt
+          i += 1
+        }
+        case other => ctx.fail(s"dictionary indices of $other bytes")
+      }
+      out
+    case other => ctx.fail(s"dictionary indices decode to ${other.getClass.getSimpleName}")
+  }
+
   /** The codec of an encoding tree; encodings this reader does not know are
     * refused when they are used, naming the encoding. */
   def of(enc: CompressiveEncoding): Codec = {

@@ -44,6 +44,41 @@ object FastLanes {
       java.util.Arrays.fill(dst, base, base + take * bytes, 0.toByte)
       return
     }
+    val values = unpackValues(src, at, t, w, s)
+    val out = ByteBuffer.wrap(dst, base, take * bytes).slice().order(ByteOrder.LITTLE_ENDIAN)
+    t match {
+      case 64 => out.asLongBuffer().put(values, 0, take)
+      case 32 =>
+        val ints = s.ints
+        var i = 0
+        while (i < take) { ints(i) = values(i).toInt; i += 1 }
+        out.asIntBuffer().put(ints, 0, take)
+      case 16 =>
+        val shorts = s.shorts
+        var i = 0
+        while (i < take) { shorts(i) = values(i).toShort; i += 1 }
+        out.asShortBuffer().put(shorts, 0, take)
+      case _ =>
+        var i = 0
+        while (i < take) { dst(base + i) = values(i).toByte; i += 1 }
+    }
+  }
+
+  /** [[unpack]] into ints (values of `t` <= 32 bits, as unsigned when they
+    * fit 31 bits: dictionary indices), from `dst(dstIndex)`. */
+  def unpackInts(src: ByteBuffer, at: Int, t: Int, w: Int, take: Int, dst: Array[Int], dstIndex: Int,
+                 s: Scratch): Unit = {
+    if (w == 0) {
+      java.util.Arrays.fill(dst, dstIndex, dstIndex + take, 0)
+      return
+    }
+    val values = unpackValues(src, at, t, w, s)
+    var i = 0
+    while (i < take) { dst(dstIndex + i) = values(i).toInt; i += 1 }
+  }
+
+  /** The 1024 values of the group at byte `at` (w > 0), in `s.values`. */
+  private def unpackValues(src: ByteBuffer, at: Int, t: Int, w: Int, s: Scratch): Array[Long] = {
     val lanes = GroupSize / t
     val n = lanes * w
     val words = s.words
@@ -81,23 +116,7 @@ object FastLanes {
       }
       r += 1
     }
-    val out = ByteBuffer.wrap(dst, base, take * bytes).slice().order(ByteOrder.LITTLE_ENDIAN)
-    t match {
-      case 64 => out.asLongBuffer().put(values, 0, take)
-      case 32 =>
-        val ints = s.ints
-        var i = 0
-        while (i < take) { ints(i) = values(i).toInt; i += 1 }
-        out.asIntBuffer().put(ints, 0, take)
-      case 16 =>
-        val shorts = s.shorts
-        var i = 0
-        while (i < take) { shorts(i) = values(i).toShort; i += 1 }
-        out.asShortBuffer().put(shorts, 0, take)
-      case _ =>
-        var i = 0
-        while (i < take) { dst(base + i) = values(i).toByte; i += 1 }
-    }
+    values
   }
 
   /** Packs 1024 values (each below 2^w) of `t` bits into `w`-bit FastLanes

@@ -177,7 +177,8 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     * many entries it has, and its values. */
   private final class Chunk(val rep: Array[Int], val defs: Array[Int], val entries: Int, val values: Block)
 
-  private def decodeChunk(bytes: ByteBuffer, values: Int, cctx: CodecContext, i: Int): Chunk = {
+  private def decodeChunk(bytes: ByteBuffer, values: Int, dictionary: Option[DictionaryValues], cctx: CodecContext,
+                          i: Int): Chunk = {
     val size = bytes.remaining()
     var at = 0
     val headerBytes = 2 + (if (repCodec.isDefined) 2 else 0) + (if (defCodec.isDefined) 2 else 0) +
@@ -217,32 +218,23 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       k += 1
     }
     val n = if (rep == null && defs == null) values else numLevels
-    new Chunk(rep, defs, n, valueCodec.miniBlock(scala.collection.immutable.ArraySeq.unsafeWrapArray(bufs), values, cctx))
+    val wrapped = scala.collection.immutable.ArraySeq.unsafeWrapArray(bufs)
+    val block = dictionary match {
+      case Some(d) => lookup(valueCodec.miniBlockIndices(wrapped, values, cctx), d, cctx)
+      case None    => valueCodec.miniBlock(wrapped, values, cctx)
+    }
+    new Chunk(rep, defs, n, block)
   }
 
   /** Dictionary indices to values. */
-  private def lookup(indices: Block, dict: DictionaryValues, cctx: CodecContext): Block = {
-    val idx = indices match {
-      case FixedBlock(n, w, data) =>
-        val count = n.toInt
-        val out = new Array[Int](count)
-        var i = 0
-        w match {
-          case 1 => while (i < count) { out(i) = data.get(i) & 0xff; i += 1 }
-          case 2 => while (i < count) { out(i) = data.getShort(2 * i) & 0xffff; i += 1 }
-          case 4 => while (i < count) { out(i) = data.getInt(4 * i); i += 1 }
-          case 8 => while (i < count) {
-            val v = data.getLong(8 * i)
-            out(i) = if (v < 0 || v > Int.MaxValue) -1 else v.toInt
-            i += 1
-          }
-          case other => cctx.fail(s"dictionary indices of $other bytes")
-        }
-        out
-      case other => cctx.fail(s"dictionary indices decode to ${other.getClass.getSimpleName}")
-    }
+  private def lookup(idx: Array[Int], dict: DictionaryValues, cctx: CodecContext): Block = {
     val items = layout.getNumDictionaryItems
-    idx.foreach { k => if (k < 0 || k >= items) cctx.fail(s"dictionary index $k out of range ($items items)") }
+    var i = 0
+    while (i < idx.length) {
+      val k = idx(i)
+      if (k < 0 || k >= items) cctx.fail(s"dictionary index $k out of range ($items items)")
+      i += 1
+    }
     dict match {
       case v: VarValues   => DictBlock(idx.length, idx, v, None)
       case v: FixedValues => DictionaryItems.toFixedBlock(idx, v, None, cctx.fail)
@@ -266,9 +258,9 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     var withDef = false
     var c = a
     while (c <= b) {
-      val ch = decodeChunk(Codec.slice(all, (s.offset(c) - s.offset(a)).toInt, s.size(c)), s.values(c), cctx, c)
-      decoded(c - a) = if (s.dictionary.isEmpty) ch
-        else new Chunk(ch.rep, ch.defs, ch.entries, lookup(ch.values, s.dictionary.get, cctx))
+      val ch = decodeChunk(Codec.slice(all, (s.offset(c) - s.offset(a)).toInt, s.size(c)), s.values(c), s.dictionary,
+        cctx, c)
+      decoded(c - a) = ch
       entries += ch.entries
       withRep |= ch.rep != null
       withDef |= ch.defs != null
