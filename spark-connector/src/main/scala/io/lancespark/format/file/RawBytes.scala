@@ -24,6 +24,12 @@ private[format] object RawBytes {
     if (NativeLittleEndian) x else java.lang.Long.reverseBytes(x)
   }
 
+  /** Bytes [at, at + 4) of `a` as a little-endian int. */
+  def intLE(a: Array[Byte], at: Int): Int = {
+    val x = U.getInt(a, ByteBase + at)
+    if (NativeLittleEndian) x else java.lang.Integer.reverseBytes(x)
+  }
+
   /** Bytes [at, at + 8) of `a` as a big-endian long. */
   def longBE(a: Array[Byte], at: Int): Long = {
     val x = U.getLong(a, ByteBase + at)

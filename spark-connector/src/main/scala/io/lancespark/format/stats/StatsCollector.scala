@@ -183,6 +183,9 @@ private[format] object StatsCollector {
     * that differ order their values as unsigned byte-wise comparison does. */
   private[stats] def prefixKey(v: Array[Byte], s: Int, e: Int): Long =
     if (e - s >= 8) io.lancespark.format.file.RawBytes.longBE(v, s)
+    else if (s >= 0 && s + 8 <= v.length)
+      // a shorter value with 8 bytes of the array from it: its bytes, the rest zeroed
+      io.lancespark.format.file.RawBytes.longBE(v, s) & ~(-1L >>> (8 * math.max(0, e - s)))
     else {
       var k = 0L
       var j = 0

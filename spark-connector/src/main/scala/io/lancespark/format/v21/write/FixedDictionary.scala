@@ -1,5 +1,7 @@
 package io.lancespark.format.v21.write
 
+import io.lancespark.format.file.RawBytes
+
 /** A dictionary of fixed-width values (integers, floats, dates, decimals,
   * fixed-size binaries of up to 16 bytes): the distinct values (in order of
   * first appearance, or sorted by [[FixedDictionary.sorted]]) as one flat block, and each value's item number (u32,
@@ -106,6 +108,8 @@ private[write] object FixedDictionary {
 
   /** `len` (1..8) little-endian bytes at `at` as a long. */
   private def word(src: Array[Byte], at: Int, len: Int): Long = {
+    if (len == 8 && at >= 0 && at + 8 <= src.length) return RawBytes.longLE(src, at)
+    if (len == 4 && at >= 0 && at + 4 <= src.length) return RawBytes.intLE(src, at) & 0xffffffffL
     var x = 0L
     var b = len - 1
     while (b >= 0) { x = (x << 8) | (src(at + b) & 0xffL); b -= 1 }

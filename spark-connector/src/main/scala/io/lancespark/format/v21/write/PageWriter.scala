@@ -3,7 +3,7 @@ package io.lancespark.format.v21.write
 import scala.collection.mutable.ArrayBuffer
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.format.file.ByteBuilder
+import io.lancespark.format.file.{ByteBuilder, RawBytes}
 import io.lancespark.format.v21.LayerKind
 import io.lancespark.format.v21.codec.{FsstEncoder, GeneralCodec, InlineBitpackingCodec, OutOfLineBitpackingCodec, RleCodec}
 import io.lancespark.proto.encodings21._
@@ -259,6 +259,11 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
 
   private def readGroup(src: Array[Byte], v: Int, n: Int, w: Int, group: Array[Long]): Unit = {
     var i = 0
+    if ((w == 8 || w == 4) && v >= 0 && (v + n).toLong * w <= src.length) {
+      // whole words at once (bounds checked above), zero-extended
+      if (w == 8) while (i < n) { group(i) = RawBytes.longLE(src, (v + i) * 8); i += 1 }
+      else while (i < n) { group(i) = RawBytes.intLE(src, (v + i) * 4) & 0xffffffffL; i += 1 }
+    }
     while (i < n) {
       var x = 0L
       var b = w - 1
