@@ -753,7 +753,7 @@ _count("spark_count", None,
        "`count()` of the sorted table: Lance answers from the manifest (no job), Parquet from its footers.")
 _count("spark_count_where", "id BETWEEN {lo} AND {hi}",
        "`count()` of `id BETWEEN a AND b` (10% of the sorted table): Lance prunes fragments and pages "
-       "with its page statistics and filters the rows of the pages left (a LocalTableScan, no job, when "
+       "with its page statistics and Spark filters the rows of the pages left (a LocalTableScan, no job, when "
        "the statistics decide every row); Parquet uses row-group statistics and its page index.")
 
 

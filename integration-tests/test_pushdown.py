@@ -211,6 +211,29 @@ def test_count_with_filter_from_statistics(spark, sorted_ds):
     assert df.where("v % 7 = 0").count() == len(range(0, 600_000, 21))
 
 
+def _plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_spark_filters_rows_unless_statistics_decide_them(spark, sorted_ds):
+    df = spark.read.format("lance").load(sorted_ds)
+    # pages of 200 rows: a bound inside a page leaves rows the statistics cannot decide; the scan
+    # prunes by statistics and Spark's Filter above it keeps the rows (as above a Parquet scan)
+    q = df.where("id BETWEEN 1234 AND 1300").select("v")
+    plan = _plan(q)
+    assert "pushedFilters=[" in plan and "Filter" in plan.split("BatchScan")[0], plan
+    assert sorted(r.v for r in q.collect()) == [3 * i for i in range(1234, 1301)]
+    assert _scan_metrics(q)["pagesRead"] <= 2 * 2, plan        # one page per column, maybe two
+    # bounds on page boundaries: every range is wholly in or out, nothing left for a Filter
+    decided = df.where("id >= 1200 AND id < 1400").select("v")
+    plan = _plan(decided)
+    assert "Filter" not in plan.split("BatchScan")[0], plan
+    assert sorted(r.v for r in decided.collect()) == [3 * i for i in range(1200, 1400)]
+    # a LIMIT goes into the scan only when nothing is left for Spark to filter
+    assert "limit=5" in _plan(decided.limit(5)) and len(decided.limit(5).collect()) == 5
+    assert "limit=" not in _plan(q.limit(5)) and len(q.limit(5).collect()) == 5
+
+
 def test_limit_is_pushed_and_correct(spark, sorted_ds):
     df = spark.read.format("lance").load(sorted_ds).limit(7)
     assert "limit=7" in df._jdf.queryExecution().executedPlan().toString()

@@ -26,7 +26,8 @@ final class LanceScan(
     filter: Option[Filter] = None,
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int],
-    planner: ScanPlanner)
+    planner: ScanPlanner,
+    filterRows: Boolean = true)
     extends Scan with Batch with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
@@ -67,8 +68,10 @@ final class LanceScan(
   override def createReaderFactory(): PartitionReaderFactory = {
     val session = SparkSession.active
     val conf = session.sparkContext.broadcast(new SerializableHadoopConf(session.sessionState.newHadoopConf()))
+    // (rows are filtered here only when Spark does not filter them after the scan)
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
-      metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf, filter, filterFields, limit)
+      metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf,
+      if (filterRows) filter else None, if (filterRows) filterFields else Nil, limit)
   }
 
   /** Statistics of the scan as planned, for Spark's join planning: the rows

@@ -12,10 +12,15 @@ import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
 import io.lancespark.table.model.Snapshot
 import io.lancespark.table.scan.ScanPlanner
 
-/** Column pruning (nested too); predicates the connector can evaluate exactly
-  * (it prunes fragments and pages with statistics, then filters the rows it
-  * reads, so Spark need not re-evaluate them); LIMIT; COUNT(*) answered from
-  * the manifest, or from statistics when they decide every row. */
+/** Column pruning (nested too); predicates the connector can evaluate exactly,
+  * which prune fragments and pages by their statistics; LIMIT; COUNT(*)
+  * answered from the manifest, or from statistics when they decide every row.
+  *
+  * The rows of the pages left are filtered by Spark (the predicates are also
+  * returned as post-scan filters): its generated code is faster than an
+  * evaluation here followed by a copy of the rows kept. Only when the
+  * statistics decide every row range (each all or nothing) are the
+  * predicates pushed whole, so that a COUNT(*) or LIMIT can be pushed too. */
 final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, options: ReadConf)
     extends ScanBuilder with SupportsPushDownRequiredColumns with SupportsPushDownAggregates
     with SupportsPushDownV2Filters with SupportsPushDownLimit {
@@ -35,8 +40,12 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       case _ => false
     }
     accepted = ok.map { case (p, f) => p -> f.get }
-    rest.map(_._1).toArray
+    sparkFiltersRows = accepted.nonEmpty && planner.countIfDecided.isEmpty
+    if (sparkFiltersRows) predicates else rest.map(_._1).toArray
   }
+
+  /** Whether Spark filters the rows read (the scan prunes by statistics only). */
+  private var sparkFiltersRows: Boolean = false
 
   override def pushedPredicates(): Array[Predicate] = accepted.map(_._1).toArray
 
@@ -73,7 +82,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))
       val filterFields = filter.toSeq.flatMap(_.columns.map(_.head)).distinct.map(field)
       new LanceScan(snapshot, tableSchema, StructType(data), fields, meta.map(_.name).toSeq, required, options,
-        filter, filterFields, limit, planner)
+        filter, filterFields, limit, planner, filterRows = !sparkFiltersRows)
   }
 
   private def field(name: String): LanceField = snapshot.schema.field(name).getOrElse(
