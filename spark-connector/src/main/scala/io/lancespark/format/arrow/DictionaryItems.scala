@@ -16,13 +16,14 @@ private[format] sealed trait DictionaryValues
 private[format] final case class VarValues(offsets: Array[Long], bytes: Array[Byte]) extends DictionaryValues
 /** Item k is bytes [k * width, (k + 1) * width) of `bytes`. */
 private[format] final case class FixedValues(width: Int, bytes: Array[Byte]) extends DictionaryValues {
-  /** The items as 8-, 4- or 2-byte little-endian integers (by `width`), for lookups. */
+  /** The items as little-endian integers for lookups: 8-byte words (items
+    * of 8 or 16 bytes), 4- or 2-byte integers (by `width`). */
   lazy val longs: Array[Long] = typed(8)(b => { val a = new Array[Long](b.remaining() / 8); b.asLongBuffer().get(a); a })
   lazy val ints: Array[Int] = typed(4)(b => { val a = new Array[Int](b.remaining() / 4); b.asIntBuffer().get(a); a })
   lazy val shorts: Array[Short] = typed(2)(b => { val a = new Array[Short](b.remaining() / 2); b.asShortBuffer().get(a); a })
 
   private def typed[A](w: Int)(read: ByteBuffer => A): A = {
-    require(width == w, s"$width-byte items read as $w-byte integers")
+    require(width == w || (w == 8 && width == 16), s"$width-byte items read as $w-byte integers")
     read(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN))
   }
 }
@@ -83,6 +84,13 @@ private[format] object DictionaryItems {
       case 8 =>
         val src = v.longs
         while (i < c) { val k = which(i); if (k >= 0) out.putLong(i << 3, src(k)); i += 1 }
+      case 16 => // (128-bit decimals: two words an item)
+        val src = v.longs
+        while (i < c) {
+          val k = which(i)
+          if (k >= 0) { out.putLong(i << 4, src(2 * k)); out.putLong((i << 4) + 8, src(2 * k + 1)) }
+          i += 1
+        }
       case 4 =>
         val src = v.ints
         while (i < c) { val k = which(i); if (k >= 0) out.putInt(i << 2, src(k)); i += 1 }
