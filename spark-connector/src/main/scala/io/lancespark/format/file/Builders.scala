@@ -61,12 +61,7 @@ private[format] final class ByteBuilder(initial: Int = 1024) {
     size += 8
   }
 
-  def getLong(i: Int): Long = {
-    var v = 0L
-    var k = 7
-    while (k >= 0) { v = (v << 8) | (arr(8 * i + k) & 0xffL); k -= 1 }
-    v
-  }
+  def getLong(i: Int): Long = RawBytes.uintLE(arr, 8 * i, 8)
 }
 
 /** A growable LSB-first bitmap. */

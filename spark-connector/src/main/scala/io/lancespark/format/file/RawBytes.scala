@@ -24,6 +24,22 @@ private[format] object RawBytes {
     if (NativeLittleEndian) x else java.lang.Long.reverseBytes(x)
   }
 
+  /** Bytes [at, at + len) of `a` (len 0 to 8) as a little-endian unsigned
+    * integer; unlike the loads above, bounds are checked. */
+  def uintLE(a: Array[Byte], at: Int, len: Int): Long = {
+    if (len < 0 || len > 8 || at < 0 || at > a.length - len)
+      throw new IndexOutOfBoundsException(s"$len bytes at $at of an array of ${a.length}")
+    len match {
+      case 8 => longLE(a, at)
+      case 4 => intLE(a, at) & 0xffffffffL
+      case _ =>
+        var v = 0L
+        var k = len - 1
+        while (k >= 0) { v = (v << 8) | (a(at + k) & 0xffL); k -= 1 }
+        v
+    }
+  }
+
   /** Bytes [at, at + 4) of `a` as a little-endian int. */
   def intLE(a: Array[Byte], at: Int): Int = {
     val x = U.getInt(a, ByteBase + at)

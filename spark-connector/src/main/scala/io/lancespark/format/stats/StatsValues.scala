@@ -50,13 +50,7 @@ private[format] object StatsValues {
 
   /** Integer value i (width bytes) of `a`, sign- or zero-extended. */
   def intAt(a: Array[Byte], i: Int, width: Int, signed: Boolean): Long = {
-    val o = i * width
-    if (o < 0 || o + width > a.length) throw new IndexOutOfBoundsException(s"value $i of $width bytes in ${a.length}")
-    if (width == 8) return RawBytes.longLE(a, o)
-    if (width == 4) { val x = RawBytes.intLE(a, o); return if (signed) x.toLong else x & 0xffffffffL }
-    var v = 0L
-    var k = width - 1
-    while (k >= 0) { v = (v << 8) | (a(o + k) & 0xffL); k -= 1 }
+    val v = RawBytes.uintLE(a, i * width, width)
     if (signed && width < 8) { val s = 64 - 8 * width; (v << s) >> s } else v
   }
 

@@ -28,6 +28,8 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   private var required: StructType = tableSchema
   private var countOnly: Option[Int] = None
   private var accepted: Seq[(Predicate, Filter)] = Nil
+  /** Whether Spark filters the rows read (the scan prunes by statistics only). */
+  private var sparkFiltersRows: Boolean = false
   private var limit: Option[Int] = None
 
   override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
@@ -43,9 +45,6 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
     sparkFiltersRows = accepted.nonEmpty && planner.countIfDecided.isEmpty
     if (sparkFiltersRows) predicates else rest.map(_._1).toArray
   }
-
-  /** Whether Spark filters the rows read (the scan prunes by statistics only). */
-  private var sparkFiltersRows: Boolean = false
 
   override def pushedPredicates(): Array[Predicate] = accepted.map(_._1).toArray
 

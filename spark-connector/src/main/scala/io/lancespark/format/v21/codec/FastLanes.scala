@@ -64,8 +64,8 @@ object FastLanes {
     }
   }
 
-  /** [[unpack]] into ints (values of `t` <= 32 bits, as unsigned when they
-    * fit 31 bits: dictionary indices), from `dst(dstIndex)`. */
+  /** [[unpack]] into ints from `dst(dstIndex)`, for dictionary indices
+    * (`t` <= 32; a 32-bit value of 2^31 or more comes out negative). */
   def unpackInts(src: ByteBuffer, at: Int, t: Int, w: Int, take: Int, dst: Array[Int], dstIndex: Int,
                  s: Scratch): Unit = {
     if (w == 0) {

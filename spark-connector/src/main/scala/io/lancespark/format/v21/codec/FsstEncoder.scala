@@ -212,13 +212,7 @@ object FsstEncoder {
 
   /** Up to 8 bytes from `p` (of `avail` left) as a little-endian word, the rest zero. */
   private def load(src: Array[Byte], p: Int, avail: Int): Long =
-    if (avail >= 8) RawBytes.longLE(src, p)
-    else {
-      var w = 0L
-      var k = avail - 1
-      while (k >= 0) { w = (w << 8) | (src(p + k) & 0xffL); k -= 1 }
-      w
-    }
+    if (avail >= 8) RawBytes.longLE(src, p) else RawBytes.uintLE(src, p, avail)
 
   /** A table learnt from values `0 until n` of `data` (value i is
     * `start(i) until end(i)`), from a sample of about 16 KiB of whole values

@@ -5,6 +5,7 @@ import java.nio.ByteBuffer
 import scala.jdk.CollectionConverters._
 
 import io.lancespark.format.arrow.Block
+import io.lancespark.format.file.RawBytes
 import io.lancespark.format.arrow.Block.{FixedBlock, PackedBlock, VarBlock}
 import io.lancespark.proto.encodings21.{PackedStruct, VariablePackedStruct}
 
@@ -88,9 +89,7 @@ final case class VariablePackedStructCodec(packed: VariablePackedStruct) extends
           case (_, Some(lb)) if Set(8L, 16L, 32L, 64L).contains(lb) =>
             val w = (lb / 8).toInt
             if (at + w > rowEnd) ctx.fail(s"packed field $k of row $i runs past the row")
-            var len = 0L
-            var b = w - 1
-            while (b >= 0) { len = (len << 8) | (src(at + b) & 0xffL); b -= 1 }
+            val len = RawBytes.uintLE(src, at, w)
             (at + w, (at + w + len).toInt)
           case _ => ctx.unsupported(describe, "page (a field of neither whole-byte width nor length)")
         }

@@ -37,8 +37,8 @@ private[write] object FixedDictionary {
     var i = 0
     while (i < n) {
       val at = i * w
-      val lo = word(src, at, math.min(w, 8))
-      val hi = if (w > 8) word(src, at + 8, w - 8) else 0L
+      val lo = RawBytes.uintLE(src, at, math.min(w, 8))
+      val hi = if (w > 8) RawBytes.uintLE(src, at + 8, w - 8) else 0L
       val id = table.idOf(hi, lo)
       if (id < 0) return None
       indices(4 * i) = id.toByte; indices(4 * i + 1) = (id >>> 8).toByte
@@ -72,7 +72,7 @@ private[write] object FixedDictionary {
     require(w <= 8, s"sorting $w-byte items")
     val values = new Array[Long](d.count)
     var v = 0
-    while (v < d.count) { values(v) = word(d.items, v * w, w); v += 1 }
+    while (v < d.count) { values(v) = RawBytes.uintLE(d.items, v * w, w); v += 1 }
     val order = values.clone()
     java.util.Arrays.sort(order)
     val rank = new Array[Int](d.count)
@@ -100,20 +100,10 @@ private[write] object FixedDictionary {
     var i = 0
     while (i < n) {
       val at = i * w
-      if (table.idOf(if (w > 8) word(src, at + 8, w - 8) else 0L, word(src, at, math.min(w, 8))) < 0) return -1
+      if (table.idOf(if (w > 8) RawBytes.uintLE(src, at + 8, w - 8) else 0L, RawBytes.uintLE(src, at, math.min(w, 8))) < 0) return -1
       i += 1
     }
     table.size
-  }
-
-  /** `len` (1..8) little-endian bytes at `at` as a long. */
-  private def word(src: Array[Byte], at: Int, len: Int): Long = {
-    if (len == 8 && at >= 0 && at + 8 <= src.length) return RawBytes.longLE(src, at)
-    if (len == 4 && at >= 0 && at + 4 <= src.length) return RawBytes.intLE(src, at) & 0xffffffffL
-    var x = 0L
-    var b = len - 1
-    while (b >= 0) { x = (x << 8) | (src(at + b) & 0xffL); b -= 1 }
-    x
   }
 
   private def put(dst: Array[Byte], at: Int, len: Int, x: Long): Unit = {

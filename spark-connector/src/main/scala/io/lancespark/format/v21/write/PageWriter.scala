@@ -259,19 +259,7 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
 
   private def readGroup(src: Array[Byte], v: Int, n: Int, w: Int, group: Array[Long]): Unit = {
     var i = 0
-    if ((w == 8 || w == 4) && v >= 0 && (v + n).toLong * w <= src.length) {
-      // whole words at once (bounds checked above), zero-extended
-      if (w == 8) while (i < n) { group(i) = RawBytes.longLE(src, (v + i) * 8); i += 1 }
-      else while (i < n) { group(i) = RawBytes.intLE(src, (v + i) * 4) & 0xffffffffL; i += 1 }
-    }
-    while (i < n) {
-      var x = 0L
-      var b = w - 1
-      val at = (v + i) * w
-      while (b >= 0) { x = (x << 8) | (src(at + b) & 0xffL); b -= 1 }
-      group(i) = x
-      i += 1
-    }
+    while (i < n) { group(i) = RawBytes.uintLE(src, (v + i) * w, w); i += 1 }
     java.util.Arrays.fill(group, n, 1024, 0L)
   }
 
