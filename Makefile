@@ -62,11 +62,12 @@ test-integration: python
 
 test: test-scala test-python test-integration
 
-# The randomized differential tests at length (make test runs 150 seeds per case), and
-# every commit point a writer can be killed at (make test kills it at two).
+# The randomized differential tests at length (make test runs 150 seeds per case and 20
+# Delta sequences), every commit point a writer can be killed at (make test kills it at
+# two), and the whole pylance read matrix (make test reads 4 of its 7 datasets).
 test-long: python
-	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 $(PY) -m pytest -q -k differential integration-tests
-	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k killed integration-tests
+	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 $(PY) -m pytest -q -k differential integration-tests
+	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or test_read_interop" integration-tests
 
 demo: python
 	$(PY) examples/demo.py

@@ -2,6 +2,8 @@
 columns, both manifest naming schemes, stable row ids on and off, every version."""
 from __future__ import annotations
 
+import os
+
 import lance
 import pyarrow as pa
 import pytest
@@ -9,15 +11,17 @@ import pytest
 from compare import assert_same, oracle_rows, spark_rows
 from lance_datasets import build_history, deletion_suffixes
 
+# (file version, v2 manifest paths, stable row ids): every file version, and each
+# of the two table features on and off, in `make test`; every pairing the
+# matrix in `make test-long` (LANCE_LONG_TESTS=1)
 MATRIX = [
     ("legacy", False, False),
-    ("legacy", True, True),
     ("2.0", True, False),
-    ("2.0", False, True),
     ("2.1", True, True),
     ("2.2", False, False),
-    ("2.2", True, True),
 ]
+if os.environ.get("LANCE_LONG_TESTS") == "1":
+    MATRIX += [("legacy", True, True), ("2.0", False, True), ("2.2", True, True)]
 
 
 @pytest.fixture(scope="module")
