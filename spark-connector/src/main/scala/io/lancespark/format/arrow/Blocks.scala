@@ -41,6 +41,10 @@ object Block {
     * `items`, or null when it is -1 (then `validity` is defined). */
   private[format] final case class DictBlock(length: Long, which: Array[Int], items: VarValues, validity: Option[Bits])
       extends Block
+  /** Dictionary-encoded fixed-width values: row i is item `which(i)` of
+    * `items` (every index in range; nulls come from the levels). Left as ids
+    * so that the vector loader looks items up straight into the vector. */
+  private[format] final case class FixedDictBlock(length: Long, which: Array[Int], items: FixedValues) extends Block
   /** Values with a validity bitmap (bit set = valid). */
   final case class NullableBlock(validity: Bits, values: Block) extends Block {
     def length: Long = values.length

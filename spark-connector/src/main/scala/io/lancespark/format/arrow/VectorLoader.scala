@@ -165,6 +165,7 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
           unwrap(s)._2 match {
             case Some(inner) => inner.block match {
               case FixedBlock(_, `w`, src) => data.setBytes(dst * w, view(src, inner.start * w, s.count * w))
+              case d: FixedDictBlock if d.items.width == w => lookUp(d, inner.start.toInt, s.count.toInt, data, dst)
               case other => mismatch(v, other)
             }
             case None => data.setZero(dst * w, s.count * w) // all null: values are zeros
@@ -177,6 +178,44 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
       case v: BaseVariableWidthVector      => loadVar(v, slices, n, 4)
       case v: BaseLargeVariableWidthVector => loadVar(v, slices, n, 8)
       case other => fail(s"unsupported Arrow vector ${other.getClass.getSimpleName} for a leaf column")
+    }
+  }
+
+  /** Rows [from, from + count) of a fixed-width dictionary block, looked up
+    * into `data` from value `at`: one bounds check, then a typed store a row. */
+  private def lookUp(d: FixedDictBlock, from: Int, count: Int, data: ArrowBuf, at: Long): Unit = {
+    if (count <= 0) return
+    val w = d.items.width
+    if (from < 0 || from + count > d.which.length) fail(s"rows [$from, ${from + count}) of ${d.which.length}")
+    data.checkBytes(at * w, (at + count) * w)
+    val which = d.which
+    var addr = data.memoryAddress() + at * w
+    var i = from
+    val end = from + count
+    w match {
+      case 8 =>
+        val src = d.items.longs
+        while (i < end) { MemoryUtil.putLong(addr, src(which(i))); addr += 8; i += 1 }
+      case 16 => // (128-bit decimals: two words an item)
+        val src = d.items.longs
+        while (i < end) {
+          val k = which(i)
+          MemoryUtil.putLong(addr, src(2 * k)); MemoryUtil.putLong(addr + 8, src(2 * k + 1))
+          addr += 16; i += 1
+        }
+      case 4 =>
+        val src = d.items.ints
+        while (i < end) { MemoryUtil.putInt(addr, src(which(i))); addr += 4; i += 1 }
+      case 2 =>
+        val src = d.items.shorts
+        while (i < end) { MemoryUtil.putShort(addr, src(which(i))); addr += 2; i += 1 }
+      case 1 =>
+        val src = d.items.bytes
+        while (i < end) { MemoryUtil.putByte(addr, src(which(i))); addr += 1; i += 1 }
+      case _ =>
+        val src = d.items.bytes
+        val base = data.memoryAddress()
+        while (i < end) { data.setBytes(addr - base, src, which(i) * w, w); addr += w; i += 1 }
     }
   }
 

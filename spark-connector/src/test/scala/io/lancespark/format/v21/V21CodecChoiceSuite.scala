@@ -35,12 +35,12 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
 
   /** Writes one column at 2.`minor` with `codecs`; returns the file and its pages' layouts. */
   private def write(name: String, t: ArrowType, vals: IndexedSeq[Any], minor: Int,
-                    codecs: WriteCodecs): (Path, Vector[String]) = {
+                    codecs: WriteCodecs, pageBytes: Long = V21FileWriter.DefaultMaxPageBytes * 8): (Path, Vector[String]) = {
     val schema = LanceSchema.fromArrow(new Schema(Seq(f("c", t)).asJava))
     val p = tmp.resolve(s"$name.lance")
     withVectors(vectors(schema, Seq(vals))) { vs =>
       val w = new V21FileWriter(Files.newOutputStream(p), p.toString, schema, minor, vals.size.max(1),
-        V21FileWriter.DefaultMaxPageBytes * 8, codecs)
+        pageBytes, codecs)
       try { w.write(vs); w.finish() } finally w.close()
       val r = V21FileReader.openStandalone(new LocalFileSource(p))
       try {
@@ -54,10 +54,11 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
 
   /** The chosen layout contains `expected`, the file is smaller than plain,
     * and pylance reads it. */
-  private def chooses(name: String, t: ArrowType, vals: IndexedSeq[Any], expected: String, minor: Int = 2): Unit = {
-    val (p, layouts) = write(s"$name-2.$minor", t, vals, minor, WriteCodecs())
+  private def chooses(name: String, t: ArrowType, vals: IndexedSeq[Any], expected: String, minor: Int = 2,
+                      pageBytes: Long = V21FileWriter.DefaultMaxPageBytes * 8): Unit = {
+    val (p, layouts) = write(s"$name-2.$minor", t, vals, minor, WriteCodecs(), pageBytes)
     assert(layouts.nonEmpty && layouts.forall(_.contains(expected)), s"$name: $layouts")
-    val (q, plainLayouts) = write(s"$name-plain-2.$minor", t, vals, minor, plain)
+    val (q, plainLayouts) = write(s"$name-plain-2.$minor", t, vals, minor, plain, pageBytes)
     assert(Files.size(p) < Files.size(q), s"$name: ${Files.size(p)} bytes, plain ${Files.size(q)} ($plainLayouts)")
     withVectors(vectors(LanceSchema.fromArrow(new Schema(Seq(f("c", t)).asJava)), Seq(vals))) { vs =>
       writeIpc(tmp.resolve(s"$name-2.$minor.arrow"), vs)
@@ -96,6 +97,17 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     chooses("urls", utf8, IndexedSeq.tabulate(n)(i =>
       s"https://${hosts(i % 3)}/products/category-${i % 97}/item-${i * 7919 % 1000003}?ref=campaign-${i % 13}"),
       "fsst(variable(32-bit offsets))")
+  }
+
+  test("FSST over many pages: a column's table serves its next pages, and is learnt again when the values change") {
+    val hosts = Vector("example.com", "shop.example.org", "cdn.images.net")
+    // 60 pages of URLs, then pages of hex digests (which the URLs' table compresses badly), then URLs again
+    val urls = IndexedSeq.tabulate(3 * n)(i => s"https://${hosts(i % 3)}/item-${i * 7919 % 1000003}?ref=c${i % 13}")
+    val hex = IndexedSeq.tabulate(n)(i => f"${i.toLong * 0x9E3779B97F4A7C15L}%016x${i * 31}%08x")
+    val vals = urls.take(2 * n) ++ hex ++ urls.drop(2 * n)
+    chooses("fsst_pages", utf8, vals, "fsst(variable(32-bit offsets))", pageBytes = 128 * 1024)
+    val (_, layouts) = write("fsst_pages_count", utf8, vals, 2, WriteCodecs(), 128 * 1024)
+    assert(layouts.size >= 40, s"${layouts.size} pages")
   }
 
   private val decimal = new ArrowType.Decimal(15, 2, 128)

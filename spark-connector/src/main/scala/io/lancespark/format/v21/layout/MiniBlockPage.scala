@@ -3,7 +3,7 @@ package io.lancespark.format.v21.layout
 import java.nio.ByteBuffer
 
 import io.lancespark.format.arrow.{AllNullValues, Block, DictionaryItems, DictionaryValues, FixedValues, VarValues}
-import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, VarBlock}
+import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, FixedDictBlock, VarBlock}
 import io.lancespark.format.file.PageMeta
 import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.{LeafColumn, LeafRun, Levels, RepDef}
@@ -237,7 +237,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     }
     dict match {
       case v: VarValues   => DictBlock(idx.length, idx, v, None)
-      case v: FixedValues => DictionaryItems.toFixedBlock(idx, v, None, cctx.fail)
+      case v: FixedValues => FixedDictBlock(idx.length, idx, v)
       case AllNullValues  => AllNullBlock(idx.length)
     }
   }

@@ -396,22 +396,49 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     (max, prev)
   }
 
+  /** A column's last FSST table, kept for its next pages: `ratio` is what it
+    * made of the page it was learnt from, `pages` how many pages used it. */
+  private final class LearntTable(val encoder: FsstEncoder, val serialized: Array[Byte], val ratio: Double,
+                                  var pages: Int)
+  private val learnt = scala.collection.mutable.LongMap.empty[LearntTable]
+
   /** The values FSST-compressed (the table, the codes, each value's end), as
     * the reference does when values reach 5 bytes and the page 32 KiB, if
-    * that makes them smaller. */
+    * that makes them smaller. A column's table is learnt from one page and
+    * used for its next ones (each page stores its table) while it compresses
+    * them nearly as well (a learning costs a sixth of a page's compression),
+    * and learnt again at least every `RelearnPages` pages. */
   private def fsst(lb: LeafBuffer): Option[(Array[Byte], Array[Byte], Array[Long])] = {
     val (maxLen, total) = varStats(lb)
     if (!codecs.fsst || maxLen < FsstEncoder.MinMaxLength || total < FsstEncoder.MinInputBytes) return None
     val n = lb.values
     def start(i: Int): Int = if (i == 0) 0 else lb.ends.getLong(i - 1).toInt
     def end(i: Int): Int = lb.ends.getLong(i).toInt
-    val enc = FsstEncoder.train(lb.fixed.arr, start, end, n)
-    val out = new ByteBuilder((total / 2).toInt + 1024)
-    val ends = new Array[Long](n)
-    var i = 0
-    while (i < n) { enc.compress(lb.fixed.arr, start(i), end(i), out); ends(i) = out.size; i += 1 }
-    if (out.size + FsstEncoder.TableBytes < 0.9 * total) Some((enc.serialized, out.arr, ends)) else None
+    def compress(enc: FsstEncoder): (ByteBuilder, Array[Long]) = {
+      val out = new ByteBuilder((total / 2).toInt + 1024)
+      val ends = new Array[Long](n)
+      var i = 0
+      while (i < n) { enc.compress(lb.fixed.arr, start(i), end(i), out); ends(i) = out.size; i += 1 }
+      (out, ends)
+    }
+    val reused = learnt.get(lb.column.toLong).filter(_.pages < RelearnPages).flatMap { t =>
+      val (out, ends) = compress(t.encoder)
+      if (out.size <= total * t.ratio * ReuseSlack) { t.pages += 1; Some((t.serialized, out, ends)) } else None
+    }
+    val (table, out, ends) = reused.getOrElse {
+      val enc = FsstEncoder.train(lb.fixed.arr, start, end, n)
+      val (out, ends) = compress(enc)
+      val serialized = enc.serialized
+      learnt.update(lb.column.toLong, new LearntTable(enc, serialized, out.size.toDouble / total, 1))
+      (serialized, out, ends)
+    }
+    if (out.size + FsstEncoder.TableBytes < 0.9 * total) Some((table, out.arr, ends)) else None
   }
+
+  /** Pages a learnt FSST table serves at most, and how much worse than on
+    * the page it was learnt from it may compress the next ones. */
+  private val RelearnPages = 16
+  private val ReuseSlack = 1.03
 
   /** For strings of few distinct values: ((dictionary encoding, its buffer),
     * the indices (u32 each), the number of items). */
