@@ -125,11 +125,20 @@ object RepDef {
     var bad = 0
     var nulls = 0
     var e = 0
-    while (e < size) {
-      val stop = math.min(size, e + 8)
+    // eight levels (each 0 or 1) a byte of the bitmap
+    while (e + 8 <= size) {
+      val d0 = defs(e); val d1 = defs(e + 1); val d2 = defs(e + 2); val d3 = defs(e + 3)
+      val d4 = defs(e + 4); val d5 = defs(e + 5); val d6 = defs(e + 6); val d7 = defs(e + 7)
+      bad |= (d0 | d1 | d2 | d3 | d4 | d5 | d6 | d7) & ~1
+      val isNull = d0 | (d1 << 1) | (d2 << 2) | (d3 << 3) | (d4 << 4) | (d5 << 5) | (d6 << 6) | (d7 << 7)
+      valid(e >>> 3) = (~isNull).toByte
+      nulls += Integer.bitCount(isNull & 0xff)
+      e += 8
+    }
+    if (e < size) {
       var b = 0
       var k = 0
-      while (e + k < stop) {
+      while (e + k < size) {
         val d = defs(e + k)
         bad |= d & ~1
         b |= (1 - (d & 1)) << k
@@ -137,7 +146,6 @@ object RepDef {
         k += 1
       }
       valid(e >>> 3) = b.toByte
-      e = stop
     }
     if (bad != 0) {
       val at = defs.iterator.take(size).indexWhere(d => (d & ~1) != 0)

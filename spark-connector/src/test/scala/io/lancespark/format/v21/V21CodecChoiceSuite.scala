@@ -128,6 +128,19 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     assert(layouts.forall(_.contains("dictionary")), layouts)
   }
 
+  test("a compressed dictionary decoded once serves only pages storing the same bytes") {
+    // the same file name, item count and sizes, other prices: what the second
+    // file holds is read, not the first one's cached dictionary
+    def prices(seed: Int) = {
+      val rnd = new scala.util.Random(seed)
+      IndexedSeq.fill(n)(math.round(rnd.nextDouble() * rnd.nextDouble() * 8000) / 100.0 + seed)
+    }
+    Seq(1, 2, 1).foreach { seed =>
+      val (_, layouts) = write("cached_dictionary", double, prices(seed), 2, WriteCodecs())
+      assert(layouts.forall(_.contains("dictionary")), layouts)
+    }
+  }
+
   test("decimal prices of many values: lz4 over flat 128-bit chunks (within 1.75x of zstd, faster to decode)") {
     val rnd = new scala.util.Random(5)
     chooses("prices", decimal, IndexedSeq.fill(n)(java.math.BigDecimal.valueOf(90000L + rnd.nextInt(10000000), 2)),

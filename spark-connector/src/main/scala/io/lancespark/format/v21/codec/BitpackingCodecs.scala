@@ -80,6 +80,43 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
   def describe: String = s"bitpack(${w.getOrElse("?")} of $u bits)"
 
   override def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block = {
+    val bytes = u / 8
+    val out = new Array[Byte](n * bytes)
+    val scratch = FastLanes.localScratch()
+    val tail = groups(buffer, n, ctx) { (at, width, take, done) =>
+      FastLanes.unpack(buffer, at, u, width, take, out, done, scratch)
+    }
+    tail.foreach { at =>
+      val d = buffer.duplicate(); d.position(at)
+      d.get(out, (n / FastLanes.GroupSize) * FastLanes.GroupSize * bytes, (n % FastLanes.GroupSize) * bytes)
+    }
+    FixedBlock(n, bytes, Codec.wrap(out))
+  }
+
+  // levels: unpacked straight to ints
+  override def blockInts(buffer: ByteBuffer, n: Int, ctx: CodecContext): Array[Int] =
+    if (u > 16) super.blockInts(buffer, n, ctx)
+    else {
+      val out = new Array[Int](n)
+      val scratch = FastLanes.localScratch()
+      val tail = groups(buffer, n, ctx) { (at, width, take, done) =>
+        FastLanes.unpackInts(buffer, at, u, width, take, out, done, scratch)
+      }
+      tail.foreach { at =>
+        var i = (n / FastLanes.GroupSize) * FastLanes.GroupSize
+        var p = at
+        while (i < n) {
+          out(i) = if (u == 8) buffer.get(p) & 0xff else buffer.getShort(p) & 0xffff
+          p += u / 8; i += 1
+        }
+      }
+      out
+    }
+
+  /** Calls `unpack(byte position, width, values, values before)` for each
+    * packed group of the buffer's `n` values; returns the byte position of a
+    * last partial group stored raw, if it is. */
+  private def groups(buffer: ByteBuffer, n: Int, ctx: CodecContext)(unpack: (Int, Int, Int, Int) => Unit): Option[Int] = {
     if (!Set(8, 16, 32, 64).contains(u)) ctx.fail(s"bit-packing of $u-bit values")
     val width = w.getOrElse(ctx.unsupported(describe, "block buffer (packed values not flat)"))
     if (width < 0 || width > u) ctx.fail(s"bit-packing to $width bits of $u-bit values")
@@ -91,24 +128,20 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
     val tail = n % FastLanes.GroupSize
     val words = buffer.remaining() / bytes
     val tailRaw = tail > 0 && words == whole * groupWords + tail
-    val out = new Array[Byte](n * bytes)
-    val scratch = FastLanes.localScratch()
     var g = 0
-    val groups = whole + (if (tail > 0 && !tailRaw) 1 else 0)
-    while (g < groups) {
+    val count = whole + (if (tail > 0 && !tailRaw) 1 else 0)
+    while (g < count) {
       val at = (g * groupWords * bytes).toInt
       ctx.check(at, groupBytes, buffer.remaining(), s"bit-packed group $g")
-      FastLanes.unpack(buffer, at, u, width, math.min(FastLanes.GroupSize, n - g * FastLanes.GroupSize), out,
-        g * FastLanes.GroupSize, scratch)
+      unpack(at, width, math.min(FastLanes.GroupSize, n - g * FastLanes.GroupSize), g * FastLanes.GroupSize)
       g += 1
     }
-    if (tailRaw) {
+    if (!tailRaw) None
+    else {
       val at = (whole * groupWords * bytes).toInt
       ctx.check(at, tail.toLong * bytes, buffer.remaining(), "the unpacked tail")
-      val d = buffer.duplicate(); d.position(at)
-      d.get(out, whole * FastLanes.GroupSize * bytes, tail * bytes)
+      Some(at)
     }
-    FixedBlock(n, bytes, Codec.wrap(out))
   }
 }
 

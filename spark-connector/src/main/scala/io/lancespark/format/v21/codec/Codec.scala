@@ -48,6 +48,11 @@ abstract class Codec {
   def miniBlockIndices(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Array[Int] =
     Codec.indices(miniBlock(buffers, n, ctx), ctx)
 
+  /** A block buffer of unsigned integers (repetition and definition levels),
+    * as ints; a value beyond `Int.MaxValue` becomes -1. */
+  def blockInts(buffer: ByteBuffer, n: Int, ctx: CodecContext): Array[Int] =
+    Codec.indices(block(buffer, n, ctx), ctx)
+
   /** Bits per value of a fixed-width full-zip value, if this codec has them. */
   def fixedBits: Option[Long] = None
 

@@ -127,10 +127,13 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     val dictionary = dictCodec.map { c =>
       val d = buffer(2, path, "dictionary")
       val count = cctx.count(layout.getNumDictionaryItems, "dictionary")
-      c.block(source.read(d.position, d.size), count, cctx) match {
+      val stored = source.read(d.position, d.size)
+      def decoded: DictionaryValues = c.block(stored, count, cctx) match {
         case b @ (_: VarBlock | _: FixedBlock) => DictionaryItems(None, b, count, 0, cctx.fail).values
         case other => cctx.fail(s"a dictionary that decodes to ${other.getClass.getSimpleName}")
       }
+      val enc = layout.getDictionary
+      if (enc.hasGeneral || enc.hasFsst) DecodedDictionaries(enc.toByteString, count, stored)(decoded) else decoded
     }
     new State(offset, size, values, firstRow, rowsStarting, hasPreamble, dictionary)
   }

@@ -44,28 +44,19 @@ abstract class StructuralPage(val meta: PageMeta, val leaf: LeafColumn) {
   }
 
   /** Levels (u16 values) from a block buffer, decoded with `codec` if there is one. */
-  protected def levels(buf: ByteBuffer, n: Int, codec: Option[Codec], what: String, cctx: CodecContext): Array[Int] = {
-    val out = new Array[Int](n)
+  protected def levels(buf: ByteBuffer, n: Int, codec: Option[Codec], what: String, cctx: CodecContext): Array[Int] =
     codec match {
       case None =>
         cctx.check(0, 2L * n, buf.remaining(), s"$n $what levels")
+        val out = new Array[Int](n)
         var i = 0
         while (i < n) { out(i) = buf.getShort(2 * i) & 0xffff; i += 1 }
+        out
       case Some(c) =>
-        c.block(buf, n, cctx) match {
-          case io.lancespark.format.arrow.Block.FixedBlock(_, w, data) =>
-            var i = 0
-            w match {
-              case 1 => while (i < n) { out(i) = data.get(i) & 0xff; i += 1 }
-              case 2 => while (i < n) { out(i) = data.getShort(2 * i) & 0xffff; i += 1 }
-              case 4 => while (i < n) { out(i) = data.getInt(4 * i); i += 1 }
-              case _ => cctx.fail(s"$what levels of $w bytes")
-            }
-          case other => cctx.fail(s"$what levels decode to ${other.getClass.getSimpleName}")
-        }
+        val out = c.blockInts(buf, n, cctx)
+        if (out.length != n) cctx.fail(s"${out.length} $what levels decoded, expected $n")
+        out
     }
-    out
-  }
 
   /** Canonical levels for `n` entries from page levels (either may be null). */
   protected def canonicalLevels(rep: Array[Int], defs: Array[Int], n: Int, defMap: Array[Int], path: String): Levels = {
