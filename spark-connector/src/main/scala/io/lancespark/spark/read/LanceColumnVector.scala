@@ -180,7 +180,10 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     val cached = itemStrings(k)
     if (cached != null) cached
     else {
-      val made = items.withItem(k)((bytes, offset, length) => UTF8String.fromBytes(bytes, offset, length))
+      // each item in a byte array of its own: what Spark's hash aggregates and
+      // joins ask of a key string (getBytes) is then that array, not a copy a row
+      val made = items.withItem(k)((bytes, offset, length) =>
+        UTF8String.fromBytes(java.util.Arrays.copyOfRange(bytes, offset, offset + length)))
       itemStrings(k) = made
       made
     }
