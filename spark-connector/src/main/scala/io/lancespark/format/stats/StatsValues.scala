@@ -64,6 +64,10 @@ private[format] object StatsValues {
   def compareDecimal(a: Array[Byte], i: Int, j: Int, width: Int): Int = {
     val oi = i * width
     val oj = j * width
+    if (width == 16) { // two words: the high one signed, then the low one unsigned
+      val hi = java.lang.Long.compare(RawBytes.longLE(a, oi + 8), RawBytes.longLE(a, oj + 8))
+      return if (hi != 0) hi else java.lang.Long.compareUnsigned(RawBytes.longLE(a, oi), RawBytes.longLE(a, oj))
+    }
     val hi = java.lang.Byte.compare(a(oi + width - 1), a(oj + width - 1))
     if (hi != 0) return hi
     var k = width - 2

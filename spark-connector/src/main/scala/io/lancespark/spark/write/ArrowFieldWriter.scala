@@ -76,6 +76,10 @@ object ArrowFieldWriter {
           s"column '$column': value $bd does not fit the dataset's uint64 type")
         v.setSafe(i, bd.longValue)
       }
+    // decimals of up to 18 digits are a long in Spark: its unscaled value, sign-extended to 128 bits
+    case (v: DecimalVector, d: DecimalType) if d.precision <= Decimal.MAX_LONG_DIGITS =>
+      checkDecimal(v, d, column)
+      simple(v, column)((in, o, i) => v.setSafe(i, in.getDecimal(o, d.precision, d.scale).toUnscaledLong))
     case (v: DecimalVector, d: DecimalType) => decimal(v, d, column)((i, bd) => v.setSafe(i, bd))
     case (v: Decimal256Vector, d: DecimalType) => decimal(v, d, column)((i, bd) => v.setSafe(i, bd))
     case (v: VarCharVector, StringType) => simple(v, column)((in, o, i) => setUtf8(v, i, in.getUTF8String(o)))
@@ -146,11 +150,15 @@ object ArrowFieldWriter {
     }
 
   private def decimal(v: ValueVector, d: DecimalType, column: String)(set: (Int, JBigDecimal) => Unit): ArrowFieldWriter = {
+    checkDecimal(v, d, column)
+    simple(v, column)((in, o, i) => set(i, in.getDecimal(o, d.precision, d.scale).toJavaBigDecimal))
+  }
+
+  private def checkDecimal(v: ValueVector, d: DecimalType, column: String): Unit = {
     val t = v.getField.getType.asInstanceOf[org.apache.arrow.vector.types.pojo.ArrowType.Decimal]
     if (t.getScale != d.scale || t.getPrecision < d.precision)
       throw new LanceFormatException(
         s"column '$column': Spark ${d.simpleString} cannot be written to decimal(${t.getPrecision},${t.getScale})")
-    simple(v, column)((in, o, i) => set(i, in.getDecimal(o, d.precision, d.scale).toJavaBigDecimal))
   }
 
   private def exactDiv(x: Long, by: Long, unit: String, column: String): Long = {
