@@ -29,7 +29,8 @@ private[format] object RawBytes {
   def uintLE(a: Array[Byte], at: Int, len: Int): Long = {
     if (len < 0 || len > 8 || at < 0 || at > a.length - len)
       throw new IndexOutOfBoundsException(s"$len bytes at $at of an array of ${a.length}")
-    len match {
+    if (at <= a.length - 8) longLE(a, at) & (if (len == 8) -1L else (1L << (8 * len)) - 1) // a word, masked
+    else len match {
       case 8 => longLE(a, at)
       case 4 => intLE(a, at) & 0xffffffffL
       case _ =>
