@@ -147,6 +147,12 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
       "lz4(flat(128")
   }
 
+  test("random doubles with a fifth null: lz4 over flat chunks (it takes out the zeroed null slots)") {
+    val rnd = new scala.util.Random(7)
+    chooses("nullable_doubles", double, IndexedSeq.fill(n)(if (rnd.nextInt(5) == 0) null else rnd.nextDouble() * 0.5),
+      "lz4(flat(64")
+  }
+
   test("random doubles stay flat") {
     val rnd = new scala.util.Random(6)
     val (_, layouts) = write("random_doubles", double, IndexedSeq.fill(n)(rnd.nextDouble()), 2, WriteCodecs())

@@ -200,20 +200,22 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     * sample chunk shrinks to 70% or less: with lz4 when its output is at most
     * 1.75 times zstd's (lz4 decodes several times faster: these are the
     * values every scan of the column decompresses, e.g. TPC-H prices, which
-    * lz4 takes to 32% and zstd to 21%), else with zstd. */
+    * lz4 takes to 32% and zstd to 21%), else with zstd. When only lz4's 90%
+    * or less is within reach (random doubles with nulls, whose zeroed null
+    * slots it takes out), with lz4. */
   private def compressedIfItPays(values: FlatValues, w: Int, n: Int): Values = {
     if (!codecs.general || n < 64) return values
     val perChunk = pow2AtMost(16 * 1024 / w)
     val sample = values.chunk(0, math.min(perChunk, n)).head
     def size(scheme: CompressionScheme): Int = GeneralCodec.compress(scheme, sample, 0, sample.length).length
     val zstd = size(CompressionScheme.COMPRESSION_ALGORITHM_ZSTD)
-    if (zstd > 0.7 * sample.length) values
-    else {
-      val lz4 = size(CompressionScheme.COMPRESSION_ALGORITHM_LZ4)
-      val scheme = if (lz4 <= 0.7 * sample.length && lz4 <= 1.75 * zstd) CompressionScheme.COMPRESSION_ALGORITHM_LZ4
-                   else CompressionScheme.COMPRESSION_ALGORITHM_ZSTD
-      new CompressedValues(values, perChunk, scheme)
-    }
+    val lz4 = size(CompressionScheme.COMPRESSION_ALGORITHM_LZ4)
+    val zstdPays = zstd <= 0.7 * sample.length
+    if ((zstdPays && lz4 <= 0.7 * sample.length && lz4 <= 1.75 * zstd) || (!zstdPays && lz4 <= 0.9 * sample.length))
+      new CompressedValues(values, perChunk, CompressionScheme.COMPRESSION_ALGORITHM_LZ4)
+    else if (zstdPays)
+      new CompressedValues(values, perChunk, CompressionScheme.COMPRESSION_ALGORITHM_ZSTD)
+    else values
   }
 
   /** A dictionary of fixed-width items zstd-compressed when that saves a
