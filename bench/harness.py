@@ -24,12 +24,19 @@ class Mode:
     spark_rows: int           # rows of the Spark workloads
     warmup: int
     reps: int
+    warmup_seconds: float = 0.0   # ...and warm-up runs until each side has run this long
+    measured_seconds: float = 0.0  # ...and timed runs until each side has run this long
+    max_reps: int = 0             # (at most this many timed runs a side)
 
 
 # Full mode warms each side up three times: a fresh JVM needs a few runs of a
 # workload before the JIT has compiled both readers (one warm-up left Lance's
 # code partly interpreted in the first timed runs, which skewed the medians).
-FULL = Mode("full", reader_rows=1_000_000, spark_rows=10_000_000, warmup=3, reps=5)
+# Short workloads (single-column scans of 0.2-0.5 s) run more: warm-up runs
+# until each side has run 5 s, timed runs until each side has 3 s of them, so
+# their medians move less between runs (5 timed runs of 0.3 s moved by +-0.1).
+FULL = Mode("full", reader_rows=1_000_000, spark_rows=10_000_000, warmup=3, reps=5,
+            warmup_seconds=5.0, measured_seconds=3.0, max_reps=15)
 QUICK = Mode("quick", reader_rows=1_000_000, spark_rows=500_000, warmup=1, reps=3)
 
 
@@ -168,18 +175,27 @@ def run(w: Workload, ctx: Context) -> Dict[str, Any]:
                 p.reset(s)
             return _measure(sides[s], ctx, spark)
 
-        for i in range(ctx.mode.warmup):
-            res = {s: measure(s)["_result"] for s in sides}
+        warmed = {s: 0.0 for s in sides}
+        i = 0
+        while i < ctx.mode.warmup or min(warmed.values()) < ctx.mode.warmup_seconds:
+            ms = {s: measure(s) for s in sides}
+            for s in sides:
+                warmed[s] += ms[s]["seconds"]
             if i == 0 and p.check is not None:
-                rec["check"] = p.check(res["this"], res["other"])
-            del res
+                rec["check"] = p.check(ms["this"]["_result"], ms["other"]["_result"])
+            del ms
+            i += 1
+        rec["warmup_runs"] = i
         runs: Dict[str, List[Dict[str, Any]]] = {"this": [], "other": []}
-        for i in range(ctx.mode.reps):
+        i = 0
+        while i < ctx.mode.reps or (i < ctx.mode.max_reps and min(
+                sum(r["seconds"] for r in runs[s]) for s in runs) < ctx.mode.measured_seconds):
             order = ("this", "other") if i % 2 == 0 else ("other", "this")
             for s in order:
                 m = measure(s)
                 m.pop("_result")
                 runs[s].append(m)
+            i += 1
         rec["runs"] = runs
         med = {s: statistics.median(r["seconds"] for r in runs[s]) for s in runs}
         rec["this_s"], rec["other_s"] = med["this"], med["other"]
