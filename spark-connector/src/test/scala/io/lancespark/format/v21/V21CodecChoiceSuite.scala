@@ -129,14 +129,12 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
   }
 
   test("a compressed dictionary decoded once serves only pages storing the same bytes") {
-    // the same file name, item count and sizes, other prices: what the second
-    // file holds is read, not the first one's cached dictionary
-    def prices(seed: Int) = {
-      val rnd = new scala.util.Random(seed)
-      IndexedSeq.fill(n)(math.round(rnd.nextDouble() * rnd.nextDouble() * 8000) / 100.0 + seed)
-    }
-    Seq(1, 2, 1).foreach { seed =>
-      val (_, layouts) = write("cached_dictionary", double, prices(seed), 2, WriteCodecs())
+    // the same file name and item count, other prices (each shifted by 1000):
+    // what the second file holds is read, not the first one's cached dictionary
+    val rnd = new scala.util.Random(1)
+    val prices = IndexedSeq.fill(n)(math.round(rnd.nextDouble() * rnd.nextDouble() * 8000) / 100.0)
+    Seq(prices, prices.map(_ + 1000.0), prices).foreach { vals =>
+      val (_, layouts) = write("cached_dictionary", double, vals, 2, WriteCodecs())
       assert(layouts.forall(_.contains("dictionary")), layouts)
     }
   }

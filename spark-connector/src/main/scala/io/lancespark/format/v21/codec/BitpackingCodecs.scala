@@ -94,8 +94,8 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
   }
 
   // levels: unpacked straight to ints
-  override def blockInts(buffer: ByteBuffer, n: Int, ctx: CodecContext): Array[Int] =
-    if (u > 16) super.blockInts(buffer, n, ctx)
+  override def blockInts(buffer: ByteBuffer, n: Int, ctx: CodecContext, what: String): Array[Int] =
+    if (u > 16) super.blockInts(buffer, n, ctx, what)
     else {
       val out = new Array[Int](n)
       val scratch = FastLanes.localScratch()

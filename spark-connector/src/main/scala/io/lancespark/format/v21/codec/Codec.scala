@@ -46,12 +46,12 @@ abstract class Codec {
   /** A mini-block chunk of dictionary indices (unsigned integers), as ints;
     * an index beyond `Int.MaxValue` becomes -1. */
   def miniBlockIndices(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Array[Int] =
-    Codec.indices(miniBlock(buffers, n, ctx), ctx)
+    Codec.indices(miniBlock(buffers, n, ctx), ctx, "dictionary indices")
 
-  /** A block buffer of unsigned integers (repetition and definition levels),
-    * as ints; a value beyond `Int.MaxValue` becomes -1. */
-  def blockInts(buffer: ByteBuffer, n: Int, ctx: CodecContext): Array[Int] =
-    Codec.indices(block(buffer, n, ctx), ctx)
+  /** A block buffer of unsigned integers (`what`: repetition or definition
+    * levels), as ints; a value beyond `Int.MaxValue` becomes -1. */
+  def blockInts(buffer: ByteBuffer, n: Int, ctx: CodecContext, what: String): Array[Int] =
+    Codec.indices(block(buffer, n, ctx), ctx, what)
 
   /** Bits per value of a fixed-width full-zip value, if this codec has them. */
   def fixedBits: Option[Long] = None
@@ -66,8 +66,8 @@ abstract class Codec {
 }
 
 object Codec {
-  /** Unsigned fixed-width integers as ints (-1 for those beyond `Int.MaxValue`). */
-  def indices(block: Block, ctx: CodecContext): Array[Int] = block match {
+  /** Unsigned fixed-width integers (`what`, for errors) as ints (-1 for those beyond `Int.MaxValue`). */
+  def indices(block: Block, ctx: CodecContext, what: String): Array[Int] = block match {
     case Block.FixedBlock(n, w, data) =>
       val count = n.toInt
       val out = new Array[Int](count)
@@ -81,10 +81,10 @@ object Codec {
           out(i) = if (v < 0 || v > Int.MaxValue) -1 else v.toInt
           i += 1
         }
-        case other => ctx.fail(s"dictionary indices of $other bytes")
+        case other => ctx.fail(s"$what of $other bytes")
       }
       out
-    case other => ctx.fail(s"dictionary indices decode to ${other.getClass.getSimpleName}")
+    case other => ctx.fail(s"$what decode to ${other.getClass.getSimpleName}")
   }
 
   /** The codec of an encoding tree; encodings this reader does not know are

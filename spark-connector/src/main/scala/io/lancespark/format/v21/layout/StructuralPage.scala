@@ -53,7 +53,7 @@ abstract class StructuralPage(val meta: PageMeta, val leaf: LeafColumn) {
         while (i < n) { out(i) = buf.getShort(2 * i) & 0xffff; i += 1 }
         out
       case Some(c) =>
-        val out = c.blockInts(buf, n, cctx)
+        val out = c.blockInts(buf, n, cctx, s"$what levels")
         if (out.length != n) cctx.fail(s"${out.length} $what levels decoded, expected $n")
         out
     }
