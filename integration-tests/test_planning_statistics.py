@@ -76,3 +76,39 @@ def test_manifest_without_file_sizes_is_not_taken_for_empty(spark, tmp_path):
     lance.write_dataset(pa.table({"id": list(range(1000))}), path, data_storage_version="legacy")
     size, rows = stats(spark.read.format("lance").load(path))
     assert rows == 1000 and size > 0
+
+
+def test_planning_reads_each_files_statistics_once(spark, tmp_path):
+    """The page statistics of a data file are read once per driver: a second
+    planning of a filtered scan prunes the same way without opening the
+    files (moved away here, so that any read of them would fail), and a new
+    version's files are read when it is planned."""
+    path = str(tmp_path / "once.lance")
+    spark.range(0, 40_000, numPartitions=8).selectExpr("id", "id * 2 AS v").write.format("lance").save(path)
+    q = "id BETWEEN 10000 AND 10099"
+
+    def planned_rows() -> int:
+        """The rows Spark's planner is told the filtered scan returns (after pruning)."""
+        _, rows = stats(spark.read.format("lance").load(path).where(q), leaf=True)
+        return rows
+
+    cache = spark._jvm.io.lancespark.table.filter.StatisticsCache.shared()
+    files_before = cache.size()._1()
+    rows = planned_rows()
+    assert cache.size()._1() == files_before + 8
+    # pruned to the one fragment (5,000 rows) holding the range
+    assert rows == 5_000
+    data = Path(path) / "data"
+    away = tmp_path / "away"
+    data.rename(away)
+    try:
+        rows_again = planned_rows()
+        assert rows_again == 5_000 and cache.size()._1() == files_before + 8
+    finally:
+        away.rename(data)
+    assert spark.read.format("lance").load(path).where(q).count() == 100
+    # an overwrite's new files: read (and pruned) by their own statistics
+    spark.range(0, 40_000, numPartitions=4).selectExpr("id + 100000 AS id", "id AS v") \
+        .write.format("lance").mode("overwrite").save(path)
+    rows_new = planned_rows()
+    assert rows_new == 0 and cache.size()._1() == files_before + 12

@@ -9,6 +9,8 @@ object FragmentPruner {
     * every fragment (all of its rows match, or none); None otherwise. A column
     * named `fragIdColumn` (a single-part name) stands for the fragment's id. */
   def wholeFragments(snapshot: Snapshot, filter: Filter, fragIdColumn: String): Option[Seq[FragmentInfo]] = {
+    FragmentStats.prefetch(snapshot.storage, filter.columns.filterNot(_.head == fragIdColumn), snapshot.schema,
+      snapshot.fragments)
     val decided = snapshot.fragments.map { frag =>
       val stats = FragmentStats.columnStats(filter.columns.filterNot(_.head == fragIdColumn),
         snapshot.schema, frag, ref => FragmentStats.read(snapshot.storage, ref)) +

@@ -34,9 +34,23 @@ object FragmentStats {
     }.toMap
   }
 
+  /** The page statistics of a data file ([[StatisticsCache]]: read once per process). */
+  def read(storage: DatasetStorage, ref: DataFileRef): Option[PageStatistics] =
+    StatisticsCache.shared.getOrLoad(storage.uri, ref.relativePath, ref.sizeBytes)(readFile(storage, ref))
+
+  /** Reads, several files at once, the statistics `columnStats` will ask of
+    * `fragments` for `columns`, so that planning over many files waits on
+    * storage once rather than once per file. */
+  def prefetch(storage: DatasetStorage, columns: Set[Column], schema: LanceSchema,
+               fragments: Seq[FragmentInfo]): Unit = {
+    val fields = columns.toSeq.flatMap(field(schema, _))
+    val refs = fragments.flatMap(frag => fields.flatMap(f => frag.files.reverse.find(_.stores(f)))).distinct
+    StatisticsCache.inParallel(refs.map(ref => () => read(storage, ref)))
+  }
+
   /** Reads the page statistics of a data file: lance_spark's for 2.0 files
     * (see docs/page-statistics.md) in 2.x files, pylance's in 0.1 files. */
-  def read(storage: DatasetStorage, ref: DataFileRef): Option[PageStatistics] = {
+  private def readFile(storage: DatasetStorage, ref: DataFileRef): Option[PageStatistics] = {
     val source = storage.open(storage.resolve(ref.relativePath, "data file"), ref.sizeBytes)
     try {
       if (ref.isLegacy) LegacyStatistics.read(source)

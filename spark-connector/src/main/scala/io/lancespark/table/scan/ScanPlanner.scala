@@ -15,7 +15,13 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter]) {
 
   private final case class Planned(plan: FragmentPlan, statsPages: Long, prunedPages: Long)
 
-  private lazy val planned: Vector[Planned] = snapshot.fragments.filter(_.numRows > 0).map { frag =>
+  private lazy val planned: Vector[Planned] = {
+    val fragments = snapshot.fragments.filter(_.numRows > 0)
+    filter.foreach(f => FragmentStats.prefetch(snapshot.storage, f.columns, snapshot.schema, fragments))
+    fragments.map(plan)
+  }
+
+  private def plan(frag: FragmentInfo): Planned = {
     val rows = frag.physicalRows
     filter match {
       case None => Planned(FragmentPlan(frag, RowRanges.all(rows), RowRanges.all(rows)), 0, 0)
