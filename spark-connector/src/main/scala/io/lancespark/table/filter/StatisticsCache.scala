@@ -48,7 +48,7 @@ final class StatisticsCache(maxPages: Long) {
 object StatisticsCache {
 
   /** Page statistics kept at most (a page's statistics take some 100 to 200 bytes). */
-  val MaxPages: Long = 500000L
+  val MaxPages: Long = 200000L
 
   /** The process's cache. */
   val shared: StatisticsCache = new StatisticsCache(MaxPages)
