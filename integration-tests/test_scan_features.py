@@ -170,3 +170,35 @@ def test_dictionary_strings_through_spark_expressions(spark, tmp_path, writer):
         counts = want.group_by("s").aggregate([([], "count_all")])
         assert groups == dict(zip(counts["s"].to_pylist(), counts["count_all"].to_pylist()))
         assert df.where(F.col("s") == "日本語").count() == pc.sum(pc.equal(want["s"], "日本語")).as_py()
+
+
+def test_small_fragments_share_tasks(spark, tmp_path):
+    """Partitions span fragments: twelve fragments of 1,000 rows (some rows
+    deleted, stable row ids) read with splitRows=2,500 make five tasks, each
+    row once, with pylance's _rowid and _rowaddr, and the scan node counts
+    every fragment scanned once."""
+    path = str(tmp_path / "small_frags.lance")
+    lance.write_dataset(small_table(12_000), path, max_rows_per_file=1_000, enable_stable_row_ids=True,
+                        data_storage_version="2.2")
+    lance.dataset(path).delete("id % 11 = 3")
+    assert len(lance.dataset(path).get_fragments()) == 12
+    df = spark.read.format("lance").option("splitRows", 2_500).load(path)
+    assert df.rdd.getNumPartitions() == 5
+    per_task = df.rdd.mapPartitions(lambda rows: [sum(1 for _ in rows)]).collect()
+    deleted_before = [sum(1 for i in range(k * 2_500, min((k + 1) * 2_500, 12_000)) if i % 11 == 3)
+                      for k in range(5)]
+    assert per_task == [min(2_500, 12_000 - k * 2_500) - deleted_before[k] for k in range(5)], per_task
+    expected = lance.dataset(path).to_table(columns=["id"], with_row_id=True, with_row_address=True)
+    want = sorted(zip(expected["id"].to_pylist(), expected["_rowid"].to_pylist(), expected["_rowaddr"].to_pylist()))
+    rows = df.select("id", "_rowid", "_rowaddr", "_fragid").collect()
+    assert sorted((r["id"], r["_rowid"], r["_rowaddr"]) for r in rows) == want
+    assert all(r["_fragid"] == r["_rowaddr"] >> 32 for r in rows)
+    q = df.select("id")
+    qe = q._jdf.queryExecution()
+    q.collect()
+    leaves = qe.executedPlan().collectLeaves()
+    scanned = [int(leaves.apply(i).metrics().get("fragmentsScanned").get().value()) for i in range(leaves.size())
+               if leaves.apply(i).metrics().contains("fragmentsScanned")]
+    assert scanned == [12]
+    # a LIMIT stops within a task that spans fragments
+    assert len(df.limit(1_700).collect()) == 1_700

@@ -123,6 +123,23 @@ class SparkLayerSuite extends AnyFunSuite {
     intercept[IllegalArgumentException](LanceScan.chunks(ranges, 0))
   }
 
+  test("partitions span fragments: small fragments share a task, large ones are cut, every row once") {
+    val frags = Vector("a" -> Vector(0L -> 3L), "b" -> Vector(0L -> 2L, 5L -> 6L), "c" -> Vector(10L -> 19L))
+    assert(LanceScan.pack(frags, 4) == Vector(
+      Vector("a" -> Vector(0L -> 3L), "b" -> Vector(0L -> 1L)),
+      Vector("b" -> Vector(1L -> 2L, 5L -> 6L), "c" -> Vector(10L -> 12L)),
+      Vector("c" -> Vector(12L -> 16L)),
+      Vector("c" -> Vector(16L -> 19L))))
+    assert(LanceScan.pack(frags, 100) == Vector(frags))
+    for (split <- 1L to 20L) {
+      val parts = LanceScan.pack(frags, split)
+      assert(parts.flatten.flatMap { case (k, rs) => rs.flatMap { case (s, e) => (s until e).map(k -> _) } } ==
+        frags.flatMap { case (k, rs) => rs.flatMap { case (s, e) => (s until e).map(k -> _) } })
+      assert(parts.forall(_.flatMap(_._2).map { case (s, e) => e - s }.sum <= split))
+      assert(parts.forall(p => p.map(_._1).distinct.size == p.size))   // one piece per fragment and partition
+    }
+  }
+
   private def col(name: String): Expression = Expressions.column(name)
   private final case class LiteralValue[T](v: T, t: DataType) extends Literal[T] {
     override def value(): T = v

@@ -9,11 +9,12 @@ import io.lancespark.spark.MetadataColumns
 import io.lancespark.table.scan.{FragmentBatch, FragmentScanner}
 import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 
-/** Reads one partition (a row range of a fragment) as columnar batches. */
-final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInputPartition)
+/** Reads one piece of a partition (row ranges of a fragment) as columnar
+  * batches, at most `limit` rows when a LIMIT is pushed. */
+final class LanceColumnarReader(factory: LanceReaderFactory, piece: FragmentPiece, limit: Option[Long])
     extends org.apache.spark.sql.connector.read.PartitionReader[ColumnarBatch] {
 
-  private val fragment = partition.fragment
+  private val fragment = piece.fragment
   private val allocator: BufferAllocator =
     ArrowAllocators.root.newChildAllocator(s"lance-fragment-${fragment.id}", 0, Long.MaxValue)
   private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value.value)
@@ -25,7 +26,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
   /** Reads on the read pool ahead of the decode: asked for, or storage that is not local. */
   private val readAhead: Boolean = factory.read.readAhead.getOrElse(!storage.isLocal)
 
-  private val ranges = partition.ranges.iterator.buffered
+  private val ranges = piece.ranges.iterator.buffered
   private var range: (Long, Long) = (0L, 0L)
   private var position: Long = 0L
   private var returned: Long = 0L
@@ -34,7 +35,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
   override def next(): Boolean = {
     closeCurrent()
     var found = false
-    while (!found && factory.limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
+    while (!found && limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
       if (position >= range._2) { range = ranges.next(); position = range._1 }
       val end = math.min(range._2, position + factory.read.batchSize)
       val batch = scanner.read(position, end, if (readAhead) following(end) else None)
@@ -50,7 +51,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
 
   /** The batch after the one ending at `end`, if any. */
   private def following(end: Long): Option[(Long, Long)] =
-    if (factory.limit.exists(returned >= _)) None
+    if (limit.exists(returned >= _)) None
     else if (end < range._2) Some((end, math.min(range._2, end + factory.read.batchSize)))
     else if (ranges.hasNext) Some((ranges.head._1, math.min(ranges.head._2, ranges.head._1 + factory.read.batchSize)))
     else None
@@ -101,7 +102,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, partition: LanceInp
     ScanMetrics.value(ScanMetrics.BytesRead, scanner.bytesRead),
     ScanMetrics.value(ScanMetrics.ReadRequests, scanner.readRequests),
     ScanMetrics.value(ScanMetrics.StorageWait, scanner.storageWaitNanos / 1000000L),
-    ScanMetrics.value(ScanMetrics.FragmentsScanned, if (partition.first) 1L else 0L),
+    ScanMetrics.value(ScanMetrics.FragmentsScanned, if (piece.first) 1L else 0L),
     ScanMetrics.value(ScanMetrics.PeakTaskMemory, peakMemory))
 
   /** Peak bytes of this reader's Arrow allocator (the batch being built and

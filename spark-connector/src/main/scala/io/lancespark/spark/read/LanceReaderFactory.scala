@@ -36,5 +36,5 @@ final case class LanceReaderFactory(
     throw new UnsupportedOperationException("Lance scans are columnar")
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] =
-    new LanceColumnarReader(this, partition.asInstanceOf[LanceInputPartition])
+    new LancePartitionReader(this, partition.asInstanceOf[LanceInputPartition])
 }

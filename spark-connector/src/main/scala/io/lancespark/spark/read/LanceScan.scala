@@ -43,15 +43,19 @@ final class LanceScan(
 
   override def planInputPartitions(): Array[InputPartition] = {
     val split = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot))
-    val parts = planner.plans.flatMap { plan =>
-      LanceScan.chunks(plan.mayMatch.ranges, split).zipWithIndex.map { case (ranges, i) =>
-        LanceInputPartition(plan.fragment, ranges, first = i == 0)
-      }
+    // every planned row range, fragment after fragment, cut into partitions of
+    // at most `split` rows: a partition may end in one fragment and go on in
+    // the next (short tasks of small fragments cost more than they read)
+    val parts = LanceScan.pack(planner.plans.map(p => p -> p.mayMatch.ranges), split).map { part =>
+      LanceInputPartition(part.map { case (plan, ranges) =>
+        FragmentPiece(plan.fragment, ranges, first = ranges.head._1 == plan.mayMatch.ranges.head._1)
+      })
     }
     val limited = (limit, filter) match {
       case (Some(n), None) =>
         // without a filter every planned row (minus deletions) is returned: stop once n are covered
-        val covered = parts.scanLeft(0L)((acc, p) => acc + p.rows - p.fragment.deletedRows.min(p.rows))
+        val covered = parts.scanLeft(0L)((acc, p) =>
+          acc + p.pieces.map(c => c.rows - c.fragment.deletedRows.min(c.rows)).sum)
         parts.take(math.max(1, covered.indexWhere(_ >= n) match { case -1 => parts.size; case i => i }))
       case _ => parts
     }
@@ -112,22 +116,32 @@ object LanceScan {
   }
 
   /** Groups row ranges into partitions of at most `split` rows (long ranges are cut). */
-  def chunks(ranges: Vector[(Long, Long)], split: Long): Vector[Vector[(Long, Long)]] = {
+  def chunks(ranges: Vector[(Long, Long)], split: Long): Vector[Vector[(Long, Long)]] =
+    pack(Vector(() -> ranges), split).map(_.flatMap(_._2))
+
+  /** The row ranges of several sources (fragments), in order, cut into
+    * partitions of at most `split` rows: each partition its sources' ranges,
+    * a source's ranges in one piece per partition. */
+  def pack[K](sources: Vector[(K, Vector[(Long, Long)])], split: Long): Vector[Vector[(K, Vector[(Long, Long)])]] = {
     require(split > 0, s"rows per partition must be positive, got $split")
-    val out = Vector.newBuilder[Vector[(Long, Long)]]
-    var cur = Vector.empty[(Long, Long)]
+    val out = Vector.newBuilder[Vector[(K, Vector[(Long, Long)])]]
+    var part = Vector.empty[(K, Vector[(Long, Long)])]
     var rows = 0L
-    ranges.foreach { case (s0, e) =>
-      var s = s0
-      while (s < e) {
-        val take = math.min(e - s, split - rows)
-        cur :+= (s -> (s + take))
-        rows += take
-        s += take
-        if (rows >= split) { out += cur; cur = Vector.empty; rows = 0 }
+    sources.foreach { case (key, ranges) =>
+      var cur = Vector.empty[(Long, Long)]
+      ranges.foreach { case (s0, e) =>
+        var s = s0
+        while (s < e) {
+          val take = math.min(e - s, split - rows)
+          cur :+= (s -> (s + take))
+          rows += take
+          s += take
+          if (rows >= split) { part :+= (key -> cur); out += part; part = Vector.empty; cur = Vector.empty; rows = 0 }
+        }
       }
+      if (cur.nonEmpty) part :+= (key -> cur)
     }
-    if (cur.nonEmpty) out += cur
+    if (part.nonEmpty) out += part
     out.result()
   }
 
