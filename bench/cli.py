@@ -30,6 +30,7 @@ def main(argv=None) -> int:
     pkg = env.use_in_tree_package()
     from . import harness, report, workloads  # noqa: F401 - registers the workloads
     from . import s3_scan  # noqa: F401 - the S3 workloads
+    from . import first_query  # noqa: F401 - first queries of fresh JVMs
     from . import memory_scan  # noqa: F401 - registered last: it runs last
 
     if args.list:

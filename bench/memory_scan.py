@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from . import data
 from .env import REPO
@@ -23,11 +23,12 @@ LANCE_BATCH = 8192     # the connector's default batchSize (LanceOptions)
 ROWS = {"full": 20_000_000, "quick": 10_000_000}   # wide table: ~3.6 GB / ~1.8 GB of Lance
 
 
-def _child(fmt: str, path: str, log) -> Dict[str, Any]:
+def _child(fmt: str, path: str, log, heap: str = HEAP, batch: Optional[int] = LANCE_BATCH) -> Dict[str, Any]:
+    """The child's JSON result: one query of every column of `path` in a fresh local[2] JVM."""
     cmd = [sys.executable, "-m", "bench.scan_child", "--format", fmt, "--path", path,
-           "--heap", HEAP, "--cores", str(CORES)]
-    if fmt == "lance":
-        cmd += ["--batch-size", str(LANCE_BATCH)]
+           "--heap", heap, "--cores", str(CORES)]
+    if fmt == "lance" and batch:
+        cmd += ["--batch-size", str(batch)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]

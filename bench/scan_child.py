@@ -18,13 +18,17 @@ PEAK_METRIC = "peak reader memory per task"   # ScanMetrics.PeakTaskMemory's des
 
 
 def aggregates(schema) -> List:
-    """sum of every number, max(length) of every string: every value is read."""
+    """sum of every number, max(length) of every string, max of anything else (dates,
+    timestamps): every value is read."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
+    from pyspark.sql.types import NumericType, StringType
 
     out = [F.count(F.lit(1))]
     for f in schema.fields:
-        out.append(F.max(F.length(f.name)) if isinstance(f.dataType, StringType) else F.sum(f.name))
+        if isinstance(f.dataType, StringType):
+            out.append(F.max(F.length(f.name)))
+        else:
+            out.append(F.sum(f.name) if isinstance(f.dataType, NumericType) else F.max(f.name))
     return out
 
 

@@ -45,6 +45,8 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     }
   private val kind: Int = vector match {
     case _: BigIntVector  => LanceColumnVector.Int64
+    // microseconds since the epoch, as Spark's TIMESTAMP and TIMESTAMP_NTZ hold them
+    case _: TimeStampMicroVector | _: TimeStampMicroTZVector => LanceColumnVector.Int64
     case _: IntVector     => LanceColumnVector.Int32
     case _: DateDayVector => LanceColumnVector.Int32
     case _: SmallIntVector => LanceColumnVector.Int16
