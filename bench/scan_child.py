@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         out["error"] = f"{type(e).__name__}: {e}"[:2000]
     finally:
         spark.stop()
-    print("RESULT " + json.dumps(out), flush=True)
+    print("RESULT " + json.dumps(out, default=str), flush=True)   # (dates, decimals: as text)
     return 0 if out.get("ok") else 1
 
 
