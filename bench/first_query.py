@@ -7,8 +7,6 @@ compiled by the JIT. What a user's first query on a new executor, or a short job
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
-
 from .harness import Context, Prepared, Timed, workload
 from .memory_scan import _child
 
@@ -29,11 +27,9 @@ def _first_query(kind: str) -> None:
 
         lance_path = str(_spark_lance(ctx, kind))
         pq_path = str(data.parquet_dataset(ctx.spark, kind, ctx.mode.spark_rows, ctx.log))
-        runs: Dict[str, List[Dict[str, Any]]] = {"lance": [], "parquet": []}
 
         def run(fmt: str, path: str) -> Timed:
             res = _child(fmt, path, ctx.log, heap=HEAP, batch=None)
-            runs[fmt].append(res)
             return Timed(res["seconds"], tuple(res["result"]),
                          {"jvm_heap_peak": res["jvm_heap_peak"], "jvm_rss_peak": res["jvm_rss_peak"]})
 

@@ -9,11 +9,11 @@ object FragmentPruner {
     * every fragment (all of its rows match, or none); None otherwise. A column
     * named `fragIdColumn` (a single-part name) stands for the fragment's id. */
   def wholeFragments(snapshot: Snapshot, filter: Filter, fragIdColumn: String): Option[Seq[FragmentInfo]] = {
-    FragmentStats.prefetch(snapshot.storage, filter.columns.filterNot(_.head == fragIdColumn), snapshot.schema,
-      snapshot.fragments)
+    val columns = filter.columns.filterNot(_.head == fragIdColumn)
+    FragmentStats.prefetch(snapshot.storage, columns, snapshot.schema, snapshot.fragments)
     val decided = snapshot.fragments.map { frag =>
-      val stats = FragmentStats.columnStats(filter.columns.filterNot(_.head == fragIdColumn),
-        snapshot.schema, frag, ref => FragmentStats.read(snapshot.storage, ref)) +
+      val stats = FragmentStats.columnStats(columns, snapshot.schema, frag,
+        ref => FragmentStats.read(snapshot.storage, ref)) +
         (Vector(fragIdColumn) -> ColumnStats.constant(frag.id, frag.physicalRows))
       val (may, all) = StatsPruner.candidateRanges(filter, stats, frag.physicalRows)
       if (may != all) None

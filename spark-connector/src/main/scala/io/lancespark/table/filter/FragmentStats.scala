@@ -15,6 +15,10 @@ object FragmentStats {
   def field(schema: LanceSchema, column: Column): Option[LanceField] =
     column.tail.foldLeft(schema.field(column.head)) { (f, n) => f.filter(_.isStruct).flatMap(_.children.find(_.name == n)) }
 
+  /** The data file of `fragment` that the scan reads `field` from: the last one listing it (as FragmentScanner reads). */
+  private def fileStoring(fragment: FragmentInfo, field: LanceField): Option[DataFileRef] =
+    fragment.files.reverse.find(_.stores(field))
+
   /** For each column: Absent when no data file of the fragment stores it,
     * Pages when the file storing it (the last one listing its id, as
     * FragmentScanner reads) has statistics for it; left out (unknown)
@@ -24,7 +28,7 @@ object FragmentStats {
     val cache = scala.collection.mutable.Map.empty[DataFileRef, Option[PageStatistics]]
     columns.iterator.flatMap { c =>
       field(schema, c).flatMap { f =>
-        fragment.files.reverse.find(_.stores(f)) match {
+        fileStoring(fragment, f) match {
           case None => Some(c -> ColumnStats.Absent)
           case Some(ref) =>
             cache.getOrElseUpdate(ref, statsOf(ref)).map(_.forField(f.id)).filter(_.nonEmpty)
@@ -44,7 +48,7 @@ object FragmentStats {
   def prefetch(storage: DatasetStorage, columns: Set[Column], schema: LanceSchema,
                fragments: Seq[FragmentInfo]): Unit = {
     val fields = columns.toSeq.flatMap(field(schema, _))
-    val refs = fragments.flatMap(frag => fields.flatMap(f => frag.files.reverse.find(_.stores(f)))).distinct
+    val refs = fragments.flatMap(frag => fields.flatMap(fileStoring(frag, _))).distinct
     StatisticsCache.inParallel(refs.map(ref => () => read(storage, ref)))
   }
 
