@@ -112,3 +112,95 @@ def test_planning_reads_each_files_statistics_once(spark, tmp_path):
         .write.format("lance").mode("overwrite").save(path)
     rows_new = planned_rows()
     assert rows_new == 0 and cache.size()._1() == files_before + 12
+
+
+# ------------------------------------------------------------------ column statistics (CBO)
+
+def column_stats(df, leaf: bool = True) -> dict:
+    """{column: (distinctCount, min, max, nullCount)} Spark's planner has for
+    the scan relation (None where it has none), as plain Python values."""
+    plan = df._jdf.queryExecution().optimizedPlan()
+    s = (plan.collectLeaves().head() if leaf else plan).stats()
+    out = {}
+    it = s.attributeStats().iterator()
+    while it.hasNext():
+        kv = it.next()
+        cs = kv._2()
+
+        def opt(o, conv=lambda v: v):
+            return conv(o.get()) if o.isDefined() else None
+        out[kv._1().name()] = (opt(cs.distinctCount(), lambda v: int(str(v))), opt(cs.min(), str),
+                               opt(cs.max(), str), opt(cs.nullCount(), lambda v: int(str(v))))
+    return out
+
+
+@pytest.fixture(scope="module", params=["2.2", "2.0"])
+def cbo_table(spark, tmp_path_factory, request):
+    """Columns of known distinct counts, bounds and nulls, in 8 files of one
+    file version (a write and an append)."""
+    path = str(tmp_path_factory.mktemp("cbo") / "t.lance")
+    def part(lo: int, hi: int):
+        return (spark.range(lo, hi, numPartitions=4)
+                .selectExpr("id", "CAST(id % 1000 AS INT) AS k",
+                            "DATE_ADD(DATE'2020-01-01', CAST(id % 365 AS INT)) AS d",
+                            "CAST(id % 500 AS DECIMAL(10,2)) / 4 AS price",
+                            "concat('c-', id % 50) AS s",
+                            "IF(id % 10 < 3, NULL, id % 20) AS n",
+                            "CAST(id % 300 AS DOUBLE) / 3 AS f",
+                            "id % 7 = 0 AS b"))
+    part(0, 150_000).write.format("lance").option("fileVersion", request.param).save(path)
+    part(150_000, 200_000).write.format("lance").mode("append").save(path)
+    return path
+
+
+def cbo_table_version(path: str):
+    return tuple(int(x) for x in lance.dataset(path).data_storage_version.split(".")[:2])
+
+
+@pytest.fixture()
+def cbo(spark):
+    spark.conf.set("spark.sql.cbo.enabled", "true")
+    yield
+    spark.conf.set("spark.sql.cbo.enabled", "false")
+
+
+def test_cbo_gets_distinct_counts_bounds_and_nulls_from_the_files(spark, cbo_table, cbo):
+    got = column_stats(spark.read.format("lance").load(cbo_table))
+    rows = 200_000
+
+    def near(est, exact):   # the sketch's standard error is 2.3%: within 3 of them
+        return abs(est - exact) <= max(1, 0.07 * exact)
+    assert near(got["id"][0], rows) and got["id"][1:] == ("0", str(rows - 1), 0)
+    assert near(got["k"][0], 1000) and got["k"][1:] == ("0", "999", 0)
+    assert near(got["d"][0], 365) and got["d"][1:3] == ("18262", str(18262 + 364)) and got["d"][3] == 0
+    assert near(got["price"][0], 500) and got["price"][1:] == ("0.000000", "124.750000", 0)   # decimal(16,6)
+    assert near(got["s"][0], 50) and got["s"][3] == 0 and got["s"][1] is None   # no string bounds for the optimizer
+    assert near(got["n"][0], 20 - 6) and got["n"][3] == rows * 3 // 10 and got["n"][1:3] == ("3", "19")
+    assert near(got["f"][0], 300) and got["f"][1] is None and got["f"][2] is None   # NaN is not in float bounds
+    assert got["b"][0] == 2 and got["b"][1:] == ("False", "True", 0)
+    # pylance still reads the files holding the sketches
+    assert lance.dataset(cbo_table).count_rows() == rows
+    assert lance.dataset(cbo_table).to_table(columns=["n"]).column(0).null_count == rows * 3 // 10
+
+
+def test_cbo_statistics_follow_the_planned_rows(spark, cbo_table, cbo):
+    got = column_stats(spark.read.format("lance").load(cbo_table).where("id < 20000"))
+    # sorted ids: pruning keeps the first fragment (rows 0 to 37,499), and of
+    # it the pages (2.0) or blocks of 8,192 rows (2.2) holding ids below 20,000
+    assert 19_999 <= int(got["id"][2]) < 37_500 and got["id"][1] == "0"
+    if cbo_table_version(cbo_table) == (2, 2):
+        assert int(got["id"][2]) < 20_000 + 8192
+
+
+def test_filter_estimates_use_the_distinct_counts(spark, cbo_table, cbo):
+    df = spark.read.format("lance").load(cbo_table).where("k = 5")
+    _, rows = stats(df)
+    # Spark's equality estimate: rows / distinct(k) = 200,000 / ~1,000
+    assert 180 <= rows <= 220, rows
+    _, out_of_range = stats(spark.read.format("lance").load(cbo_table).where("k > 5000"))
+    assert out_of_range == 0
+
+
+def test_no_column_statistics_without_cbo(spark, cbo_table):
+    assert spark.conf.get("spark.sql.cbo.enabled") == "false"
+    assert column_stats(spark.read.format("lance").load(cbo_table)) == {}

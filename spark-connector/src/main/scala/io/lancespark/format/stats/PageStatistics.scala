@@ -17,9 +17,11 @@ final case class PageStat(
     max: Option[Any])
 
 /** The page statistics of one data file (lance_spark's, or a 0.1 file's). */
-final case class PageStatistics(pages: Vector[PageStat]) {
+final case class PageStatistics(pages: Vector[PageStat], sketches: Map[Int, DistinctSketch] = Map.empty) {
   lazy val byField: Map[Int, Vector[PageStat]] = pages.groupBy(_.fieldId)
   def forField(fieldId: Int): Vector[PageStat] = byField.getOrElse(fieldId, Vector.empty)
+  /** The distinct-value sketch of a field's values in the whole file, if the writer left one. */
+  def sketchOf(fieldId: Int): Option[DistinctSketch] = sketches.get(fieldId)
 }
 
 /** Per-page statistics (see docs/page-statistics.md): computed while writing
@@ -36,6 +38,12 @@ object PageStatistics {
   val Version = "2"
   /** Layouts read: 1 (a struct column per field) and 2. */
   val ReadableVersions: Seq[String] = Seq("1", "2")
+  /** FileDescriptor schema metadata key: the index of the global buffer of
+    * distinct-value sketches (one per field with statistics, whole file). */
+  val SketchBufferKey = "lance_spark:distinct_sketch_buffer"
+  /** Arrow schema metadata key of the sketch stream: its layout version. */
+  val SketchVersionKey = "lance_spark:distinct_sketch_version"
+  val SketchVersion = "1"
   /** Longest binary/string bound kept, in bytes. */
   val MaxBoundBytes = 64
 }

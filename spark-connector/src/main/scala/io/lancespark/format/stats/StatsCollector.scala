@@ -179,6 +179,40 @@ private[format] object StatsCollector {
     }
   }
 
+  /** Adds the non-null values of rows [from, until) of a page to `sketch`
+    * (hashed as [[DistinctSketch]] defines). */
+  private[format] def addTo(sketch: DistinctSketch, kind: Kind, page: PageValues, from: Int, until: Int): Unit = {
+    val vals = page.values
+    val allValid = page.nullCount == 0
+    var i = from
+    kind match {
+      case IntKind(w, signed) =>
+        while (i < until) { if (allValid || page.isValid(i)) sketch.add(DistinctSketch.hashLong(intAt(vals, i, w, signed))); i += 1 }
+      case FloatKind(w) =>
+        while (i < until) {
+          if (allValid || page.isValid(i)) sketch.add(DistinctSketch.hashLong(DistinctSketch.floatBits(floatAt(vals, i, w))))
+          i += 1
+        }
+      case BoolKind =>
+        while (i < until) {
+          if (allValid || page.isValid(i)) sketch.add(DistinctSketch.hashLong(((vals(i >>> 3) >>> (i & 7)) & 1).toLong))
+          i += 1
+        }
+      case DecimalKind(w, _) =>
+        while (i < until) { if (allValid || page.isValid(i)) sketch.add(DistinctSketch.hashBytes(vals, i * w, i * w + w)); i += 1 }
+      case FixedBinaryKind(w) =>
+        while (i < until) { if (allValid || page.isValid(i)) sketch.add(DistinctSketch.hashBytes(vals, i * w, i * w + w)); i += 1 }
+      case VarKind(_) =>
+        while (i < until) {
+          if (allValid || page.isValid(i)) {
+            val s = if (i == 0) 0 else page.end(i - 1).toInt
+            sketch.add(DistinctSketch.hashBytes(vals, s, page.end(i).toInt))
+          }
+          i += 1
+        }
+    }
+  }
+
   /** Bytes [s, e) of `v` up to the first 8, big-endian, zero padded: keys
     * that differ order their values as unsigned byte-wise comparison does. */
   private[stats] def prefixKey(v: Array[Byte], s: Int, e: Int): Long =

@@ -15,7 +15,7 @@ import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.format.file.FileContainer
 import io.lancespark.format.input.RandomAccessSource
-import io.lancespark.format.stats.PageStatistics.{BufferKey, ReadableVersions, Version, VersionKey}
+import io.lancespark.format.stats.PageStatistics.{BufferKey, ReadableVersions, SketchBufferKey, SketchVersion, SketchVersionKey, Version, VersionKey}
 import io.lancespark.format.stats.StatsCollector.RawStat
 import io.lancespark.format.stats.StatsValues._
 
@@ -73,6 +73,61 @@ object StatsStore {
       w.start(); w.writeBatch(); w.end(); w.close()
       bytes.toByteArray
     } finally root.close()
+  }
+
+  /** The distinct-value sketches of a file's fields as one Arrow IPC stream
+    * (one record batch, one row per field: `field_id`, `sketch` as
+    * [[DistinctSketch.toBytes]] writes it), layout version 1. */
+  private[format] def sketchesToIpc(sketches: Seq[(Int, DistinctSketch)], allocator: BufferAllocator): Array[Byte] = {
+    val schema = new Schema(Seq(
+      new Field("field_id", FieldType.notNullable(new ArrowType.Int(32, true)), null),
+      new Field("sketch", FieldType.notNullable(ArrowType.Binary.INSTANCE), null)).asJava,
+      java.util.Map.of(SketchVersionKey, SketchVersion))
+    val root = VectorSchemaRoot.create(schema, allocator)
+    try {
+      root.allocateNew()
+      val fid = root.getVector("field_id").asInstanceOf[IntVector]
+      val sk = root.getVector("sketch").asInstanceOf[VarBinaryVector]
+      sketches.zipWithIndex.foreach { case ((id, s), i) => fid.setSafe(i, id); sk.setSafe(i, s.toBytes) }
+      root.getFieldVectors.asScala.foreach(_.setValueCount(sketches.size))
+      root.setRowCount(sketches.size)
+      val bytes = new ByteArrayOutputStream()
+      val w = new ArrowStreamWriter(root, null, Channels.newChannel(bytes))
+      w.start(); w.writeBatch(); w.end(); w.close()
+      bytes.toByteArray
+    } finally root.close()
+  }
+
+  /** The sketches of a file (none when its writer left none). */
+  private def readSketches(file: FileContainer, allocator: BufferAllocator): Map[Int, DistinctSketch] = {
+    val key = file.descriptor.getSchema.getMetadataMap.get(SketchBufferKey)
+    if (key == null) return Map.empty
+    val idx = key.toStringUtf8.toIntOption.filter(_ > 0).getOrElse(
+      throw LanceFormatException(file.path, s"schema metadata $SketchBufferKey = '${key.toStringUtf8}' is not a buffer index"))
+    val bb = file.globalBuffer(idx, "distinct-value sketches")
+    val bytes = new Array[Byte](bb.remaining()); bb.get(bytes)
+    val reader = new ArrowStreamReader(new java.io.ByteArrayInputStream(bytes), allocator)
+    try {
+      val root = reader.getVectorSchemaRoot
+      val version = Option(root.getSchema.getCustomMetadata).flatMap(m => Option(m.get(SketchVersionKey)))
+      if (!version.contains(SketchVersion))
+        throw LanceFormatException(file.path,
+          s"distinct-value sketch layout version ${version.getOrElse("(none)")} is not $SketchVersion")
+      val out = Map.newBuilder[Int, DistinctSketch]
+      while (reader.loadNextBatch()) {
+        (root.getVector("field_id"), root.getVector("sketch")) match {
+          case (f: IntVector, s: VarBinaryVector) =>
+            (0 until root.getRowCount).foreach { i =>
+              DistinctSketch.fromBytes(s.get(i)) match {
+                case Right(sk) => out += f.get(i) -> sk
+                case Left(why) => throw LanceFormatException(file.path, s"distinct-value sketch of field ${f.get(i)}: $why")
+              }
+            }
+          case _ => throw LanceFormatException(file.path, "distinct-value sketches without int32 field_id and binary sketch columns")
+        }
+      }
+      out.result()
+    } finally reader.close()
   }
 
   /** The page statistics of a 2.x data file (any 2.x version), None if it has none. */
@@ -141,7 +196,7 @@ object StatsStore {
             int("first_row", i), int("num_rows", i), nulls, mn, mx)
         }
       }
-      Some(PageStatistics(out.result()))
+      Some(PageStatistics(out.result(), readSketches(file, allocator)))
     } finally reader.close()
   }
 

@@ -13,7 +13,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.format.file.{DataFileWriter, FileTail, PositionedOutput, WrittenFile}
-import io.lancespark.format.stats.{PageStatistics, StatsCollector, StatsStore, StatsValues}
+import io.lancespark.format.stats.{DistinctSketch, PageStatistics, StatsCollector, StatsStore, StatsValues}
 import io.lancespark.proto.encodings.ArrayEncoding
 import io.lancespark.proto.file2.ColumnMetadata
 
@@ -63,6 +63,8 @@ final class V20FileWriter(
   private val statsKinds: Map[Int, StatsValues.Kind] =
     statsFields.map(f => f.id -> StatsValues.kindOf(f.arrowType).get).toMap
   private val stats = ArrayBuffer.empty[StatsCollector.RawStat]
+  /** Distinct-value sketches of the fields with statistics, over the whole file. */
+  private val sketches: Map[Int, DistinctSketch] = statsKinds.keys.map(_ -> DistinctSketch.empty()).toMap
 
   private val sink = new PageSink {
     def maxRowsPerPage: Int = V20FileWriter.this.maxRowsPerPage
@@ -83,6 +85,7 @@ final class V20FileWriter(
   private def onLeafPage(enc: LeafEncoder, pageIndex: Int, firstRow: Long, page: LeafPage): Unit =
     statsKinds.get(enc.field.id).foreach { kind =>
       val (nulls, mn, mx) = StatsCollector.collect(kind, page)
+      StatsCollector.addTo(sketches(enc.field.id), kind, page, 0, page.rows)
       stats += StatsCollector.RawStat(enc.column, enc.field.id, pageIndex, firstRow, page.rows, nulls, mn, mx)
     }
 
@@ -186,8 +189,12 @@ final class V20FileWriter(
       val extra = scala.collection.mutable.ArrayBuffer.empty[Array[Byte]]
       if (statsFields.nonEmpty) {
         val alloc = if (allocator != null) allocator else new RootAllocator()
-        extra += (try StatsStore.toIpc(statsFields, stats.toSeq, alloc) finally if (allocator == null) alloc.close())
+        try {
+          extra += StatsStore.toIpc(statsFields, stats.toSeq, alloc)
+          extra += StatsStore.sketchesToIpc(statsFields.map(f => f.id -> sketches(f.id)), alloc)
+        } finally if (allocator == null) alloc.close()
         metadata += PageStatistics.BufferKey -> ByteString.copyFromUtf8("1")
+        metadata += PageStatistics.SketchBufferKey -> ByteString.copyFromUtf8("2")
       }
       FileTail.write(pos, schema, metadata.result(), rowsWritten, pages.map(_.toSeq), extra.toSeq, 0, 3)
       out.close()

@@ -3,6 +3,8 @@ package io.lancespark.spark.read
 import java.util.OptionalLong
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.expressions.NamedReference
+import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, Statistics, SupportsReportStatistics}
 import org.apache.spark.sql.types.StructType
 
@@ -102,7 +104,15 @@ final class LanceScan(
     val rows = math.min(planned, limit.fold(Double.MaxValue)(_.toDouble))
     val bytes = shares.map(_._2).sum * (if (planned > 0) rows / planned else 1.0) *
       LanceScan.rowSize(outputSchema) / LanceScan.rowSize(tableSchema)
-    LanceScan.statistics(math.ceil(rows).toLong, math.ceil(bytes).toLong)
+    // column statistics only for the cost-based optimizer (the only user of
+    // them): they read the page statistics of every column the scan returns
+    val columns =
+      if (!SparkSession.active.sessionState.conf.cboEnabled) new java.util.HashMap[NamedReference, ColumnStatistics]()
+      else {
+        val data = outputSchema.fields.filter(f => dataSchema.fieldNames.contains(f.name) && !metadataColumns.contains(f.name))
+        CboStatistics.of(data.toSeq, planner.summaries(data.map(f => Vector(f.name)).toSet))
+      }
+    LanceScan.statistics(math.ceil(rows).toLong, math.ceil(bytes).toLong, columns)
   }
 }
 
@@ -110,9 +120,11 @@ object LanceScan {
   /** Spark's per-row size estimate of a schema (`EstimationUtils.getSizePerRow`'s rule). */
   def rowSize(schema: StructType): Double = 8.0 + schema.fields.map(_.dataType.defaultSize.toDouble).sum
 
-  def statistics(rows: Long, bytes: Long): Statistics = new Statistics {
+  def statistics(rows: Long, bytes: Long,
+                 columns: java.util.Map[NamedReference, ColumnStatistics] = java.util.Map.of()): Statistics = new Statistics {
     override def sizeInBytes(): OptionalLong = OptionalLong.of(bytes)
     override def numRows(): OptionalLong = OptionalLong.of(rows)
+    override def columnStats(): java.util.Map[NamedReference, ColumnStatistics] = columns
   }
 
   /** Groups row ranges into partitions of at most `split` rows (long ranges are cut). */

@@ -6,7 +6,7 @@ import java.nio.charset.StandardCharsets
 import org.apache.arrow.vector.types.{DateUnit, TimeUnit}
 import org.apache.arrow.vector.types.pojo.ArrowType
 
-import io.lancespark.format.stats.PageStat
+import io.lancespark.format.stats.{DistinctSketch, PageStat}
 
 /** What is known about one column of a fragment, for pruning. A column
   * missing from the map given to [[StatsPruner]] is unknown. */
@@ -15,8 +15,10 @@ sealed trait ColumnStats
 object ColumnStats {
   /** Page statistics of the column (in the shape [[PageStat]] documents),
     * `arrowType` the column's Arrow type in the data file. Rows no page
-    * covers are unknown. */
-  final case class Pages(arrowType: ArrowType, pages: IndexedSeq[PageStat]) extends ColumnStats
+    * covers are unknown. `sketch`: the distinct values of the column in the
+  * whole data file, when its writer left one. */
+  final case class Pages(arrowType: ArrowType, pages: IndexedSeq[PageStat],
+                         sketch: Option[DistinctSketch] = None) extends ColumnStats
   /** The column is in no data file of the fragment: every row reads as NULL. */
   case object Absent extends ColumnStats
 

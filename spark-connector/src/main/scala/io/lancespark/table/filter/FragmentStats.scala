@@ -31,8 +31,8 @@ object FragmentStats {
         fileStoring(fragment, f) match {
           case None => Some(c -> ColumnStats.Absent)
           case Some(ref) =>
-            cache.getOrElseUpdate(ref, statsOf(ref)).map(_.forField(f.id)).filter(_.nonEmpty)
-              .map(pages => c -> ColumnStats.Pages(f.arrowType, pages))
+            cache.getOrElseUpdate(ref, statsOf(ref)).filter(_.forField(f.id).nonEmpty)
+              .map(st => c -> ColumnStats.Pages(f.arrowType, st.forField(f.id), st.sketchOf(f.id)))
         }
       }
     }.toMap

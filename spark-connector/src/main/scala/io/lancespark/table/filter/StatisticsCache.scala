@@ -56,7 +56,8 @@ object StatisticsCache {
   private final case class Key(root: String, path: String, size: Long)
 
   private final class Entry(val stats: Option[PageStatistics]) {
-    val pages: Long = stats.fold(1L)(s => math.max(1, s.pages.size).toLong)
+    // (a file's distinct-value sketch of a column, 2 KiB, weighs as 16 pages)
+    val pages: Long = stats.fold(1L)(s => math.max(1, s.pages.size + 16 * s.sketches.size).toLong)
   }
 
   /** Threads that read the statistics of many files at once when a planning

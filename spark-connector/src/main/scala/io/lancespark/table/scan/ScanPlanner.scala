@@ -29,7 +29,7 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter]) {
         val stats = FragmentStats.columnStats(f.columns, snapshot.schema, frag,
           ref => FragmentStats.read(snapshot.storage, ref))
         val (may, all) = StatsPruner.candidateRanges(f, stats, rows)
-        val pages = stats.values.toSeq.collect { case ColumnStats.Pages(_, ps) => ps }.flatten
+        val pages = stats.values.toSeq.collect { case ColumnStats.Pages(_, ps, _) => ps }.flatten
         val pruned = pages.count(p => may.intersect(RowRanges(p.firstRow, p.firstRow + p.numRows)).isEmpty)
         Planned(FragmentPlan(frag, may, all), pages.size.toLong, pruned.toLong)
     }
@@ -44,6 +44,11 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter]) {
   def pagesPruned: Long = planned.map(_.prunedPages).sum
 
   def rowsSkipped: Long = planned.map(p => p.plan.fragment.physicalRows - p.plan.mayMatch.count).sum
+
+  /** What the data files' statistics say about `columns` over the planned
+    * rows (see [[ColumnSummaries]]): page statistics and sketches only, never the data. */
+  def summaries(columns: Set[Vector[String]]): Map[Vector[String], ColumnSummary] =
+    ColumnSummaries.of(snapshot, plans, columns)
 
   /** COUNT(*) of the filter when statistics decide every row (each row is in a
     * no-match or an all-match range): all-match rows minus deleted ones. */

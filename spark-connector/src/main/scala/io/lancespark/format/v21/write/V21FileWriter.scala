@@ -13,7 +13,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.format.file.{DataFileWriter, FileTail, PositionedOutput, WrittenFile}
-import io.lancespark.format.stats.{PageStatistics, PageValues, StatsCollector, StatsStore, StatsValues}
+import io.lancespark.format.stats.{DistinctSketch, PageStatistics, PageValues, StatsCollector, StatsStore, StatsValues}
 import io.lancespark.format.v21.LayerKind
 import io.lancespark.format.v21.layout.StructuralPage
 import io.lancespark.proto.file2.ColumnMetadata
@@ -88,6 +88,8 @@ final class V21FileWriter(
     leaves.filter(l => l.maxRep == 0 && !l.field.isFixedSizeList)
       .flatMap(l => StatsValues.kindOf(l.field.arrowType).map(l.field.id -> _)).toMap
   private val stats = ArrayBuffer.empty[StatsCollector.RawStat]
+  /** Distinct-value sketches of the fields with statistics, over the whole file. */
+  private val sketches: Map[Int, DistinctSketch] = statsKinds.keys.map(_ -> DistinctSketch.empty()).toMap
   private val firstRow = Array.fill(leaves.size)(0L)
 
   /** Appends a batch: one vector per top-level field, all of the same length. */
@@ -148,6 +150,7 @@ final class V21FileWriter(
       // bounds per block of `statsBlockRows` rows of the page: a reader
       // pruning by them decodes only the chunks of the blocks that may match
       val values = new LeafPageValues(l)
+      StatsCollector.addTo(sketches(l.field.id), kind, values, 0, values.rows)
       var from = 0
       while (from < l.rows) {
         val until = math.min(l.rows, from.toLong + statsBlockRows).toInt
@@ -182,8 +185,12 @@ final class V21FileWriter(
       if (stats.nonEmpty) {
         val alloc = if (allocator != null) allocator else new RootAllocator()
         val fields = leaves.map(_.field).filter(f => statsKinds.contains(f.id))
-        extra += (try StatsStore.toIpc(fields, stats.toSeq, alloc) finally if (allocator == null) alloc.close())
+        try {
+          extra += StatsStore.toIpc(fields, stats.toSeq, alloc)
+          extra += StatsStore.sketchesToIpc(fields.map(f => f.id -> sketches(f.id)), alloc)
+        } finally if (allocator == null) alloc.close()
         metadata += PageStatistics.BufferKey -> ByteString.copyFromUtf8("1")
+        metadata += PageStatistics.SketchBufferKey -> ByteString.copyFromUtf8("2")
       }
       val size = FileTail.write(pos, schema, metadata.result(), rowsWritten, pages.map(_.toSeq), extra.toSeq, 2, minor)
       out.close()

@@ -1,0 +1,89 @@
+package io.lancespark.table.scan
+
+import org.apache.arrow.vector.types.pojo.ArrowType
+
+import io.lancespark.format.stats.DistinctSketch
+import io.lancespark.table.filter.{ColumnStats, FragmentStats, RowRanges}
+import io.lancespark.table.filter.Filter.Column
+import io.lancespark.table.model.Snapshot
+
+/** What the statistics already kept in a scan's data files say about one
+  * column over the rows the scan plans to read, for a query planner's cost
+  * estimates (not for pruning, not exact):
+  *  - `nullCount`: nulls of the pages that overlap the planned row ranges
+  *    (deleted rows included), None when some page has no count;
+  *  - `min`/`max`: bounds over those pages' non-null values (as [[PageStat]]
+  *    holds them: java.lang.Long for integers, dates and timestamps in the
+  *    file's unit, java.lang.Double for floats (NaN excluded),
+  *    java.math.BigDecimal, java.lang.Boolean); None for other types, for
+  *    unsigned 64-bit integers and when some page has rows but no bound;
+  *  - `distinct`: the estimate of the merged distinct-value sketches of the
+  *    data files (whole files, so at most an over-estimate for pruned ones),
+  *    at most the non-null rows; None when a file has no sketch;
+  *  - `rows`: the planned rows. */
+final case class ColumnSummary(arrowType: ArrowType, rows: Long, nullCount: Option[Long], min: Option[Any],
+                               max: Option[Any], distinct: Option[Long])
+
+object ColumnSummaries {
+
+  /** Summaries of `columns` over `plans`; a column some planned fragment has
+    * no statistics for is left out. */
+  def of(snapshot: Snapshot, plans: Vector[FragmentPlan], columns: Set[Column]): Map[Column, ColumnSummary] = {
+    if (columns.isEmpty || plans.isEmpty) return Map.empty
+    FragmentStats.prefetch(snapshot.storage, columns, snapshot.schema, plans.map(_.fragment))
+    val perFragment = plans.map(p => p -> FragmentStats.columnStats(columns, snapshot.schema, p.fragment,
+      ref => FragmentStats.read(snapshot.storage, ref)))
+    columns.iterator.flatMap { c =>
+      val parts = perFragment.map { case (p, stats) => (p.mayMatch, stats.get(c)) }
+      if (parts.exists(_._2.isEmpty)) None
+      else FragmentStats.field(snapshot.schema, c).map(f => c -> summarize(f.arrowType, parts.map(x => x._1 -> x._2.get)))
+    }.toMap
+  }
+
+  private def summarize(t: ArrowType, parts: Vector[(RowRanges, ColumnStats)]): ColumnSummary = {
+    var rows = 0L
+    var nulls: Option[Long] = Some(0L)
+    var bounds: Option[(Option[Any], Option[Any])] = if (ordered(t)) Some((None, None)) else None
+    var sketch: Option[Option[DistinctSketch]] = Some(None)
+    parts.foreach { case (ranges, stats) =>
+      rows += ranges.count
+      stats match {
+        case ColumnStats.Absent => nulls = nulls.map(_ + ranges.count)
+        case ColumnStats.Pages(_, pages, sk) =>
+          val read = pages.filter(p => ranges.intersect(RowRanges(p.firstRow, p.firstRow + p.numRows)).nonEmpty)
+          nulls = nulls.flatMap(n => if (read.exists(_.nullCount < 0)) None else Some(n + read.map(_.nullCount).sum))
+          read.filter(p => p.nullCount != p.numRows).foreach { p =>
+            bounds = bounds.flatMap { case (lo, hi) =>
+              for (a <- p.min; b <- p.max) yield (Some(lo.fold(a)(least(_, a))), Some(hi.fold(b)(greatest(_, b))))
+            }
+          }
+          sketch = for (acc <- sketch; s <- sk) yield Some(acc.fold(s)(_.merge(s)))
+      }
+    }
+    val nonNull = nulls.map(rows - _)
+    val distinct = sketch.map { s =>
+      val est = s.fold(0L)(_.estimate)
+      nonNull.fold(est)(n => if (n > 0) math.min(math.max(est, 1L), n) else 0L)
+    }
+    ColumnSummary(t, rows, nulls, bounds.flatMap(_._1), bounds.flatMap(_._2), distinct)
+  }
+
+  /** Types whose page bounds are ordered values this summary compares. */
+  private def ordered(t: ArrowType): Boolean = t match {
+    case i: ArrowType.Int => i.getIsSigned || i.getBitWidth < 64
+    case _: ArrowType.FloatingPoint | _: ArrowType.Decimal | _: ArrowType.Bool | _: ArrowType.Date |
+         _: ArrowType.Timestamp | _: ArrowType.Time => true
+    case _ => false
+  }
+
+  private def compare(a: Any, b: Any): Int = (a, b) match {
+    case (x: java.lang.Long, y: java.lang.Long) => java.lang.Long.compare(x, y)
+    case (x: java.lang.Double, y: java.lang.Double) => java.lang.Double.compare(x, y)
+    case (x: java.math.BigDecimal, y: java.math.BigDecimal) => x.compareTo(y)
+    case (x: java.lang.Boolean, y: java.lang.Boolean) => java.lang.Boolean.compare(x, y)
+    case _ => throw new IllegalArgumentException(s"bounds $a and $b of different kinds")
+  }
+
+  private def least(a: Any, b: Any): Any = if (compare(a, b) <= 0) a else b
+  private def greatest(a: Any, b: Any): Any = if (compare(a, b) >= 0) a else b
+}
