@@ -43,6 +43,20 @@ def load(spark, src: Path, lance_root: Path, parquet_root: Path, lance_options: 
         df.write.mode("overwrite").parquet(str(parquet_root / t))
 
 
+def load_pylance(src: Path, lance_root: Path) -> None:
+    """Each table written by pylance at its default file version, from the generator's Parquet
+    (string views as strings, which pylance writes as Spark does)."""
+    import lance
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for t in TABLES:
+        table = pa.concat_tables(pq.read_table(f) for f in source_files(src, t))
+        schema = pa.schema([pa.field(f.name, pa.string() if f.type == pa.string_view() else f.type, f.nullable)
+                            for f in table.schema])
+        lance.write_dataset(table.cast(schema), str(lance_root / f"{t}.lance"), mode="overwrite")
+
+
 def register(spark, fmt: str, root: Path, prefix: str) -> None:
     """Temporary views `<prefix>_<table>` over one copy."""
     for t in TABLES:

@@ -1027,3 +1027,45 @@ def _tpch_workload(n: int) -> None:
 
 for _n in range(1, 23):
     _tpch_workload(_n)
+
+
+def _tpch_pylance_tables(ctx: Context):
+    """The TPC-H tables written by pylance at its default file version (views `tlp_<table>`),
+    next to `_tpch_tables`' Parquet copy."""
+    from bench import tpch
+    import lance
+
+    root, sf = _tpch_tables(ctx)
+    src = tpch.generate(data.DATA_DIR / f"tpch-all-sf{sf}", sf)
+    path = data._cached(f"tpch-sf{sf}-pylance-{lance.__version__}", lambda p: tpch.load_pylance(src, p), ctx.log)
+    tpch.register(ctx.spark, "lance", path, "tlp")
+    return root, path, sf
+
+
+def _tpch_pylance_workload(n: int) -> None:
+    @workload(f"tpch_pylance_q{n:02d}", kind="spark", this="Spark SQL on Lance (pylance-written)",
+              comparator="Spark SQL on Parquet", target=None,
+              target_text="geomean of the 22 <= 0.9x Parquet",
+              description=f"TPC-H Q{n} (scale factor 1; 0.1 in quick mode) in Spark SQL over the "
+                          "tables written by pylance at its default file version vs the same rows in "
+                          "Parquet written by Spark; results compared.")
+    def prepare(ctx: Context) -> Prepared:
+        from bench import tpch
+        import lance
+
+        spark = ctx.spark
+        root, path, sf = _tpch_pylance_tables(ctx)
+        mine, theirs = tpch.query(n, "tlp", sf), tpch.query(n, "tp", sf)
+
+        def check(a, b) -> str:
+            ra, rb = [tuple(r) for r in a], [tuple(r) for r in b]
+            return "results agree" if ra == rb else f"MISMATCH: {len(ra)} vs {len(rb)} rows, first {ra[:2]} vs {rb[:2]}"
+
+        facts = {"sf": sf, "file_version": lance.dataset(str(path / "lineitem.lance")).data_storage_version}
+        rows = spark.read.parquet(str(root / "parquet" / "lineitem")).count()
+        return Prepared(this=lambda: spark.sql(mine).collect(), other=lambda: spark.sql(theirs).collect(),
+                        rows=rows, check=check, facts=facts)
+
+
+for _n in range(1, 23):
+    _tpch_pylance_workload(_n)

@@ -97,8 +97,9 @@ object DistinctSketch {
   def hashBytes(v: Array[Byte], s: Int, e: Int): Long = {
     var h = 0x9e3779b97f4a7c15L
     var i = s
+    require(s >= 0 && s <= e && e <= v.length, s"bytes [$s, $e) of an array of ${v.length}")
     while (i + 8 <= e) {
-      h = java.lang.Long.rotateLeft(h ^ hashLong(io.lancespark.format.file.RawBytes.uintLE(v, i, 8)), 27) * 5 + 0x52dce729
+      h = java.lang.Long.rotateLeft(h ^ hashLong(io.lancespark.format.file.RawBytes.longLE(v, i)), 27) * 5 + 0x52dce729
       i += 8
     }
     if (i < e) h = java.lang.Long.rotateLeft(h ^ hashLong(io.lancespark.format.file.RawBytes.uintLE(v, i, e - i)), 27) * 5 + 0x52dce729

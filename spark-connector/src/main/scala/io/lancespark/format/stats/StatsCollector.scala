@@ -186,6 +186,12 @@ private[format] object StatsCollector {
     val allValid = page.nullCount == 0
     var i = from
     kind match {
+      case IntKind(8, _) =>
+        require(until.toLong * 8 <= vals.length, s"rows up to $until of a page of ${vals.length / 8} values")
+        while (i < until) {
+          if (allValid || page.isValid(i)) sketch.add(DistinctSketch.hashLong(io.lancespark.format.file.RawBytes.longLE(vals, 8 * i)))
+          i += 1
+        }
       case IntKind(w, signed) =>
         while (i < until) { if (allValid || page.isValid(i)) sketch.add(DistinctSketch.hashLong(intAt(vals, i, w, signed))); i += 1 }
       case FloatKind(w) =>

@@ -128,6 +128,24 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     assert(layouts.forall(_.contains("dictionary")), layouts)
   }
 
+  test("Zipf-distributed user ids (thousands of distinct, a few frequent): a sorted dictionary, zstd-compressed, under 0.9x bit-packed") {
+    // ids below 100,000 drawn with P(k) proportional to 1 / k^1.3: a page of
+    // 50,000 holds some 6,000 distinct, 13 bits of index against 17 bit-packed
+    val rnd = new scala.util.Random(5)
+    val cdf = (1 to 100000).map(k => math.pow(k.toDouble, -1.3)).scanLeft(0.0)(_ + _).tail
+    val total = cdf.last
+    val ids = IndexedSeq.fill(n) {
+      val u = rnd.nextDouble() * total
+      val k = java.util.Arrays.binarySearch(cdf.toArray, u)
+      (if (k >= 0) k else -k - 1).toLong
+    }
+    chooses("zipf_ids", int(64), ids, "dictionary")
+    val (p, layouts) = write("zipf_ids_layout", int(64), ids, 2, WriteCodecs())
+    assert(layouts.forall(_.contains("zstd(flat(64")), layouts)
+    val (q, _) = write("zipf_ids_bitpacked", int(64), ids, 2, WriteCodecs(dictionary = false))
+    assert(Files.size(p) <= 0.9 * Files.size(q), s"${Files.size(p)} vs bit-packed ${Files.size(q)}")
+  }
+
   test("a compressed dictionary decoded once serves only pages storing the same bytes") {
     // the same file name and item count, other prices (each shifted by 1000):
     // what the second file holds is read, not the first one's cached dictionary

@@ -345,11 +345,18 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
         if (runs < n / 2) (new RleValues(src, w), runs.toLong * (w + 1))
         else if (packed < 0.9 * n * w) (new BitpackedValues(src, w), packed)
         else (new FlatValues(src, w), n.toLong * w)
-      FixedDictionary.build(src, n, w, codecs.dictionary, plainBytes) match {
-        case Some(found) =>
-          val d = if (w <= 8) FixedDictionary.sorted(found, w) else found
+      // a dictionary when it takes at most MaxShare of the plain values, its
+      // items counted as stored (sorted and compressed when that pays)
+      val dictionary = FixedDictionary.build(src, n, w, codecs.dictionary, plainBytes).map { found =>
+        val d = if (w <= 8) FixedDictionary.sorted(found, w) else found
+        (d, compressedDictionary(flat(8L * w), d.items))
+      }.filter { case (d, (_, stored)) =>
+        (if (codecs.bitpacking) FixedDictionary.indexBytes(n, d.count) else 4L * n) + stored.length <=
+          FixedDictionary.MaxShare * plainBytes
+      }
+      dictionary match {
+        case Some((d, (dictEncoding, dictBytes))) =>
           val idxValues = if (codecs.bitpacking) new BitpackedValues(d.indices, 4) else new FlatValues(d.indices, 4)
-          val (dictEncoding, dictBytes) = compressedDictionary(flat(8L * w), d.items)
           (idxValues, Some((dictEncoding, dictBytes, d.count)))
         case None => (plain match {
           case f: FlatValues if w >= 8 => compressedIfItPays(f, w, n)
