@@ -92,6 +92,24 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     chooses("four_words", utf8, IndexedSeq.tabulate(n)(i => words(i * 31 % 4)), "dictionary")
   }
 
+  test("words of a vocabulary larger than a sample (20,000 words, each some 6 times a page): a zstd-compressed dictionary, under half of FSST") {
+    val rnd = new scala.util.Random(3)
+    val vocabulary = IndexedSeq.fill(20000)(Iterator.fill(4 + rnd.nextInt(9))(('a' + rnd.nextInt(26)).toChar).mkString)
+    val words = IndexedSeq.fill(2 * n)(vocabulary(rnd.nextInt(vocabulary.size)))
+    chooses("vocabulary", utf8, words, "dictionary")
+    val (p, layouts) = write("vocabulary_layout", utf8, words, 2, WriteCodecs())
+    assert(layouts.forall(_.contains("zstd(variable")), layouts)
+    val (q, fsstLayouts) = write("vocabulary_fsst", utf8, words, 2, WriteCodecs(dictionary = false))
+    assert(fsstLayouts.forall(_.contains("fsst")), fsstLayouts)
+    assert(Files.size(p) < 0.5 * Files.size(q), s"${Files.size(p)} vs FSST ${Files.size(q)}")
+  }
+
+  test("unique values (hex digests) are not tried as a dictionary") {
+    val hex = IndexedSeq.tabulate(2 * n)(i => f"${i.toLong * 0x9E3779B97F4A7C15L}%016x")
+    val (_, layouts) = write("digests", utf8, hex, 2, WriteCodecs())
+    assert(layouts.forall(l => !l.contains("dictionary")), layouts)
+  }
+
   test("URLs: FSST") {
     val hosts = Vector("example.com", "shop.example.org", "cdn.images.net")
     chooses("urls", utf8, IndexedSeq.tabulate(n)(i =>

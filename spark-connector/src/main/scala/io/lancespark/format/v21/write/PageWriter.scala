@@ -218,9 +218,10 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     else values
   }
 
-  /** A dictionary of fixed-width items zstd-compressed when that saves a
-    * fifth or more (sorted items, e.g. prices of a few thousand values,
-    * shrink to a third or less): a dictionary is stored once per page. */
+  /** A dictionary (fixed-width items, or a block of variable-width ones)
+    * zstd-compressed when that saves a fifth or more (sorted items, e.g.
+    * prices of a few thousand values, shrink to a third or less; words to
+    * about half): a dictionary is stored, and decoded, once per page. */
   private def compressedDictionary(plain: CompressiveEncoding, items: Array[Byte]): (CompressiveEncoding, Array[Byte]) =
     if (!codecs.general || items.length < FixedDictionary.MinCompressedBytes) (plain, items)
     else {
@@ -471,8 +472,14 @@ private[v21] final class PageWriter(version: Int, codecs: WriteCodecs) {
     putOffset(out, ob, 0)
     dict.items.foreach { v => at += end(v) - start(v); putOffset(out, ob, at) }
     dict.items.foreach(v => out.put(data, start(v), end(v) - start(v)))
-    val dictEncoding = variable(8 * ob)
-    Some(((dictEncoding, out.toArray), indices, count))
+    val (dictEncoding, stored) = compressedDictionary(variable(8 * ob), out.toArray)
+    // worth it when it takes less than FSST could at best: the values'
+    // offsets alone and about a third of their bytes (pages of a few
+    // distinct values always are; of a vocabulary of names or words, when
+    // each is repeated a few times in the page)
+    val indexBytes = if (codecs.bitpacking) FixedDictionary.indexBytes(n, count) else 4L * n
+    if (indexBytes + stored.length > ob.toLong * n + 0.3 * end(n - 1)) None
+    else Some(((dictEncoding, stored), indices, count))
   }
 
   private def levelsEncoding(w: Int): CompressiveEncoding = CompressiveEncoding.newBuilder().setOutOfLineBitpacking(

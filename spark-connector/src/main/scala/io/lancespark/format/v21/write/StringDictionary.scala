@@ -16,11 +16,15 @@ private[write] object StringDictionary {
   private val Sample = 4096
 
   /** The dictionary of the `n` values, if they have at most `limit` distinct
-    * values (`items` holds the value number of each item's first occurrence). */
+    * values (`items` holds the value number of each item's first occurrence)
+    * and they look worth it: the first [[Sample]] values repeat among
+    * themselves, or (a vocabulary larger than the sample: names, words) a
+    * sample from the middle of the page meets them again. */
   def build(data: Array[Byte], start: Int => Int, end: Int => Int, n: Int, limit: Int): Option[StringDictionary] = {
     if (limit < 1) return None
     val sample = math.min(n, Sample)
-    if (sample >= 256 && !fewDistinct(data, start, end, sample, sample * 9 / 10)) return None
+    if (sample >= 256 && !fewDistinct(data, start, end, sample, sample * 9 / 10) &&
+        !(n >= 4 * Sample && meetsAgain(data, start, end, n))) return None
     val table = new Table(data, start, end, limit)
     val indices = new Array[Byte](4 * n)
     var i = 0
@@ -32,6 +36,22 @@ private[write] object StringDictionary {
       i += 1
     }
     Some(StringDictionary(table.items, indices))
+  }
+
+  /** Whether at least 1% of the [[Sample]] values from the middle of the page
+    * are among its first [[Sample]] values: values drawn from a vocabulary of
+    * up to some 400,000 do (the middle sample meets the first with chance
+    * Sample / vocabulary), unique values (ids, URLs, hashes) do not. */
+  private def meetsAgain(data: Array[Byte], start: Int => Int, end: Int => Int, n: Int): Boolean = {
+    val table = new Table(data, start, end, Sample)
+    var i = 0
+    while (i < Sample) { table.idOf(i); i += 1 }
+    val seen = table.size
+    val from = n / 2
+    var met = 0
+    i = from
+    while (i < from + Sample) { if (table.find(i) >= 0) met += 1; i += 1 }
+    seen > 0 && met >= Sample / 100
   }
 
   private def fewDistinct(data: Array[Byte], start: Int => Int, end: Int => Int, n: Int, limit: Int): Boolean = {
@@ -50,11 +70,11 @@ private[write] object StringDictionary {
     private var slots = emptySlots(capacity)
     private var first = new Array[Int](math.min(limit, 1024))   // the value each item was first seen as
     private var hashes = new Array[Int](first.length)
-    private var size = 0
+    private var count = 0
 
     private def emptySlots(n: Int): Array[Int] = { val a = new Array[Int](n); java.util.Arrays.fill(a, -1); a }
 
-    def items: Array[Int] = java.util.Arrays.copyOf(first, size)
+    def items: Array[Int] = java.util.Arrays.copyOf(first, count)
 
     def idOf(v: Int): Int = {
       val s0 = start(v)
@@ -64,16 +84,16 @@ private[write] object StringDictionary {
       while (true) {
         val id = slots(s)
         if (id < 0) {
-          if (size >= limit) return -1
+          if (count >= limit) return -1
           if (size == first.length) {
-            first = java.util.Arrays.copyOf(first, math.min(limit, 2 * size))
+            first = java.util.Arrays.copyOf(first, math.min(limit, 2 * count))
             hashes = java.util.Arrays.copyOf(hashes, first.length)
           }
-          first(size) = v
-          hashes(size) = h
-          size += 1
-          if (2 * size > capacity) grow() else slots(s) = size - 1
-          return size - 1
+          first(count) = v
+          hashes(count) = h
+          count += 1
+          if (2 * count > capacity) grow() else slots(s) = count - 1
+          return count - 1
         }
         if (hashes(id) == h) {
           val w = first(id)
@@ -84,13 +104,30 @@ private[write] object StringDictionary {
       -1
     }
 
+    /** The item of value `v`, -1 if it is none (nothing added). */
+    def find(v: Int): Int = {
+      val s0 = start(v)
+      val e0 = end(v)
+      val h = hash(s0, e0)
+      var s = h & mask
+      while (true) {
+        val id = slots(s)
+        if (id < 0) return -1
+        if (hashes(id) == h && sameBytes(s0, e0, start(first(id)), end(first(id)))) return id
+        s = (s + 1) & mask
+      }
+      -1
+    }
+
+    def size: Int = count
+
     /** Twice the slots, every item placed again by its hash. */
     private def grow(): Unit = {
       capacity *= 2
       mask = capacity - 1
       slots = emptySlots(capacity)
       var id = 0
-      while (id < size) {
+      while (id < count) {
         var s = hashes(id) & mask
         while (slots(s) >= 0) s = (s + 1) & mask
         slots(s) = id
