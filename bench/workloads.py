@@ -999,6 +999,12 @@ def _tpch_tables(ctx: Context):
     return root, sf
 
 
+def _tpch_check(a, b) -> str:
+    """Whether the two sides' rows (in order) are the same."""
+    ra, rb = [tuple(r) for r in a], [tuple(r) for r in b]
+    return "results agree" if ra == rb else f"MISMATCH: {len(ra)} vs {len(rb)} rows, first {ra[:2]} vs {rb[:2]}"
+
+
 def _tpch_workload(n: int) -> None:
     @workload(f"tpch_q{n:02d}", kind="spark", this="Spark SQL on Lance", comparator="Spark SQL on Parquet",
               target=1.1, target_text="<= 1.1x Parquet (geomean of the 22 <= 0.8x)",
@@ -1012,17 +1018,13 @@ def _tpch_workload(n: int) -> None:
         root, sf = _tpch_tables(ctx)
         mine, theirs = tpch.query(n, "tl", sf), tpch.query(n, "tp", sf)
 
-        def check(a, b) -> str:
-            ra, rb = [tuple(r) for r in a], [tuple(r) for r in b]
-            return "results agree" if ra == rb else f"MISMATCH: {len(ra)} vs {len(rb)} rows, first {ra[:2]} vs {rb[:2]}"
-
         facts = {"sf": sf}
         if n in (3, 5, 10):
             facts["joins_lance"] = tpch.join_strategies(spark, mine)
             facts["joins_parquet"] = tpch.join_strategies(spark, theirs)
         rows = spark.read.parquet(str(root / "parquet" / "lineitem")).count()
         return Prepared(this=lambda: spark.sql(mine).collect(), other=lambda: spark.sql(theirs).collect(),
-                        rows=rows, check=check, facts=facts)
+                        rows=rows, check=_tpch_check, facts=facts)
 
 
 for _n in range(1, 23):
@@ -1057,14 +1059,10 @@ def _tpch_pylance_workload(n: int) -> None:
         root, path, sf = _tpch_pylance_tables(ctx)
         mine, theirs = tpch.query(n, "tlp", sf), tpch.query(n, "tp", sf)
 
-        def check(a, b) -> str:
-            ra, rb = [tuple(r) for r in a], [tuple(r) for r in b]
-            return "results agree" if ra == rb else f"MISMATCH: {len(ra)} vs {len(rb)} rows, first {ra[:2]} vs {rb[:2]}"
-
         facts = {"sf": sf, "file_version": lance.dataset(str(path / "lineitem.lance")).data_storage_version}
         rows = spark.read.parquet(str(root / "parquet" / "lineitem")).count()
         return Prepared(this=lambda: spark.sql(mine).collect(), other=lambda: spark.sql(theirs).collect(),
-                        rows=rows, check=check, facts=facts)
+                        rows=rows, check=_tpch_check, facts=facts)
 
 
 for _n in range(1, 23):

@@ -354,13 +354,16 @@ final class V21FileReader private (
 
   override def dictionaryOf(vector: FieldVector): Option[DictionaryColumn] = Option(dictionaries.get(vector))
 
-  /** A top-level string column whose rows in this batch all come from one page dictionary. */
+  /** A top-level string column whose rows in this batch all come from one
+    * page dictionary of fewer items than a quarter of the batch's rows (so
+    * that working per item pays: a vocabulary of words whose items mostly
+    * occur once a batch is read as plain strings). */
   private def dictionaryColumn(f: LanceField, leaves: Map[Int, Unravelled], rows: Long): Option[DictionaryColumn] = {
     if (f.isStruct || f.isList || f.isMap || isPacked(f) || f.arrowType != ArrowType.Utf8.INSTANCE) None
     else leaves.get(f.id).filter(_.layers.size == 1).flatMap { u =>
       val dicts = u.values.collect { case Slice(d: DictBlock, _, _) => d }
       if (dicts.isEmpty || dicts.size != u.values.size || dicts.exists(_.items ne dicts.head.items) ||
-          u.values.map(_.count).sum != rows) None
+          u.values.map(_.count).sum != rows || 4L * (dicts.head.items.offsets.length - 1) > rows) None
       else {
         val ids = new Array[Int](rows.toInt)
         var at = 0

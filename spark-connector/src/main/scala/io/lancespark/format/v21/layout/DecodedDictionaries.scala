@@ -12,11 +12,18 @@ import io.lancespark.format.arrow.{AllNullValues, DictionaryValues, FixedValues,
   * name); least recently used entries go past `MaxBytes` of decoded items. */
 private[layout] object DecodedDictionaries {
 
-  /** Decoded bytes kept at most. */
-  val MaxBytes: Long = 64L << 20
+  /** Decoded bytes kept at most: a sixteenth of the JVM's heap, at most 256
+    * MiB (a scan that cycles through more dictionaries than fit decodes every
+    * one again each time: least-recently-used order keeps none of them). */
+  val MaxBytes: Long = math.min(256L << 20, Runtime.getRuntime.maxMemory / 16)
 
   private final class Key(val encoding: com.google.protobuf.ByteString, val count: Long, val stored: Array[Byte]) {
-    override val hashCode: Int = (encoding.hashCode * 31 + count.hashCode) * 31 + java.util.Arrays.hashCode(stored)
+    override val hashCode: Int = (encoding.hashCode * 31 + count.hashCode) * 31 + {
+      // (CRC32C is an intrinsic: hashing a dictionary of a few hundred KiB costs little next to decoding it)
+      val crc = new java.util.zip.CRC32C()
+      crc.update(stored, 0, stored.length)
+      crc.getValue.toInt
+    }
     override def equals(o: Any): Boolean = o match {
       case k: Key => k.hashCode == hashCode && k.count == count && k.encoding == encoding &&
         java.util.Arrays.equals(k.stored, stored)

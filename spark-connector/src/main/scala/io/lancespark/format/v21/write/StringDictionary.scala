@@ -76,44 +76,37 @@ private[write] object StringDictionary {
 
     def items: Array[Int] = java.util.Arrays.copyOf(first, count)
 
+    /** The item of value `v`, added if new; -1 when new and `limit` items are taken. */
     def idOf(v: Int): Int = {
-      val s0 = start(v)
-      val e0 = end(v)
-      val h = hash(s0, e0)
-      var s = h & mask
-      while (true) {
-        val id = slots(s)
-        if (id < 0) {
-          if (count >= limit) return -1
-          if (size == first.length) {
-            first = java.util.Arrays.copyOf(first, math.min(limit, 2 * count))
-            hashes = java.util.Arrays.copyOf(hashes, first.length)
-          }
-          first(count) = v
-          hashes(count) = h
-          count += 1
-          if (2 * count > capacity) grow() else slots(s) = count - 1
-          return count - 1
+      val h = hash(start(v), end(v))
+      val s = slotOf(v, h)
+      val id = slots(s)
+      if (id >= 0) id
+      else if (count >= limit) -1
+      else {
+        if (count == first.length) {
+          first = java.util.Arrays.copyOf(first, math.min(limit, 2 * count))
+          hashes = java.util.Arrays.copyOf(hashes, first.length)
         }
-        if (hashes(id) == h) {
-          val w = first(id)
-          if (sameBytes(s0, e0, start(w), end(w))) return id
-        }
-        s = (s + 1) & mask
+        first(count) = v
+        hashes(count) = h
+        count += 1
+        if (2 * count > capacity) grow() else slots(s) = count - 1
+        count - 1
       }
-      -1
     }
 
     /** The item of value `v`, -1 if it is none (nothing added). */
-    def find(v: Int): Int = {
+    def find(v: Int): Int = slots(slotOf(v, hash(start(v), end(v))))
+
+    /** The slot holding value `v` (of hash `h`), or the empty slot where it would go. */
+    private def slotOf(v: Int, h: Int): Int = {
       val s0 = start(v)
       val e0 = end(v)
-      val h = hash(s0, e0)
       var s = h & mask
       while (true) {
         val id = slots(s)
-        if (id < 0) return -1
-        if (hashes(id) == h && sameBytes(s0, e0, start(first(id)), end(first(id)))) return id
+        if (id < 0 || (hashes(id) == h && sameBytes(s0, e0, start(first(id)), end(first(id))))) return s
         s = (s + 1) & mask
       }
       -1
