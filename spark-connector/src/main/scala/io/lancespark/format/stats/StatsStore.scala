@@ -98,14 +98,20 @@ object StatsStore {
     } finally root.close()
   }
 
+  /** The bytes of the global buffer whose index the schema metadata `key`
+    * holds (a decimal above 0: buffer 0 is the descriptor); None without the key. */
+  private def globalBufferNamed(file: FileContainer, key: String, what: String): Option[Array[Byte]] =
+    Option(file.descriptor.getSchema.getMetadataMap.get(key)).map { v =>
+      val idx = v.toStringUtf8.toIntOption.filter(_ > 0).getOrElse(
+        throw LanceFormatException(file.path, s"schema metadata $key = '${v.toStringUtf8}' is not a global buffer index"))
+      val bb = file.globalBuffer(idx, what)
+      val bytes = new Array[Byte](bb.remaining()); bb.get(bytes)
+      bytes
+    }
+
   /** The sketches of a file (none when its writer left none). */
   private def readSketches(file: FileContainer, allocator: BufferAllocator): Map[Int, DistinctSketch] = {
-    val key = file.descriptor.getSchema.getMetadataMap.get(SketchBufferKey)
-    if (key == null) return Map.empty
-    val idx = key.toStringUtf8.toIntOption.filter(_ > 0).getOrElse(
-      throw LanceFormatException(file.path, s"schema metadata $SketchBufferKey = '${key.toStringUtf8}' is not a buffer index"))
-    val bb = file.globalBuffer(idx, "distinct-value sketches")
-    val bytes = new Array[Byte](bb.remaining()); bb.get(bytes)
+    val bytes = globalBufferNamed(file, SketchBufferKey, "distinct-value sketches").getOrElse(return Map.empty)
     val reader = new ArrowStreamReader(new java.io.ByteArrayInputStream(bytes), allocator)
     try {
       val root = reader.getVectorSchemaRoot
@@ -141,13 +147,7 @@ object StatsStore {
   }
 
   def read(file: FileContainer, allocator: BufferAllocator): Option[PageStatistics] = {
-    val key = file.descriptor.getSchema.getMetadataMap.get(BufferKey)
-    if (key == null) return None
-    val idx = key.toStringUtf8.toIntOption.getOrElse(
-      throw LanceFormatException(file.path, s"schema metadata $BufferKey = '${key.toStringUtf8}' is not a number"))
-    if (idx <= 0) throw LanceFormatException(file.path, s"page statistics in global buffer $idx")
-    val bb = file.globalBuffer(idx, "page statistics")
-    val bytes = new Array[Byte](bb.remaining()); bb.get(bytes)
+    val bytes = globalBufferNamed(file, BufferKey, "page statistics").getOrElse(return None)
     val reader = new ArrowStreamReader(new java.io.ByteArrayInputStream(bytes), allocator)
     try {
       val root = reader.getVectorSchemaRoot
