@@ -52,8 +52,6 @@ final class DistinctSketch private (val precision: Int, private val registers: A
     System.arraycopy(registers, 0, out, 1, m)
     out
   }
-
-  def isEmpty: Boolean = registers.forall(_ == 0)
 }
 
 object DistinctSketch {

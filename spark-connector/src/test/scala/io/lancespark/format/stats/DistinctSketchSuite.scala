@@ -93,7 +93,7 @@ final class DistinctSketchSuite extends AnyFunSuite {
   }
 
   test("the hashes are the documented functions (part of the file format)") {
-    // fixed points computed by hand from the MurmurHash3 finalizer's definition
+    // from the definitions: fmix64(0) = 0; lengths and offsets count
     assert(DistinctSketch.hashLong(0L) == 0L)
     assert(DistinctSketch.hashLong(1L) != DistinctSketch.hashLong(2L))
     assert(DistinctSketch.hashBytes("ab".getBytes, 0, 2) != DistinctSketch.hashBytes("ab\u0000".getBytes, 0, 3))
