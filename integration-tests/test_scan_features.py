@@ -172,6 +172,48 @@ def test_dictionary_strings_through_spark_expressions(spark, tmp_path, writer):
         assert df.where(F.col("s") == "日本語").count() == pc.sum(pc.equal(want["s"], "日本語")).as_py()
 
 
+@pytest.mark.parametrize("writer", ["pylance-2.0", "pylance-2.2", "spark-2.2"])
+def test_string_lengths_through_spark_expressions(spark, tmp_path, writer):
+    """Unique (not dictionary) strings, some batches all ASCII and some with multi-byte
+    characters: the character counts Spark's expressions see (length, substring from
+    the end, lpad) equal pyarrow's, computed on pylance's rows, at every batch size."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    from compare import spark_rows
+
+    n = 9_000
+    rng = np.random.default_rng(11)
+    words = [f"https://h{i % 37}.example.com/item-{int(v)}" for i, v in enumerate(rng.integers(0, 10**9, n))]
+    for i in range(3_000, 3_400, 23):           # a few batches hold multi-byte characters
+        words[i] = words[i] + ["é", "日本", "🙂", "ÿ"][i % 4]
+    words[n - 1] = words[n - 1] + "ü"             # and the very last value
+    table = pa.table({"id": pa.array(np.arange(n, dtype=np.int64)),
+                      "s": pa.array([None if i % 101 == 0 else w for i, w in enumerate(words)])})
+    path = str(tmp_path / "strings.lance")
+    if writer.startswith("pylance"):
+        lance.write_dataset(table, path, max_rows_per_file=4_000, data_storage_version=writer.split("-")[1])
+    else:
+        (spark.createDataFrame(table.to_pandas()).coalesce(1).write.format("lance")
+         .option("fileVersion", "2.2").option("maxRowsPerPage", 1_000).save(path))
+    want = lance.dataset(path).to_table().sort_by("id")
+    expected = [{"id": i, "n": ln, "tail": t, "pad": p} for i, ln, t, p in zip(
+        want["id"].to_pylist(), pc.utf8_length(want["s"]).to_pylist(),
+        [None if v is None else v[-3:-1] for v in want["s"].to_pylist()],
+        pc.utf8_lpad(want["s"], 48, "*").to_pylist())]
+    for batch in (500, 8192):
+        df = spark.read.format("lance").option("batchSize", batch).load(path)
+        got = spark_rows(df.select("id", F.length("s").alias("n"), F.substring("s", -3, 2).alias("tail"),
+                                   F.lpad("s", 48, "*").alias("pad")))
+        # Spark's lpad cuts longer strings to 48 characters; pyarrow's leaves them whole
+        for row in expected:
+            if row["pad"] is not None and row["n"] > 48:
+                row["pad"] = row["pad"][:48]
+        assert got == expected, f"{writer}, batchSize {batch}: character counts differ"
+
+
 def test_small_fragments_share_tasks(spark, tmp_path):
     """Partitions span fragments: twelve fragments of 1,000 rows (some rows
     deleted, stable row ids) read with splitRows=2,500 make five tasks, each

@@ -171,11 +171,30 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   override def getUTF8String(rowId: Int): UTF8String =
     if (kind == LanceColumnVector.Utf8 && !isNullAt(rowId)) utf8At(rowId) else slowUTF8String(rowId)
 
-  /** Row `rowId` of a `VarCharVector`, in place. */
+  /** Row `rowId` of a `VarCharVector`, in place; with its character count when
+    * the batch's strings are all ASCII (see [[AsciiStrings]]). */
   private def utf8At(rowId: Int): UTF8String = {
     val offsets = offsetAddress + 4L * rowId
     val start = Platform.getInt(null, offsets)
-    UTF8String.fromAddress(null, dataAddress + start, Platform.getInt(null, offsets + 4) - start)
+    val length = Platform.getInt(null, offsets + 4) - start
+    val s = UTF8String.fromAddress(null, dataAddress + start, length)
+    if (ascii == LanceColumnVector.Ascii || (ascii == LanceColumnVector.Unchecked && checkAscii()))
+      AsciiStrings.withChars(s, length)
+    else s
+  }
+
+  // whether every string of the batch is ASCII: checked on the first string read
+  private var ascii: Int =
+    if (offsetAddress != 0L && AsciiStrings.available) LanceColumnVector.Unchecked else LanceColumnVector.NotAscii
+
+  private def checkAscii(): Boolean = {
+    val n = vector.getValueCount
+    val all = n == 0 || {
+      val from = Platform.getInt(null, offsetAddress)
+      AsciiStrings.isAscii(dataAddress + from, Platform.getInt(null, offsetAddress + 4L * n).toLong - from)
+    }
+    ascii = if (all) LanceColumnVector.Ascii else LanceColumnVector.NotAscii
+    all
   }
 
   private def itemString(k: Int): UTF8String = {
@@ -272,4 +291,9 @@ private object LanceColumnVector {
   val Decimal128 = 7
   val Int16 = 8
   val Int8 = 9
+
+  // states of a string batch's ASCII check
+  val Unchecked = 0
+  val Ascii = 1
+  val NotAscii = 2
 }
