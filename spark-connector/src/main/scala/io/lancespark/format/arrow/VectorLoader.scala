@@ -83,19 +83,35 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
     buf.setByte(d >>> 3, buf.getByte(d >>> 3) | (1 << (d & 7).toInt))
 
   /** ORs `count` bits of `src` from `from` into `dst` at `at` (dst bits there
-    * are 0); returns how many were set. Byte-aligned runs are bulk copies. */
+    * are 0); returns how many were set. Whole destination bytes are gathered
+    * from the source a byte at a time (shifted when the two are not aligned
+    * alike: a task's rows can start anywhere in a page), then stored at once. */
   private def copyBits(dst: ArrowBuf, at: Long, src: Bits, from: Long, count: Long): Long = {
     var set = 0L
     var i = 0L
-    val srcBit0 = src.bitOffset + from
-    if ((at & 7) == 0 && (srcBit0 & 7) == 0 && count >= 8) {
-      val bytes = count >>> 3
-      val view = src.buf.duplicate()
-      view.position((srcBit0 >>> 3).toInt).limit(((srcBit0 >>> 3) + bytes).toInt)
-      dst.setBytes(at >>> 3, view)
-      var b = 0L
-      while (b < bytes) { set += Integer.bitCount(dst.getByte((at >>> 3) + b) & 0xff); b += 1 }
-      i = bytes * 8
+    while (i < count && ((at + i) & 7) != 0) { // up to dst's next byte boundary
+      if (src.get(from + i)) { setBit(dst, at + i); set += 1 }
+      i += 1
+    }
+    val bytes = (count - i) >>> 3
+    if (bytes > 0) {
+      val s0 = src.bitOffset + from + i
+      val first = (s0 >>> 3).toInt
+      val shift = (s0 & 7).toInt
+      val out = new Array[Byte](bytes.toInt)
+      val buf = src.buf
+      var b = 0
+      if (shift == 0) buf.duplicate().position(first).get(out)
+      else while (b < out.length) {
+        // the source bits of a byte span two source bytes (the second exists: these
+        // bits lie within the `count` the source holds)
+        out(b) = (((buf.get(first + b) & 0xff) >>> shift) | ((buf.get(first + b + 1) & 0xff) << (8 - shift))).toByte
+        b += 1
+      }
+      dst.setBytes((at + i) >>> 3, out)
+      b = 0
+      while (b < out.length) { set += Integer.bitCount(out(b) & 0xff); b += 1 }
+      i += bytes * 8
     }
     while (i < count) {
       if (src.get(from + i)) { setBit(dst, at + i); set += 1 }

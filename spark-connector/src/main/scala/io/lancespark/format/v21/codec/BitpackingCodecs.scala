@@ -17,7 +17,7 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
 
   private def groups(buf: ByteBuffer, n: Int, ctx: CodecContext): Block = {
     val out = new Array[Byte](n * (t / 8))
-    val scratch = FastLanes.localScratch()
+    val scratch = ctx.scratch
     eachGroup(buf, n, ctx)((pos, w, take, done) => FastLanes.unpack(buf, pos, t, w, take, out, done, scratch))
     FixedBlock(n, t / 8, Codec.wrap(out))
   }
@@ -50,7 +50,7 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
     if (t > 32 || buffers.size != 1 || n > FastLanes.GroupSize) super.miniBlockIndices(buffers, n, ctx)
     else {
       val out = new Array[Int](n)
-      val scratch = FastLanes.localScratch()
+      val scratch = ctx.scratch
       eachGroup(buffers.head, n, ctx)((pos, w, take, done) =>
         FastLanes.unpackInts(buffers.head, pos, t, w, take, out, done, scratch))
       out
@@ -82,7 +82,7 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
   override def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block = {
     val bytes = u / 8
     val out = new Array[Byte](n * bytes)
-    val scratch = FastLanes.localScratch()
+    val scratch = ctx.scratch
     val tail = groups(buffer, n, ctx) { (at, width, take, done) =>
       FastLanes.unpack(buffer, at, u, width, take, out, done, scratch)
     }
@@ -98,7 +98,7 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
     if (u > 16) super.blockInts(buffer, n, ctx, what)
     else {
       val out = new Array[Int](n)
-      val scratch = FastLanes.localScratch()
+      val scratch = ctx.scratch
       val tail = groups(buffer, n, ctx) { (at, width, take, done) =>
         FastLanes.unpackInts(buffer, at, u, width, take, out, done, scratch)
       }

@@ -9,6 +9,16 @@ import io.lancespark.proto.encodings21.CompressiveEncoding
 
 /** Where a codec reports problems: the file, and the column and page. */
 final class CodecContext(val path: String, val where: String) {
+  // the decoding thread's bit-unpacking scratch, looked up once a context (a
+  // thread-local lookup a chunk showed in profiles of Spark's task threads)
+  private var unpackScratch: FastLanes.Scratch = null
+
+  /** Scratch for [[FastLanes]]' unpacking; a context is used by one thread. */
+  def scratch: FastLanes.Scratch = {
+    if (unpackScratch == null) unpackScratch = FastLanes.localScratch()
+    unpackScratch
+  }
+
   def fail(problem: String): Nothing = throw LanceFormatException(path, s"$where: $problem")
 
   def unsupported(codec: String, context: String): Nothing =

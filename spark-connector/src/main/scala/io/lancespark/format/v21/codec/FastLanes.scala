@@ -30,6 +30,7 @@ object FastLanes {
     val words: Array[Long] = new Array[Long](GroupSize)
     val values: Array[Long] = new Array[Long](GroupSize)
     val ints: Array[Int] = new Array[Int](GroupSize)
+    val unpackedInts: Array[Int] = new Array[Int](GroupSize)
     val shorts: Array[Short] = new Array[Short](GroupSize)
   }
 
@@ -64,17 +65,52 @@ object FastLanes {
     }
   }
 
-  /** [[unpack]] into ints from `dst(dstIndex)`, for dictionary indices
-    * (`t` <= 32; a 32-bit value of 2^31 or more comes out negative). */
+  /** [[unpack]] into ints from `dst(dstIndex)`, for dictionary indices and
+    * levels (`t` <= 32; a 32-bit value of 2^31 or more comes out negative):
+    * in 32-bit arithmetic, a whole group straight into `dst`. */
   def unpackInts(src: ByteBuffer, at: Int, t: Int, w: Int, take: Int, dst: Array[Int], dstIndex: Int,
                  s: Scratch): Unit = {
     if (w == 0) {
       java.util.Arrays.fill(dst, dstIndex, dstIndex + take, 0)
       return
     }
-    val values = unpackValues(src, at, t, w, s)
-    var i = 0
-    while (i < take) { dst(dstIndex + i) = values(i).toInt; i += 1 }
+    val lanes = GroupSize / t
+    val n = lanes * w
+    val words = s.ints
+    val in = if (src.order() eq ByteOrder.LITTLE_ENDIAN) src else src.duplicate().order(ByteOrder.LITTLE_ENDIAN)
+    var k = 0
+    t match {
+      case 8  => while (k < n) { words(k) = in.get(at + k) & 0xff; k += 1 }
+      case 16 => while (k < n) { words(k) = in.getShort(at + 2 * k) & 0xffff; k += 1 }
+      case _  => while (k < n) { words(k) = in.getInt(at + 4 * k); k += 1 }
+    }
+    val whole = take == GroupSize
+    val out = if (whole) dst else s.unpackedInts
+    val base = if (whole) dstIndex else 0
+    val mask = if (w >= 32) -1 else (1 << w) - 1
+    var r = 0
+    while (r < t) {
+      val bit = r * w
+      val lo = (bit / t) * lanes
+      val shift = bit % t
+      val rowBase = base + Order(r >>> 3) * 16 + (r & 7) * 128
+      var l = 0
+      if (shift + w > t) {
+        val hi = lo + lanes
+        val back = t - shift
+        while (l < lanes) {
+          out(rowBase + l) = ((words(lo + l) >>> shift) | (words(hi + l) << back)) & mask
+          l += 1
+        }
+      } else {
+        while (l < lanes) {
+          out(rowBase + l) = (words(lo + l) >>> shift) & mask
+          l += 1
+        }
+      }
+      r += 1
+    }
+    if (!whole) System.arraycopy(out, 0, dst, dstIndex, take)
   }
 
   /** The 1024 values of the group at byte `at` (w > 0), in `s.values`. */

@@ -1,0 +1,38 @@
+package io.lancespark.format.v21.codec
+
+import java.nio.{ByteBuffer, ByteOrder}
+
+import org.scalatest.funsuite.AnyFunSuite
+
+/** FastLanes groups unpacked to ints (dictionary indices, levels) give back the
+  * values packed, at every width of 8-, 16- and 32-bit values, whole groups and
+  * a group's first values, wherever in a buffer and in the output they are.
+  * (The packing itself is checked against the reference by pylance reading our
+  * files, the unpacking by reading pylance's.) */
+class FastLanesSuite extends AnyFunSuite {
+
+  test("unpackInts returns what was packed: every width, whole and partial groups, at offsets") {
+    val rng = new scala.util.Random(5)
+    val s = new FastLanes.Scratch
+    for (t <- Seq(8, 16, 32); w <- 0 to t) {
+      val values = Array.fill[Long](FastLanes.GroupSize) {
+        if (w == 0) 0L else if (w == 64) rng.nextLong() else rng.nextLong() & ((1L << w) - 1)
+      }
+      // the largest value of the width at one place: the top bits are kept
+      if (w > 0) values(rng.nextInt(FastLanes.GroupSize)) = if (w == 64) -1L else (1L << w) - 1
+      val at = 3
+      val bytes = new Array[Byte](at + FastLanes.packedBytes(w) + 8)
+      FastLanes.pack(values, t, w, bytes, at, s)
+      val src = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
+      for (take <- Seq(FastLanes.GroupSize, 1000, 1); big <- Seq(false, true)) {
+        val into = 7
+        val dst = Array.fill(into + take + 2)(-9)
+        val buf = if (big) src.duplicate().order(ByteOrder.BIG_ENDIAN) else src
+        FastLanes.unpackInts(buf, at, t, w, take, dst, into, s)
+        val want = values.take(take).map(_.toInt)
+        assert(dst.slice(into, into + take).sameElements(want), s"t $t, w $w, take $take, big-endian view $big")
+        assert(dst.take(into).forall(_ == -9) && dst.drop(into + take).forall(_ == -9), s"t $t, w $w: wrote outside")
+      }
+    }
+  }
+}
