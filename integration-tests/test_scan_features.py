@@ -136,6 +136,17 @@ def _dictionary_strings(n: int, seed: int):
     return pa.table({"id": pa.array(ids, pa.int64()), "s": col})
 
 
+def _write_by(spark, writer: str, table, path: str, rows_per_file: int) -> None:
+    """`table` written by pylance at a file version ("pylance-2.1") or by Spark at 2.2 in one
+    file of 1,000-row pages ("spark-2.2")."""
+    if writer.startswith("pylance"):
+        lance.write_dataset(table, path, max_rows_per_file=rows_per_file,
+                            data_storage_version=writer.split("-")[1])
+    else:
+        (spark.createDataFrame(table.to_pandas()).coalesce(1).write.format("lance")
+         .option("fileVersion", "2.2").option("maxRowsPerPage", 1_000).save(path))
+
+
 @pytest.mark.parametrize("writer", ["pylance-2.1", "pylance-2.2", "spark-2.2"])
 def test_dictionary_strings_through_spark_expressions(spark, tmp_path, writer):
     """Dictionary-encoded string columns reach Spark's expressions with each
@@ -150,11 +161,7 @@ def test_dictionary_strings_through_spark_expressions(spark, tmp_path, writer):
     n = 12_000
     table = _dictionary_strings(n, seed=7)
     path = str(tmp_path / "dict.lance")
-    if writer.startswith("pylance"):
-        lance.write_dataset(table, path, max_rows_per_file=5_000, data_storage_version=writer.split("-")[1])
-    else:
-        (spark.createDataFrame(table.to_pandas()).coalesce(1).write.format("lance")
-         .option("fileVersion", "2.2").option("maxRowsPerPage", 1_000).save(path))
+    _write_by(spark, writer, table, path, rows_per_file=5_000)
     lance.dataset(path).delete("id % 97 = 5 AND id < 6000")   # batches with and without deleted rows
     want = lance.dataset(path).to_table()
     for batch in (700, 8192):
@@ -193,11 +200,7 @@ def test_string_lengths_through_spark_expressions(spark, tmp_path, writer):
     table = pa.table({"id": pa.array(np.arange(n, dtype=np.int64)),
                       "s": pa.array([None if i % 101 == 0 else w for i, w in enumerate(words)])})
     path = str(tmp_path / "strings.lance")
-    if writer.startswith("pylance"):
-        lance.write_dataset(table, path, max_rows_per_file=4_000, data_storage_version=writer.split("-")[1])
-    else:
-        (spark.createDataFrame(table.to_pandas()).coalesce(1).write.format("lance")
-         .option("fileVersion", "2.2").option("maxRowsPerPage", 1_000).save(path))
+    _write_by(spark, writer, table, path, rows_per_file=4_000)
     want = lance.dataset(path).to_table().sort_by("id")
     expected = [{"id": i, "n": ln, "tail": t, "pad": p} for i, ln, t, p in zip(
         want["id"].to_pylist(), pc.utf8_length(want["s"]).to_pylist(),
