@@ -206,14 +206,13 @@ def test_string_lengths_through_spark_expressions(spark, tmp_path, writer):
         want["id"].to_pylist(), pc.utf8_length(want["s"]).to_pylist(),
         [None if v is None else v[-3:-1] for v in want["s"].to_pylist()],
         pc.utf8_lpad(want["s"], 48, "*").to_pylist())]
+    for row in expected:   # Spark's lpad cuts longer strings to 48 characters; pyarrow's leaves them whole
+        if row["pad"] is not None and row["n"] > 48:
+            row["pad"] = row["pad"][:48]
     for batch in (500, 8192):
         df = spark.read.format("lance").option("batchSize", batch).load(path)
         got = spark_rows(df.select("id", F.length("s").alias("n"), F.substring("s", -3, 2).alias("tail"),
                                    F.lpad("s", 48, "*").alias("pad")))
-        # Spark's lpad cuts longer strings to 48 characters; pyarrow's leaves them whole
-        for row in expected:
-            if row["pad"] is not None and row["n"] > 48:
-                row["pad"] = row["pad"][:48]
         assert got == expected, f"{writer}, batchSize {batch}: character counts differ"
 
 
