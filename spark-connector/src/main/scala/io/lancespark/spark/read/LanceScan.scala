@@ -34,6 +34,25 @@ final class LanceScan(
 
   override def readSchema(): StructType = outputSchema
 
+  /** What decides the rows and columns this scan returns: one version of one
+    * dataset (its path, version and commit time), the columns, metadata
+    * columns, filter, limit and read options. Two scans alike in all of these
+    * return the same rows, so Spark may compute their exchanges once: it
+    * compares scans with `equals` before reusing a shuffle or broadcast (as it
+    * does for file scans), for example for the same join in a query and in its
+    * subquery. Filters are compared up to the order of their operands. */
+  private val identity: (String, Long, Option[java.time.Instant], StructType, Seq[String], Option[Filter],
+    Option[Int], ReadConf, Boolean) =
+    (snapshot.storage.uri, snapshot.version, snapshot.timestamp, outputSchema, metadataColumns,
+      filter.map(Filter.normalized), limit, options, filterRows)
+
+  override def equals(other: Any): Boolean = other match {
+    case that: LanceScan => that.identity == identity
+    case _ => false
+  }
+
+  override def hashCode(): Int = identity.hashCode()
+
   override def toBatch: Batch = this
 
   override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ScanMetrics.all

@@ -131,6 +131,23 @@ object Filter {
   /** AND of all filters (TRUE when empty). */
   def and(filters: Seq[Filter]): Filter = filters.reduceOption(And(_, _)).getOrElse(AlwaysTrue)
 
+  /** The same predicate with the operands of each AND and OR chain, and the
+    * values of each IN list, in one order (by their text) and without repeats:
+    * filters that differ only in the order they were written compare equal. */
+  def normalized(f: Filter): Filter = {
+    def chain(g: Filter, split: PartialFunction[Filter, Seq[Filter]], join: (Filter, Filter) => Filter): Filter = {
+      def flat(h: Filter): Seq[Filter] = split.lift(h).fold(Seq(h))(_.flatMap(flat))
+      flat(g).map(normalized).distinct.sortBy(_.toString).reduce(join)
+    }
+    f match {
+      case _: And => chain(f, { case And(l, r) => Seq(l, r) }, And(_, _))
+      case _: Or => chain(f, { case Or(l, r) => Seq(l, r) }, Or(_, _))
+      case Not(c) => Not(normalized(c))
+      case In(c, values) => In(c, values.distinct.sortBy(_.toString))
+      case other => other
+    }
+  }
+
   /** A column path for display: dotted, names quoted with backticks when needed. */
   def name(column: Column): String = column.map { n =>
     if (n.nonEmpty && n.forall(c => c.isLetterOrDigit || c == '_') && !n.head.isDigit) n

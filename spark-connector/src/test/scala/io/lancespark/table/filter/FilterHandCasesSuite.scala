@@ -36,6 +36,17 @@ class FilterHandCasesSuite extends AnyFunSuite with BeforeAndAfterAll {
   private def cmp(op: CompareOp, l: Lit) = Compare(x, op, l)
   import CompareOp._
 
+  test("normalized: operand order and repeats do not matter, operators do") {
+    val (a, b, c) = (cmp(Eq, LongLit(1)), cmp(Eq, s("FRANCE")), IsNotNull(col("y")))
+    assert(normalized(Or(a, b)) == normalized(Or(b, a)))
+    assert(normalized(And(And(a, b), c)) == normalized(And(c, And(b, a))))
+    assert(normalized(And(a, And(a, b))) == normalized(And(b, a)))
+    assert(normalized(In(x, Vector(LongLit(2), LongLit(1), LongLit(2)))) == In(x, Vector(LongLit(1), LongLit(2))))
+    assert(normalized(Or(a, b)) != normalized(And(a, b)))
+    assert(normalized(Not(Or(a, b))) != normalized(Or(Not(a), b)))
+    assert(normalized(cmp(Lt, LongLit(1))) != normalized(cmp(Gt, LongLit(1))))
+  }
+
   test("Kleene outcome sets") {
     import Outcomes._
     assert((True | Null).and(False) == False)

@@ -187,6 +187,15 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
       case _ => Not(randomFilter(rnd, depth - 1))
     }
 
+  /** The same filter with AND/OR operands swapped and IN values shuffled at random. */
+  private def reorder(rnd: Random, f: Filter): Filter = f match {
+    case And(l, r) => if (rnd.nextBoolean()) And(reorder(rnd, r), reorder(rnd, l)) else And(reorder(rnd, l), reorder(rnd, r))
+    case Or(l, r) => if (rnd.nextBoolean()) Or(reorder(rnd, r), reorder(rnd, l)) else Or(reorder(rnd, l), reorder(rnd, r))
+    case Not(c) => Not(reorder(rnd, c))
+    case In(c, vs) => In(c, rnd.shuffle(vs))
+    case other => other
+  }
+
   // ----------------------------------------------------------- checking
 
   private def readVectors(d: Dataset, from: Int, until: Int): Seq[FieldVector] = {
@@ -225,6 +234,15 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
         val filter = randomFilter(rnd, 1 + rnd.nextInt(3))
         val where = s"dataset $di (${d.rows} rows), filter $fi: $filter"
         val ref: IndexedSeq[Option[Boolean]] = (0 until d.rows).map(i => Reference.eval(filter, c => d.values(c)(i)))
+        // (o) the normalized filter (by which scans are compared for reuse) selects
+        // the same rows, and is the same whatever the order of AND/OR operands and IN values
+        val norm = Filter.normalized(filter)
+        (0 until d.rows).foreach { i =>
+          val n = Reference.eval(norm, c => d.values(c)(i))
+          if (n != ref(i)) fail(s"$where: row $i: normalized $norm gives $n, reference ${ref(i)}")
+        }
+        val reordered = reorder(rnd, filter)
+        assert(Filter.normalized(reordered) == norm, s"$where: reordered as $reordered")
         // (i) the row evaluator, over the whole file or a slice
         val (from, until) = if (d.rows > 0 && rnd.nextBoolean()) {
           val a = rnd.nextInt(d.rows); (a, a + 1 + rnd.nextInt(d.rows - a))
