@@ -46,6 +46,36 @@ def test_large_fragment_is_split_across_cores(spark, plain):
     assert small.rdd.getNumPartitions() == 6
 
 
+def test_default_partitions_follow_sparks_rule_for_files(spark, tmp_path):
+    """Without splitRows a scan makes as many partitions as Spark's file scan
+    makes of the same bytes: many small fragments are packed as many small
+    Parquet files are (each costs spark.sql.files.openCostInBytes), a
+    table of a few MB is one partition, and a larger one gets one per core."""
+    rows = spark.range(0, 20_000, numPartitions=200).selectExpr("id", "id % 7 AS small")
+    frags, pq = str(tmp_path / "frags.lance"), str(tmp_path / "frags.parquet")
+    rows.write.format("lance").save(frags)
+    rows.write.parquet(pq)
+    assert len(lance.dataset(frags).get_fragments()) == 200
+    lance_parts = spark.read.format("lance").load(frags).rdd.getNumPartitions()
+    pq_parts = spark.read.parquet(pq).rdd.getNumPartitions()
+    assert 1 < lance_parts == pq_parts < 20          # 200 x 4 MB of open cost / 128 MB: 7
+    assert spark.read.format("lance").load(frags).selectExpr("sum(id)").first()[0] == sum(range(20_000))
+    small = str(tmp_path / "small.lance")
+    spark.range(0, 50_000, numPartitions=1).write.format("lance").save(small)
+    assert spark.read.format("lance").load(small).rdd.getNumPartitions() == 1
+    cores = spark.sparkContext.defaultParallelism
+    spark.conf.set("spark.sql.files.maxPartitionBytes", 64 * 1024)
+    spark.conf.set("spark.sql.files.openCostInBytes", 1024)
+    try:
+        # now ~400 KB of data is far above the open cost: one partition per core
+        assert spark.read.format("lance").load(small).rdd.getNumPartitions() == cores
+        spark.conf.set("spark.sql.files.minPartitionNum", 5)
+        assert spark.read.format("lance").load(small).rdd.getNumPartitions() == 5
+    finally:
+        for k in ("maxPartitionBytes", "openCostInBytes", "minPartitionNum"):
+            spark.conf.unset(f"spark.sql.files.{k}")
+
+
 def test_batch_size_option_does_not_change_results(spark, stable):
     a = spark.read.format("lance").option("batchSize", 7).load(str(stable)).orderBy("id").collect()
     b = spark.read.format("lance").load(str(stable)).orderBy("id").collect()

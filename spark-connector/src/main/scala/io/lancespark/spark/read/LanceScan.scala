@@ -12,11 +12,12 @@ import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.model.{FragmentInfo, Snapshot}
 import io.lancespark.table.scan.ScanPlanner
 
-/** A scan of one version: one input partition per fragment, large fragments
-  * split into row ranges so every core has work. */
+/** A scan of one version: the row ranges left after pruning, fragment after
+  * fragment, packed into input partitions of about equal rows (see
+  * [[LanceScan.defaultSplit]]). */
 final class LanceScan(
     snapshot: Snapshot,
     tableSchema: StructType,
@@ -63,7 +64,7 @@ final class LanceScan(
       filter.fold("")(f => s", pushedFilters=[$f]") + limit.fold("")(n => s", limit=$n") + ")"
 
   override def planInputPartitions(): Array[InputPartition] = {
-    val split = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot))
+    val split = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, tableSchema))
     // every planned row range, fragment after fragment, cut into partitions of
     // at most `split` rows: a partition may end in one fragment and go on in
     // the next (short tasks of small fragments cost more than they read)
@@ -113,9 +114,7 @@ final class LanceScan(
     val shares = planner.plans.map { p =>
       val f = p.fragment
       val share = if (f.physicalRows > 0) p.mayMatch.count.toDouble / f.physicalRows else 0.0
-      // (a manifest without file sizes, as older writers leave them: Spark's per-row estimate)
-      val bytes = if (f.files.forall(_.sizeBytes > 0)) f.files.map(_.sizeBytes).sum.toDouble
-                  else f.physicalRows * LanceScan.rowSize(tableSchema)
+      val bytes = LanceScan.fragmentBytes(f, tableSchema)
       val kept = if (f.physicalRows > 0) f.numRows.toDouble / f.physicalRows else 0.0
       (share * f.numRows, share * kept * bytes)
     }
@@ -176,10 +175,41 @@ object LanceScan {
     out.result()
   }
 
-  /** Rows per partition: about two partitions per core, at least 64K rows. */
-  def defaultSplit(snapshot: Snapshot): Long = {
-    val cores = math.max(1, SparkSession.active.sparkContext.defaultParallelism)
-    val total = snapshot.fragments.map(_.physicalRows).sum
-    math.max(65536L, (total + 2L * cores - 1) / (2L * cores))
+  /** Rows per partition when the read sets no `splitRows`: the rows shared
+    * evenly among as many partitions as Spark's file scan makes of files of
+    * the same bytes (`FilePartition`): a partition holds up to the table's
+    * cost per core (cores: `spark.sql.files.minPartitionNum`, else the
+    * default parallelism), at least `spark.sql.files.openCostInBytes` (4 MB)
+    * and at most `spark.sql.files.maxPartitionBytes` (128 MB); the cost of a
+    * fragment is its data bytes plus the open cost; a fragment larger than a
+    * partition is cut, and the pieces are packed in order. So a table gets
+    * one partition per core, one of a few MB a single partition, and many
+    * small fragments a partition per few dozen of them, as the same bytes in
+    * Parquet files would. */
+  def defaultSplit(snapshot: Snapshot, tableSchema: StructType): Long = {
+    val session = SparkSession.active
+    val conf = session.sessionState.conf
+    val bytes = snapshot.fragments.map(fragmentBytes(_, tableSchema))
+    val open = conf.filesOpenCostInBytes.toDouble
+    val cores = math.max(1, conf.filesMinPartitionNum.getOrElse(session.sparkContext.defaultParallelism))
+    val maxSplit = math.min(conf.filesMaxPartitionBytes.toDouble, math.max(open, bytes.map(_ + open).sum / cores))
+    var partitions = 0L
+    var current = 0.0 // the cost packed into the last partition
+    bytes.foreach { b =>
+      val pieces = math.max(1L, math.ceil(b / maxSplit).toLong)
+      (0L until pieces).foreach { i =>
+        val piece = math.min(maxSplit, b - i * maxSplit)
+        if (partitions == 0 || current + piece > maxSplit) { partitions += 1; current = 0.0 }
+        current += piece + open
+      }
+    }
+    val rows = snapshot.fragments.map(_.physicalRows).sum
+    math.max(1L, (rows + partitions - 1) / math.max(1L, partitions))
   }
+
+  /** The bytes of a fragment's data files; for a manifest without file sizes
+    * (as older writers leave them), Spark's per-row estimate for each row. */
+  def fragmentBytes(f: FragmentInfo, tableSchema: StructType): Double =
+    if (f.files.forall(_.sizeBytes > 0)) f.files.map(_.sizeBytes).sum.toDouble
+    else f.physicalRows * rowSize(tableSchema)
 }
