@@ -50,7 +50,8 @@ def test_default_partitions_follow_sparks_rule_for_files(spark, tmp_path):
     """Without splitRows a scan makes as many partitions as Spark's file scan
     makes of the same bytes: many small fragments are packed as many small
     Parquet files are (each costs spark.sql.files.openCostInBytes), a
-    table of a few MB is one partition, and a larger one gets one per core."""
+    table of a few MB is one partition, and a larger one gets one per core;
+    more partitions than cores are rounded up to whole waves."""
     rows = spark.range(0, 20_000, numPartitions=200).selectExpr("id", "id % 7 AS small")
     frags, pq = str(tmp_path / "frags.lance"), str(tmp_path / "frags.parquet")
     rows.write.format("lance").save(frags)
@@ -58,19 +59,23 @@ def test_default_partitions_follow_sparks_rule_for_files(spark, tmp_path):
     assert len(lance.dataset(frags).get_fragments()) == 200
     lance_parts = spark.read.format("lance").load(frags).rdd.getNumPartitions()
     pq_parts = spark.read.parquet(pq).rdd.getNumPartitions()
-    assert 1 < lance_parts == pq_parts < 20          # 200 x 4 MB of open cost / 128 MB: 7
+    cores = spark.sparkContext.defaultParallelism
+    # 200 x 4 MB of open cost / 128 MB: 7 partitions, rounded up to whole waves of tasks
+    assert 1 < pq_parts < 20 and lance_parts == -(-pq_parts // cores) * cores
     assert spark.read.format("lance").load(frags).selectExpr("sum(id)").first()[0] == sum(range(20_000))
     small = str(tmp_path / "small.lance")
     spark.range(0, 50_000, numPartitions=1).write.format("lance").save(small)
     assert spark.read.format("lance").load(small).rdd.getNumPartitions() == 1
-    cores = spark.sparkContext.defaultParallelism
     spark.conf.set("spark.sql.files.maxPartitionBytes", 64 * 1024)
     spark.conf.set("spark.sql.files.openCostInBytes", 1024)
     try:
-        # now ~400 KB of data is far above the open cost: one partition per core
+        # its data, far above this open cost: one partition per core
         assert spark.read.format("lance").load(small).rdd.getNumPartitions() == cores
         spark.conf.set("spark.sql.files.minPartitionNum", 5)
         assert spark.read.format("lance").load(small).rdd.getNumPartitions() == 5
+        spark.conf.set("spark.sql.files.maxPartitionBytes", 16 * 1024)
+        # ~25 pieces of 16 KB: whole waves of 5
+        assert spark.read.format("lance").load(small).rdd.getNumPartitions() % 5 == 0
     finally:
         for k in ("maxPartitionBytes", "openCostInBytes", "minPartitionNum"):
             spark.conf.unset(f"spark.sql.files.{k}")

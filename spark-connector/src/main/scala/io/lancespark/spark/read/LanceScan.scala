@@ -185,7 +185,8 @@ object LanceScan {
     * partition is cut, and the pieces are packed in order. So a table gets
     * one partition per core, one of a few MB a single partition, and many
     * small fragments a partition per few dozen of them, as the same bytes in
-    * Parquet files would. */
+    * Parquet files would. Beyond one partition per core the count is rounded
+    * up to a multiple of the cores. */
   def defaultSplit(snapshot: Snapshot, tableSchema: StructType): Long = {
     val session = SparkSession.active
     val conf = session.sessionState.conf
@@ -203,8 +204,11 @@ object LanceScan {
         current += piece + open
       }
     }
+    // more than one wave of tasks: whole waves, so that no core idles in the
+    // last (a Parquet scan cannot cut its row groups so; row ranges can be cut)
+    val tasks = if (partitions > cores) (partitions + cores - 1) / cores * cores else math.max(1L, partitions)
     val rows = snapshot.fragments.map(_.physicalRows).sum
-    math.max(1L, (rows + partitions - 1) / math.max(1L, partitions))
+    math.max(1L, (rows + tasks - 1) / tasks)
   }
 
   /** The bytes of a fragment's data files; for a manifest without file sizes
