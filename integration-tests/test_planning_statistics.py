@@ -127,8 +127,8 @@ def grouped(view: str, where: str = "TRUE") -> str:
 
 
 def test_equal_scans_share_their_exchanges(spark, table, tmp_path):
-    """The same aggregate of the same scan twice in a query (as TPC-H Q11, Q15
-    and Q18 do): Spark computes its exchange once for Lance as it does for
+    """The same aggregate of the same scan twice in a query (as in TPC-H Q11
+    and Q18): Spark computes its exchange once for Lance as it does for
     Parquet; filters written in another order are the same scan."""
     spark.read.format("lance").load(table).createOrReplaceTempView("reuse_lance")
     pq = str(tmp_path / "pq")
