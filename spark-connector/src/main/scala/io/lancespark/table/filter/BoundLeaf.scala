@@ -12,7 +12,44 @@ object ValueTest {
   /** `value op key` on keys; op is one of = <> < <= > >=. */
   final case class KeyCmp(op: CompareOp, key: Long) extends ValueTest
   /** Sorted, distinct keys. */
-  final case class KeyIn(keys: Array[Long]) extends ValueTest
+  final case class KeyIn(keys: Array[Long]) extends ValueTest {
+    /** Membership in O(1), built on first use (runtime filters bring sets of
+      * up to a broadcast's keys): a bit per key of the set's range when that
+      * range is at most 2^23 keys or 64 times the set (ids, dates), else an
+      * open-addressing hash set. */
+    @transient lazy val contains: Long => Boolean = {
+      val lo = keys.head
+      val span = BigInt(keys.last) - BigInt(lo) + 1
+      if (span <= math.max(64L * keys.length, 1L << 23) && span <= (1L << 31)) {
+        val width = span.toLong
+        val bits = new Array[Long](((width + 63) >>> 6).toInt)
+        keys.foreach { k => val o = k - lo; bits((o >>> 6).toInt) |= 1L << o }
+        (k: Long) => { val o = k - lo; o >= 0 && o < width && (bits((o >>> 6).toInt) & (1L << o)) != 0 }
+      } else {
+        val set = new LongHashSet(keys)
+        (k: Long) => set.contains(k)
+      }
+    }
+  }
+
+  /** A set of longs, open addressing with linear probing, at most half full. */
+  final class LongHashSet(values: Array[Long]) {
+    private val mask: Int = Integer.highestOneBit(math.max(4, values.length * 2 + 1)) * 2 - 1
+    private val slots: Array[Long] = new Array[Long](mask + 1)
+    private val used: Array[Boolean] = new Array[Boolean](mask + 1)
+    values.foreach { v =>
+      var i = slot(v)
+      while (used(i) && slots(i) != v) i = (i + 1) & mask
+      used(i) = true; slots(i) = v
+    }
+    private def slot(v: Long): Int = { val h = v * 0x9E3779B97F4A7C15L; (h ^ (h >>> 32)).toInt & mask }
+    def contains(v: Long): Boolean = {
+      var i = slot(v)
+      while (used(i)) { if (slots(i) == v) return true; i = (i + 1) & mask }
+      false
+    }
+  }
+
   final case class DecCmp(op: CompareOp, value: JBigDecimal) extends ValueTest
   final case class DecIn(values: Vector[JBigDecimal]) extends ValueTest
   final case class BytesCmp(op: CompareOp, value: Array[Byte]) extends ValueTest
@@ -99,12 +136,27 @@ object BoundLeaf {
         if (ds.size != values.size) mismatch(c, domain, values.find(decimalOf(_).isEmpty).get)
         else Right(DecIn(ds.sortWith(_.compareTo(_) < 0)))
       case k: Keyed =>
-        val ps = values.flatMap(keyPos(k, _))
-        if (ps.size != values.size) mismatch(c, domain, values.find(keyPos(k, _).isEmpty).get)
-        else {
-          val keys = ps.collect { case At(key) => key }.distinct.sorted.toArray
-          Right(if (keys.isEmpty) Const(false) else KeyIn(keys))
+        // primitive keys, sorted and deduplicated in place: runtime filters
+        // bring IN lists of up to a broadcast's keys
+        val keys = new Array[Long](values.size)
+        var n = 0
+        val it = values.iterator
+        while (it.hasNext) {
+          val lit = it.next()
+          (k, lit) match {
+            case (Exact(0, false), Lit.LongLit(v)) => keys(n) = v; n += 1
+            case _ => keyPos(k, lit) match {
+              case Some(At(key)) => keys(n) = key; n += 1
+              case Some(_) => ()
+              case None => return mismatch(c, domain, lit)
+            }
+          }
         }
+        java.util.Arrays.sort(keys, 0, n)
+        var distinct = 0
+        var i = 0
+        while (i < n) { if (distinct == 0 || keys(i) != keys(distinct - 1)) { keys(distinct) = keys(i); distinct += 1 }; i += 1 }
+        Right(if (distinct == 0) Const(false) else KeyIn(java.util.Arrays.copyOf(keys, distinct)))
     }
   }
 

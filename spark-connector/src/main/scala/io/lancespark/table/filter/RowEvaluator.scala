@@ -22,22 +22,42 @@ object RowEvaluator {
 
   /** The rows (0 until rowCount) where the filter is TRUE. `vectors` are the
     * batch's top-level vectors, found by field name. */
-  def evaluate(filter: Filter, vectors: Seq[ValueVector], rowCount: Int): java.util.BitSet = {
+  def evaluate(filter: Filter, vectors: Seq[ValueVector], rowCount: Int): java.util.BitSet =
+    evaluate(filter, vectors, rowCount, new Binds)
+
+  /** As above, binding the filter's leaves through `binds` (to evaluate one
+    * filter over many batches, binding each leaf once). */
+  def evaluate(filter: Filter, vectors: Seq[ValueVector], rowCount: Int, binds: Binds): java.util.BitSet = {
     val byName = vectors.map(v => v.getField.getName -> v).toMap
-    evaluate(filter, (c: Column) => resolvePath(c, byName), rowCount)
+    evaluate(filter, (c: Column) => resolvePath(c, byName), rowCount, binds)
   }
 
   /** As above, with each column path resolved by `column`. */
-  def evaluate(filter: Filter, column: Column => ResolvedColumn, rowCount: Int): java.util.BitSet = {
-    val ctx = new Batch(column, rowCount)
+  def evaluate(filter: Filter, column: Column => ResolvedColumn, rowCount: Int, binds: Binds = new Binds): java.util.BitSet = {
+    val ctx = new Batch(column, rowCount, binds)
     val (t, _) = eval(filter, ctx)
     java.util.BitSet.valueOf(t)
+  }
+
+  /** Leaves bound to their column's domain, each (leaf, domain) once: binding
+    * sorts an IN list, and runtime filters bring IN lists of a broadcast's keys. */
+  final class Binds {
+    private val bound = new java.util.IdentityHashMap[Filter, (Domain, BoundLeaf)]()
+    def apply(leaf: Filter, domain: Domain): BoundLeaf = {
+      val hit = bound.get(leaf)
+      if (hit != null && hit._1 == domain) hit._2
+      else {
+        val b = BoundLeaf.bind(leaf, domain).fold(e => throw new IllegalArgumentException(e), identity)
+        bound.put(leaf, domain -> b)
+        b
+      }
+    }
   }
 
   /** Outcome bit sets (TRUE rows, FALSE rows; the others are NULL). */
   def evaluate3(filter: Filter, vectors: Seq[ValueVector], rowCount: Int): (java.util.BitSet, java.util.BitSet) = {
     val byName = vectors.map(v => v.getField.getName -> v).toMap
-    val (t, f) = eval(filter, new Batch((c: Column) => resolvePath(c, byName), rowCount))
+    val (t, f) = eval(filter, new Batch((c: Column) => resolvePath(c, byName), rowCount, new Binds))
     (java.util.BitSet.valueOf(t), java.util.BitSet.valueOf(f))
   }
 
@@ -82,7 +102,7 @@ object RowEvaluator {
 
   // ------------------------------------------------------------- per batch
 
-  private final class Batch(resolve: Column => ResolvedColumn, val n: Int) {
+  private final class Batch(resolve: Column => ResolvedColumn, val n: Int, val binds: Binds) {
     val words: Int = (n + 63) >>> 6
     private val cols = mutable.Map.empty[Column, ColumnData]
     def column(c: Column): ColumnData = cols.getOrElseUpdate(c, new ColumnData(resolve(c), this))
@@ -219,7 +239,7 @@ object RowEvaluator {
     case Not(c) => val (t, fl) = eval(c, b); (fl, t)
     case leaf =>
       val col = b.column(leaf.columns.head)
-      val bound = BoundLeaf.bind(leaf, col.domain).fold(e => throw new IllegalArgumentException(e), identity)
+      val bound = b.binds(leaf, col.domain)
       val pass = passWords(bound.test, col, b)
       val valid = col.valid
       val all = b.ones
@@ -257,10 +277,11 @@ object RowEvaluator {
           case CompareOp.Gt => while (i < n) { if (keys(i) > k) out(i >>> 6) |= 1L << i; i += 1 }
           case CompareOp.GtEq => while (i < n) { if (keys(i) >= k) out(i >>> 6) |= 1L << i; i += 1 }
         }
-      case KeyIn(set) =>
+      case in: KeyIn =>
         val keys = col.keys
         var i = 0
-        while (i < n) { if (java.util.Arrays.binarySearch(set, keys(i)) >= 0) out(i >>> 6) |= 1L << i; i += 1 }
+        val contains = in.contains
+        while (i < n) { if (contains(keys(i))) out(i >>> 6) |= 1L << i; i += 1 }
       case DecCmp(op, v) =>
         val ds = col.decimals
         var i = 0

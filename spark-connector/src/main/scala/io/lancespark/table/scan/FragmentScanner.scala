@@ -81,6 +81,9 @@ final class FragmentScanner(
 
   private var largestRead: Long = 0L
 
+  /** The filter's leaves, bound once for all the batches. */
+  private val binds = new RowEvaluator.Binds
+
   /** Heap memory for the reads of one batch: the most bytes read from storage
     * for one `read` call, or the readers' reusable read buffers if larger. */
   def batchReadMemory: Long = math.max(largestRead, readers.values.map(_.scratchBytes).sum)
@@ -97,7 +100,7 @@ final class FragmentScanner(
     val (out, extra) = raw.splitAt(fields.size)
 
     val matches: Option[java.util.BitSet] = filter.map { f =>
-      try RowEvaluator.evaluate(f, filterFields.map(ff => raw(readFields.indexOf(ff))), n)
+      try RowEvaluator.evaluate(f, filterFields.map(ff => raw(readFields.indexOf(ff))), n, binds)
       finally extra.foreach(_.close())
     }
     val dictionaries = read.take(fields.size).map(_._2)

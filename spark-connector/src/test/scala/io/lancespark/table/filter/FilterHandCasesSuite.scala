@@ -229,6 +229,47 @@ class FilterHandCasesSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally { d.close(); st.close(); sv.close() }
   }
 
+  test("IN with long lists: dense, sparse and extreme keys select as a set does") {
+    val rnd = new scala.util.Random(7)
+    val n = 5000
+    // row values: ids around zero, a spread of large magnitudes, the extremes, nulls
+    val values: IndexedSeq[Option[Long]] = (0 until n).map { i =>
+      if (i % 97 == 0) None
+      else if (i % 31 == 0) Some(if (rnd.nextBoolean()) Long.MinValue else Long.MaxValue)
+      else if (i % 3 == 0) Some(rnd.nextLong())
+      else Some(rnd.nextInt(20000).toLong - 10000)
+    }
+    val v = new BigIntVector("x", allocator)
+    try {
+      v.allocateNew(n)
+      values.zipWithIndex.foreach { case (o, i) => o.fold(v.setNull(i))(v.set(i, _)) }
+      v.setValueCount(n)
+      def rows(f: Filter): Set[Int] = { val b = RowEvaluator.evaluate(f, Seq(v), n); (0 until n).filter(b.get).toSet }
+      def expect(set: Set[Long]): Set[Int] = values.indices.filter(i => values(i).exists(set.contains)).toSet
+      val present = values.flatten.distinct
+      // dense: ids of a small range (a bit per key), with repeats
+      val dense = Vector.fill(3000)(rnd.nextInt(8000).toLong - 4000)
+      // sparse: a few large keys (hash set), some present in the rows, some not
+      val sparse = Vector.fill(300)(rnd.nextLong()) ++ rnd.shuffle(present).take(300)
+      // the extremes: a range the bits cannot cover
+      val extreme = Vector(Long.MinValue, Long.MaxValue, 0L) ++ (1 to 40).map(_.toLong)
+      for (keys <- Seq(dense, sparse, extreme, present.toVector)) {
+        val lits = keys.map(LongLit)
+        assert(rows(In(x, lits)) == expect(keys.toSet))
+        // a NULL in the list makes the misses NULL, not TRUE: NOT IN selects nothing
+        assert(rows(Not(In(x, lits :+ NullLit))).isEmpty)
+        assert(rows(Not(In(x, lits))) == values.indices.filter(i => values(i).exists(k => !keys.contains(k))).toSet)
+      }
+      // one set of bindings reused over batches gives the same answers
+      val binds = new RowEvaluator.Binds
+      val f = In(x, dense.map(LongLit))
+      (1 to 3).foreach { _ =>
+        val b = RowEvaluator.evaluate(f, Seq(v), n, binds)
+        assert((0 until n).filter(b.get).toSet == expect(dense.toSet))
+      }
+    } finally v.close()
+  }
+
   test("FragmentStats: the file that stores a column, absent columns, nested paths") {
     import scala.jdk.CollectionConverters._
     import io.lancespark.schema.LanceSchema
