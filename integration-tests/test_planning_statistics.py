@@ -114,6 +114,35 @@ def test_planning_reads_each_files_statistics_once(spark, tmp_path):
     assert rows_new == 0 and cache.size()._1() == files_before + 12
 
 
+def test_scans_share_one_broadcast_of_the_hadoop_configuration(spark, table):
+    """Planning asks every scan for its reader factory, which ships the
+    session's Hadoop configuration to the executors: scans of an unchanged
+    configuration share one broadcast of it, and a Hadoop option set in the
+    session makes a new one that carries it (and that the next read uses)."""
+    jvm = spark._jvm
+    confs = jvm.io.lancespark.spark.SerializableHadoopConf
+    session = spark._jsparkSession
+    first = confs.broadcast(session)
+    assert confs.broadcast(session).id() == first.id()
+    expected = lance.dataset(table).count_rows("small = 3")
+    df = spark.read.format("lance").load(table)
+    join = df.alias("a").join(df.alias("b"), "id").where("a.small = 3")
+    assert join.count() == expected > 0
+    assert confs.broadcast(session).id() == first.id()
+    # (a session option reaches the session's Hadoop configuration under its own name)
+    key = "spark.hadoop.lance.test.marker"
+    spark.conf.set(key, "42")
+    try:
+        changed = confs.broadcast(session)
+        assert changed.id() != first.id()
+        assert changed.value().value().get(key) == "42"
+        assert first.value().value().get(key) is None
+        assert spark.read.format("lance").load(table).where("small = 3").count() == expected
+    finally:
+        spark.conf.unset(key)
+    assert confs.broadcast(session).id() == first.id()
+
+
 # ------------------------------------------------------------------ reuse of exchanges
 
 def reused_exchanges(df) -> int:

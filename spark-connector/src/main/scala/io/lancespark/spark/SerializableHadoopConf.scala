@@ -16,3 +16,33 @@ final class SerializableHadoopConf(@transient var value: Configuration) extends 
     value.readFields(in)
   }
 }
+
+object SerializableHadoopConf {
+  import scala.jdk.CollectionConverters._
+
+  import org.apache.spark.SparkContext
+  import org.apache.spark.broadcast.Broadcast
+  import org.apache.spark.sql.SparkSession
+
+  private val Kept = 8
+  /** Recent broadcasts, by Spark context and configuration entries, newest last. */
+  private var recent = Vector.empty[((SparkContext, Map[String, String]), Broadcast[SerializableHadoopConf])]
+
+  /** The session's Hadoop configuration as a broadcast, made once per
+    * distinct configuration: each scan's reader factory ships it, Spark asks
+    * for the factories while it plans (several per query), and serializing a
+    * configuration takes milliseconds. A changed configuration (a session
+    * option set) is a new entry. */
+  def broadcast(session: SparkSession): Broadcast[SerializableHadoopConf] = {
+    val conf = session.sessionState.newHadoopConf()
+    val key = (session.sparkContext, conf.iterator().asScala.map(e => e.getKey -> e.getValue).toMap)
+    synchronized {
+      recent = recent.filterNot(_._1._1.isStopped)
+      recent.find(_._1 == key).map(_._2).getOrElse {
+        val b = session.sparkContext.broadcast(new SerializableHadoopConf(conf))
+        recent = (recent :+ (key -> b)).takeRight(Kept)
+        b
+      }
+    }
+  }
+}

@@ -91,9 +91,13 @@ final class LanceScan(
       ScanMetrics.value(ScanMetrics.PagesPruned, planner.pagesPruned),
       ScanMetrics.value(ScanMetrics.RowsSkippedByStats, planner.rowsSkipped))
 
-  override def createReaderFactory(): PartitionReaderFactory = {
+  /** Made once per scan: Spark asks each copy of the scan's plan node for it
+    * while it plans (to know whether the scan is columnar). */
+  override def createReaderFactory(): PartitionReaderFactory = readerFactory
+
+  private lazy val readerFactory: PartitionReaderFactory = {
     val session = SparkSession.active
-    val conf = session.sparkContext.broadcast(new SerializableHadoopConf(session.sessionState.newHadoopConf()))
+    val conf = SerializableHadoopConf.broadcast(session)
     // (rows are filtered here only when Spark does not filter them after the scan)
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
       metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf,
