@@ -13,8 +13,8 @@ object ValueTest {
   final case class KeyCmp(op: CompareOp, key: Long) extends ValueTest
   /** Sorted, distinct keys. */
   final case class KeyIn(keys: Array[Long]) extends ValueTest {
-    /** Membership in O(1), built on first use (runtime filters bring sets of
-      * up to a broadcast's keys): a bit per key of the set's range when that
+    /** Membership in O(1), built on first use (IN lists of thousands of ids
+      * are common in queries): a bit per key of the set's range when that
       * range is at most 2^23 keys or 64 times the set (ids, dates), else an
       * open-addressing hash set. */
     @transient lazy val contains: Long => Boolean = {
@@ -136,20 +136,16 @@ object BoundLeaf {
         if (ds.size != values.size) mismatch(c, domain, values.find(decimalOf(_).isEmpty).get)
         else Right(DecIn(ds.sortWith(_.compareTo(_) < 0)))
       case k: Keyed =>
-        // primitive keys, sorted and deduplicated in place: runtime filters
-        // bring IN lists of up to a broadcast's keys
+        // primitive keys, sorted and deduplicated in place (lists of thousands of values)
         val keys = new Array[Long](values.size)
         var n = 0
         val it = values.iterator
         while (it.hasNext) {
           val lit = it.next()
-          (k, lit) match {
-            case (Exact(0, false), Lit.LongLit(v)) => keys(n) = v; n += 1
-            case _ => keyPos(k, lit) match {
-              case Some(At(key)) => keys(n) = key; n += 1
-              case Some(_) => ()
-              case None => return mismatch(c, domain, lit)
-            }
+          keyPos(k, lit) match {
+            case Some(At(key)) => keys(n) = key; n += 1
+            case Some(_) => () // between two keys or beyond them: matches no value
+            case None => return mismatch(c, domain, lit)
           }
         }
         java.util.Arrays.sort(keys, 0, n)
@@ -168,6 +164,7 @@ object BoundLeaf {
 
   /** Where a non-null literal falls among a keyed domain's keys; None if it does not fit. */
   def keyPos(d: Keyed, lit: Lit): Option[KeyPos] = (d, lit) match {
+    case (Exact(0, false), Lit.LongLit(v)) => Some(At(v)) // integers, dates, timestamps: no BigDecimal
     case (e: Exact, _) => decimalOf(lit).map(exactKey(e, _))
     case (Floating, Lit.DoubleLit(v)) => Some(At(doubleKey(v)))
     case (Floating, Lit.LongLit(v)) => Some(At(doubleKey(v.toDouble)))

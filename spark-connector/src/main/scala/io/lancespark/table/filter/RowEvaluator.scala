@@ -40,7 +40,7 @@ object RowEvaluator {
   }
 
   /** Leaves bound to their column's domain, each (leaf, domain) once: binding
-    * sorts an IN list, and runtime filters bring IN lists of a broadcast's keys. */
+    * sorts an IN list, which may hold thousands of values. */
   final class Binds {
     private val bound = new java.util.IdentityHashMap[Filter, (Domain, BoundLeaf)]()
     def apply(leaf: Filter, domain: Domain): BoundLeaf = {
