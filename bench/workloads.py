@@ -759,8 +759,9 @@ _count("spark_count", None,
        "`count()` of the sorted table: Lance answers from the manifest (no job), Parquet from its footers.")
 _count("spark_count_where", "id BETWEEN {lo} AND {hi}",
        "`count()` of `id BETWEEN a AND b` (10% of the sorted table): Lance prunes fragments and pages "
-       "with its page statistics and Spark filters the rows of the pages left (a LocalTableScan, no job, when "
-       "the statistics decide every row); Parquet uses row-group statistics and its page index.")
+       "with its page statistics, then each task filters and counts the rows of the pages left (the "
+       "aggregate pushed into the scan; a LocalTableScan, no job, when the statistics decide every row); "
+       "Parquet uses row-group statistics and its page index.")
 
 
 @workload("spark_plan_1000_fragments", kind="spark", this="Lance planning", comparator="Parquet planning",

@@ -1,5 +1,6 @@
-"""Predicate pushdown from page statistics: results equal those with pushdown
-off (property test over random data and random predicate trees), selective
+"""Predicate pushdown: pruning by page statistics, then the scan's own
+evaluation of the rows left. Results equal those with pushdown off
+(property test over random data and random predicate trees), selective
 queries read few pages (checked through the scan's SQL metrics), counts from
 statistics, EXPLAIN, LIMIT."""
 from __future__ import annotations
@@ -215,23 +216,27 @@ def _plan(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
 
 
-def test_spark_filters_rows_unless_statistics_decide_them(spark, sorted_ds):
+def test_scan_filters_the_rows_of_the_pages_left(spark, sorted_ds):
     df = spark.read.format("lance").load(sorted_ds)
     # pages of 200 rows: a bound inside a page leaves rows the statistics cannot decide; the scan
-    # prunes by statistics and Spark's Filter above it keeps the rows (as above a Parquet scan)
+    # prunes by statistics, then evaluates the predicate on the rows left: no Filter above it
     q = df.where("id BETWEEN 1234 AND 1300").select("v")
     plan = _plan(q)
-    assert "pushedFilters=[" in plan and "Filter" in plan.split("BatchScan")[0], plan
+    assert "pushedFilters=[" in plan and "Filter" not in plan.split("BatchScan")[0], plan
     assert sorted(r.v for r in q.collect()) == [3 * i for i in range(1234, 1301)]
     assert _scan_metrics(q)["pagesRead"] <= 2 * 2, plan        # one page per column, maybe two
-    # bounds on page boundaries: every range is wholly in or out, nothing left for a Filter
     decided = df.where("id >= 1200 AND id < 1400").select("v")
-    plan = _plan(decided)
-    assert "Filter" not in plan.split("BatchScan")[0], plan
+    assert "Filter" not in _plan(decided).split("BatchScan")[0]
     assert sorted(r.v for r in decided.collect()) == [3 * i for i in range(1200, 1400)]
-    # a LIMIT goes into the scan only when nothing is left for Spark to filter
-    assert "limit=5" in _plan(decided.limit(5)) and len(decided.limit(5).collect()) == 5
-    assert "limit=" not in _plan(q.limit(5)) and len(q.limit(5).collect()) == 5
+    # a LIMIT goes into the scan, which counts the rows it keeps
+    for d in (decided, q):
+        assert "limit=5" in _plan(d.limit(5))
+        got = [r.v for r in d.limit(5).collect()]
+        assert len(got) == 5 and set(got) <= {r.v for r in d.collect()}
+    # a predicate the scan cannot evaluate stays with Spark
+    mixed = df.where("id BETWEEN 1234 AND 1300 AND v % 2 = 0").select("v")
+    assert "Filter" in _plan(mixed).split("BatchScan")[0]
+    assert sorted(r.v for r in mixed.collect()) == [3 * i for i in range(1234, 1301) if i % 2 == 0]
 
 
 def test_limit_is_pushed_and_correct(spark, sorted_ds):

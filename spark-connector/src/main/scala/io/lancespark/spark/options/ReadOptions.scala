@@ -6,7 +6,8 @@ final case class ReadConf(
     batchSize: Int = ReadOptions.DefaultBatchSize,
     splitRows: Option[Long] = None,
     pushdown: Boolean = true,
-    readAhead: Option[Boolean] = None)
+    readAhead: Option[Boolean] = None,
+    aggregatePushdown: Boolean = true)
 
 /** Which dataset a read opens: its path and version or tag (only from the
   * read's own options; at most one of the two). */
@@ -28,6 +29,9 @@ object ReadOptions {
   val SplitRows: LanceOption[Long] = LanceOption.positiveLong("splitRows")
   /** false turns predicate pushdown off (Spark then filters every row read). */
   val Pushdown: LanceOption[Boolean] = LanceOption.boolean("pushdown")
+  /** false: aggregates (SUM, COUNT, MIN, MAX, AVG; grouped or not) are
+    * computed by Spark, not partially by the scan. */
+  val AggregatePushdown: LanceOption[Boolean] = LanceOption.boolean("aggregatePushdown")
   /** true: storage reads run on the read pool, the next batch's while the
     * current one decodes; false: each task reads a batch, then decodes it;
     * auto (default): true except for local files, whose reads are CPU work
@@ -35,7 +39,7 @@ object ReadOptions {
   val ReadAhead: LanceOption[Option[Boolean]] =
     LanceOption.choice("readAhead", "auto" -> None, "true" -> Some(true), "false" -> Some(false))
 
-  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead)
+  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead, AggregatePushdown)
 
   val DefaultBatchSize: Int = 8192
 
@@ -52,7 +56,8 @@ object ReadOptions {
     batchSize = source.getOrElse(BatchSize, DefaultBatchSize),
     splitRows = source.get(SplitRows),
     pushdown = source.getOrElse(Pushdown, true),
-    readAhead = source.get(ReadAhead).flatten)
+    readAhead = source.get(ReadAhead).flatten,
+    aggregatePushdown = source.getOrElse(AggregatePushdown, true))
 
   /** A read's settings from its own options, the session and the table's properties. */
   def conf(explicit: Map[String, String], session: String => Option[String],

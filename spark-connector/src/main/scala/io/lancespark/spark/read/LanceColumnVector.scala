@@ -14,14 +14,38 @@ import io.lancespark.table.scan.DictionaryColumn
 /** A Spark column over an Arrow vector decoded by the codec, converting on
   * access where Spark's representation differs (unsigned widening, time units,
   * 64-bit dates, fixed-size lists and binaries). No per-row objects except
-  * where Spark's API returns one (strings wrap the Arrow buffer in place). */
+  * where Spark's API returns one (strings wrap the Arrow buffer in place).
+  * With a `selection`, row `i` is the vector's row `selection(i)` (the rows a
+  * filter or deletions kept, read in place rather than copied). */
 final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
                               dictionary: Option[DictionaryColumn] = None,
-                              strings: DictionaryStrings = DictionaryStrings.Fresh) extends ColumnVector(sparkType) {
+                              strings: DictionaryStrings = DictionaryStrings.Fresh,
+                              selection: Option[Array[Int]] = None) extends ColumnVector(sparkType) {
+
+  // the selection, or null for every row (read on each access: a field, not an Option)
+  private val rows: Array[Int] = selection.orNull
+
+  @inline private def at(rowId: Int): Int = if (rows == null) rowId else rows(rowId)
+
+  override def isNullAt(rowId: Int): Boolean = isNullAt0(at(rowId))
+  override def getBoolean(rowId: Int): Boolean = getBoolean0(at(rowId))
+  override def getByte(rowId: Int): Byte = getByte0(at(rowId))
+  override def getShort(rowId: Int): Short = getShort0(at(rowId))
+  override def getInt(rowId: Int): Int = getInt0(at(rowId))
+  override def getLong(rowId: Int): Long = getLong0(at(rowId))
+  override def getFloat(rowId: Int): Float = getFloat0(at(rowId))
+  override def getDouble(rowId: Int): Double = getDouble0(at(rowId))
+  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal = getDecimal0(at(rowId), precision, scale)
+  override def getUTF8String(rowId: Int): UTF8String = getUTF8String0(at(rowId))
+  override def getBinary(rowId: Int): Array[Byte] = getBinary0(at(rowId))
+  override def getArray(rowId: Int): ColumnarArray = getArray0(at(rowId))
+  override def getMap(rowId: Int): ColumnarMap = getMap0(at(rowId))
 
   private val children: Array[LanceColumnVector] = (sparkType, vector) match {
     case (st: StructType, v: StructVector) =>
-      st.fields.zipWithIndex.map { case (f, i) => new LanceColumnVector(f.dataType, v.getChildByOrdinal(i)) }
+      st.fields.zipWithIndex.map { case (f, i) =>
+        new LanceColumnVector(f.dataType, v.getChildByOrdinal(i), selection = selection)
+      }
     case (mt: MapType, v: MapVector) =>
       val entries = v.getDataVector.asInstanceOf[StructVector]
       Array(new LanceColumnVector(mt.keyType, entries.getChildByOrdinal(0)),
@@ -75,20 +99,22 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
 
   override def close(): Unit = vector.close()
   override def hasNull: Boolean = nullCount > 0
-  override def numNulls: Int = nullCount
+  override def numNulls: Int = if (rows == null || nullCount == 0) nullCount else selectedNulls
 
-  override def isNullAt(rowId: Int): Boolean =
+  private lazy val selectedNulls: Int = rows.count(r => vector.isNull(r))
+
+  private def isNullAt0(rowId: Int): Boolean =
     if (nullCount == 0) false
     else if (validityAddress != 0L)
       ((Platform.getByte(null, validityAddress + (rowId >> 3)) >> (rowId & 7)) & 1) == 0
     else vector.isNull(rowId)
 
-  override def getBoolean(rowId: Int): Boolean = vector.asInstanceOf[BitVector].get(rowId) == 1
-  override def getByte(rowId: Int): Byte =
+  private def getBoolean0(rowId: Int): Boolean = vector.asInstanceOf[BitVector].get(rowId) == 1
+  private def getByte0(rowId: Int): Byte =
     if (kind == LanceColumnVector.Int8) Platform.getByte(null, dataAddress + rowId)
     else vector.asInstanceOf[TinyIntVector].get(rowId)
 
-  override def getShort(rowId: Int): Short =
+  private def getShort0(rowId: Int): Short =
     if (kind == LanceColumnVector.Int16) Platform.getShort(null, dataAddress + 2L * rowId) else slowShort(rowId)
 
   private def slowShort(rowId: Int): Short = vector match {
@@ -97,7 +123,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     case v                 => unsupported(v, "short")
   }
 
-  override def getInt(rowId: Int): Int =
+  private def getInt0(rowId: Int): Int =
     if (kind == LanceColumnVector.Int32) Platform.getInt(null, dataAddress + 4L * rowId) else slowInt(rowId)
 
   private def slowInt(rowId: Int): Int = vector match {
@@ -108,7 +134,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     case v                  => unsupported(v, "int")
   }
 
-  override def getLong(rowId: Int): Long =
+  private def getLong0(rowId: Int): Long =
     if (kind == LanceColumnVector.Int64) Platform.getLong(null, dataAddress + 8L * rowId) else slowLong(rowId)
 
   private def slowLong(rowId: Int): Long = vector match {
@@ -131,7 +157,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     case v                         => unsupported(v, "long")
   }
 
-  override def getFloat(rowId: Int): Float =
+  private def getFloat0(rowId: Int): Float =
     if (kind == LanceColumnVector.Float32) Platform.getFloat(null, dataAddress + 4L * rowId) else slowFloat(rowId)
 
   private def slowFloat(rowId: Int): Float = vector match {
@@ -140,18 +166,18 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     case v               => unsupported(v, "float")
   }
 
-  override def getDouble(rowId: Int): Double =
+  private def getDouble0(rowId: Int): Double =
     if (kind == LanceColumnVector.Float64) Platform.getDouble(null, dataAddress + 8L * rowId)
     else vector.asInstanceOf[Float8Vector].get(rowId)
 
-  override def getDecimal(rowId: Int, precision: Int, scale: Int): Decimal =
-    if (kind == LanceColumnVector.Decimal128 && precision <= Decimal.MAX_LONG_DIGITS && !isNullAt(rowId))
+  private def getDecimal0(rowId: Int, precision: Int, scale: Int): Decimal =
+    if (kind == LanceColumnVector.Decimal128 && precision <= Decimal.MAX_LONG_DIGITS && !isNullAt0(rowId))
       // the low 8 bytes of a little-endian two's-complement 128-bit value that fits a long
       Decimal.createUnsafe(Platform.getLong(null, dataAddress + 16L * rowId), precision, scale)
     else slowDecimal(rowId, precision, scale)
 
   private def slowDecimal(rowId: Int, precision: Int, scale: Int): Decimal = {
-    if (isNullAt(rowId)) return null
+    if (isNullAt0(rowId)) return null
     vector match {
       case v: DecimalVector if precision <= Decimal.MAX_LONG_DIGITS =>
         // the low 8 bytes of a little-endian two's-complement 128-bit value
@@ -168,8 +194,8 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
 
   // Kept small so that the JIT inlines it into Spark's generated code, where the
   // UTF8String it returns usually never escapes (and is not allocated).
-  override def getUTF8String(rowId: Int): UTF8String =
-    if (kind == LanceColumnVector.Utf8 && !isNullAt(rowId)) utf8At(rowId) else slowUTF8String(rowId)
+  private def getUTF8String0(rowId: Int): UTF8String =
+    if (kind == LanceColumnVector.Utf8 && !isNullAt0(rowId)) utf8At(rowId) else slowUTF8String(rowId)
 
   /** Row `rowId` of a `VarCharVector`, in place; with its character count when
     * the batch's strings are all ASCII (see [[AsciiStrings]]). */
@@ -211,7 +237,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   }
 
   private def slowUTF8String(rowId: Int): UTF8String = {
-    if (isNullAt(rowId)) return null
+    if (isNullAt0(rowId)) return null
     if (kind == LanceColumnVector.Utf8Dictionary) {
       val k = items.itemOf(rowId)
       return if (k >= 0) itemString(k) else utf8At(rowId) // (a null item in a valid row: the vector's value)
@@ -225,8 +251,8 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     }
   }
 
-  override def getBinary(rowId: Int): Array[Byte] = {
-    if (isNullAt(rowId)) return null
+  private def getBinary0(rowId: Int): Array[Byte] = {
+    if (isNullAt0(rowId)) return null
     vector match {
       case v: VarBinaryVector      => v.get(rowId)
       case v: LargeVarBinaryVector => v.get(rowId)
@@ -235,8 +261,8 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     }
   }
 
-  override def getArray(rowId: Int): ColumnarArray = {
-    if (isNullAt(rowId)) return null
+  private def getArray0(rowId: Int): ColumnarArray = {
+    if (isNullAt0(rowId)) return null
     vector match {
       case v: ListVector =>
         val start = v.getOffsetBuffer.getInt(rowId.toLong * 4)
@@ -252,8 +278,8 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     }
   }
 
-  override def getMap(rowId: Int): ColumnarMap = {
-    if (isNullAt(rowId)) return null
+  private def getMap0(rowId: Int): ColumnarMap = {
+    if (isNullAt0(rowId)) return null
     vector match {
       case v: MapVector =>
         val start = v.getOffsetBuffer.getInt(rowId.toLong * 4)

@@ -38,7 +38,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, piece: FragmentPiec
     while (!found && limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
       if (position >= range._2) { range = ranges.next(); position = range._1 }
       val end = math.min(range._2, position + factory.read.batchSize)
-      val batch = scanner.read(position, end, if (readAhead) following(end) else None)
+      val batch = scanner.readView(position, end, if (readAhead) following(end) else None)
       position = end
       if (batch.rowCount > 0) {
         current = Some(batch -> toColumnar(batch))
@@ -63,7 +63,8 @@ final class LanceColumnarReader(factory: LanceReaderFactory, piece: FragmentPiec
 
   private def toColumnar(b: FragmentBatch): ColumnarBatch = {
     val data = factory.dataSchema.fields.indices.map { i =>
-      new LanceColumnVector(factory.dataSchema.fields(i).dataType, b.vectors(i), b.dictionary(i), dictionaryStrings(i))
+      new LanceColumnVector(factory.dataSchema.fields(i).dataType, b.vectors(i), b.dictionary(i), dictionaryStrings(i),
+        b.selection)
     }
     val byName: Map[String, ColumnVector] = factory.dataSchema.fieldNames.zip(data).toMap ++
       factory.metadataColumns.map(m => m -> metadata(m, b)).toMap

@@ -13,7 +13,7 @@ import io.lancespark.table.filter.Filter
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.model.{FragmentInfo, Snapshot}
-import io.lancespark.table.scan.ScanPlanner
+import io.lancespark.table.scan.{ScanPlanner, Selectivity}
 
 /** A scan of one version: the row ranges left after pruning, fragment after
   * fragment, packed into input partitions of about equal rows (see
@@ -29,8 +29,7 @@ final class LanceScan(
     filter: Option[Filter] = None,
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int],
-    planner: ScanPlanner,
-    filterRows: Boolean = true)
+    planner: ScanPlanner)
     extends Scan with Batch with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
@@ -43,9 +42,9 @@ final class LanceScan(
     * does for file scans), for example for the same join in a query and in its
     * subquery. Filters are compared up to the order of their operands. */
   private val identity: (String, Long, Option[java.time.Instant], StructType, Seq[String], Option[Filter],
-    Option[Int], ReadConf, Boolean) =
+    Option[Int], ReadConf) =
     (snapshot.storage.uri, snapshot.version, snapshot.timestamp, outputSchema, metadataColumns,
-      filter.map(Filter.normalized), limit, options, filterRows)
+      filter.map(Filter.normalized), limit, options)
 
   override def equals(other: Any): Boolean = other match {
     case that: LanceScan => that.identity == identity
@@ -98,10 +97,8 @@ final class LanceScan(
   private lazy val readerFactory: PartitionReaderFactory = {
     val session = SparkSession.active
     val conf = SerializableHadoopConf.broadcast(session)
-    // (rows are filtered here only when Spark does not filter them after the scan)
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
-      metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf,
-      if (filterRows) filter else None, if (filterRows) filterFields else Nil, limit)
+      metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf, filter, filterFields, limit)
   }
 
   /** Statistics of the scan as planned, for Spark's join planning: the rows
@@ -122,14 +119,21 @@ final class LanceScan(
       val kept = if (f.physicalRows > 0) f.numRows.toDouble / f.physicalRows else 0.0
       (share * f.numRows, share * kept * bytes)
     }
-    val planned = shares.map(_._1).sum
+    val cbo = SparkSession.active.sessionState.conf.cboEnabled
+    // the filter's share of the rows left, as the optimizer estimates a Filter
+    // above a scan (the scan evaluates its filter: no Filter is left to
+    // estimate); only for the cost-based optimizer, which alone makes that estimate
+    val kept = filter.filter(_ => cbo).fold(1.0) { f =>
+      Selectivity.of(f, planner.summaries(f.columns.toSet))
+    }
+    val planned = shares.map(_._1).sum * kept
     val rows = math.min(planned, limit.fold(Double.MaxValue)(_.toDouble))
-    val bytes = shares.map(_._2).sum * (if (planned > 0) rows / planned else 1.0) *
+    val bytes = shares.map(_._2).sum * kept * (if (planned > 0) rows / planned else 1.0) *
       LanceScan.rowSize(outputSchema) / LanceScan.rowSize(tableSchema)
     // column statistics only for the cost-based optimizer (the only user of
     // them): they read the page statistics of every column the scan returns
     val columns =
-      if (!SparkSession.active.sessionState.conf.cboEnabled) new java.util.HashMap[NamedReference, ColumnStatistics]()
+      if (!cbo) new java.util.HashMap[NamedReference, ColumnStatistics]()
       else {
         val data = outputSchema.fields.filter(f => dataSchema.fieldNames.contains(f.name) && !metadataColumns.contains(f.name))
         CboStatistics.of(data.toSeq, planner.summaries(data.map(f => Vector(f.name)).toSet))

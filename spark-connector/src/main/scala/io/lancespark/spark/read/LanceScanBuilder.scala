@@ -13,14 +13,15 @@ import io.lancespark.table.model.Snapshot
 import io.lancespark.table.scan.ScanPlanner
 
 /** Column pruning (nested too); predicates the connector can evaluate exactly,
-  * which prune fragments and pages by their statistics; LIMIT; COUNT(*)
+  * which prune fragments and pages by their statistics and are then
+  * evaluated on the rows of the pages left (pushed whole: Spark does not
+  * filter again, and may push an aggregate or LIMIT on top); LIMIT; COUNT(*)
   * answered from the manifest, or from statistics when they decide every row.
   *
-  * The rows of the pages left are filtered by Spark (the predicates are also
-  * returned as post-scan filters): its generated code is faster than an
-  * evaluation here followed by a copy of the rows kept. Only when the
-  * statistics decide every row range (each all or nothing) are the
-  * predicates pushed whole, so that a COUNT(*) or LIMIT can be pushed too. */
+  * The scan evaluates a batch's predicates column by column, a leaf only on
+  * the rows its siblings left undecided and a string test once per
+  * dictionary item, and hands Spark the rows kept in place (a selection over
+  * the decoded vectors, not a copy). */
 final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, options: ReadConf)
     extends ScanBuilder with SupportsPushDownRequiredColumns with SupportsPushDownAggregates
     with SupportsPushDownV2Filters with SupportsPushDownLimit {
@@ -28,8 +29,6 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   private var required: StructType = tableSchema
   private var countOnly: Option[Int] = None
   private var accepted: Seq[(Predicate, Filter)] = Nil
-  /** Whether Spark filters the rows read (the scan prunes by statistics only). */
-  private var sparkFiltersRows: Boolean = false
   private var limit: Option[Int] = None
 
   override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
@@ -42,8 +41,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       case _ => false
     }
     accepted = ok.map { case (p, f) => p -> f.get }
-    sparkFiltersRows = accepted.nonEmpty && planner.countIfDecided.isEmpty
-    if (sparkFiltersRows) predicates else rest.map(_._1).toArray
+    rest.map(_._1).toArray
   }
 
   override def pushedPredicates(): Array[Predicate] = accepted.map(_._1).toArray
@@ -54,34 +52,52 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
 
   override def isPartiallyPushed: Boolean = true
 
-  override def pushAggregation(aggregation: Aggregation): Boolean = {
-    val onlyCounts = aggregation.groupByExpressions().isEmpty &&
-      aggregation.aggregateExpressions().forall(_.isInstanceOf[CountStar])
-    if (!onlyCounts) return false
-    val rows = filter match {
-      case None => Some(snapshot.countRows)
-      case Some(_) => planner.countIfDecided
+  override def pushAggregation(aggregation: Aggregation): Boolean =
+    if (countable(aggregation)) {
+      countOnly = Some(aggregation.aggregateExpressions().length)
+      true
+    } else if (!options.aggregatePushdown) false
+    else {
+      aggregate = AggregateTranslation(aggregation, tableSchema, snapshot.schema)
+      aggregate.isDefined
     }
-    if (rows.isDefined) countOnly = Some(aggregation.aggregateExpressions().length)
-    countRows = rows
-    rows.isDefined
+
+  /** COUNT(*)s only, answered from the manifest or from statistics that decide every row. */
+  private def countable(aggregation: Aggregation): Boolean =
+    aggregation.groupByExpressions().isEmpty &&
+      aggregation.aggregateExpressions().forall(_.isInstanceOf[CountStar]) && countRows.isDefined
+
+  private lazy val countRows: Option[Long] = filter match {
+    case None => Some(snapshot.countRows)
+    case Some(_) => planner.countIfDecided
   }
 
-  private var countRows: Option[Long] = None
+  /** The aggregation the scan computes partially, per task (Spark merges the tasks' rows). */
+  private var aggregate: Option[AggregateTranslation.Translated] = None
 
   /** Statistics are read once: by COUNT(*) pushdown if it asks, then by the scan. */
   private lazy val planner: ScanPlanner = ScanPlanner(snapshot, filter)
 
-  override def supportCompletePushDown(aggregation: Aggregation): Boolean = true
+  /** Complete only for the COUNT(*)s answered without reading rows; other
+    * aggregates are computed per task, and Spark merges them. */
+  override def supportCompletePushDown(aggregation: Aggregation): Boolean = countable(aggregation)
 
-  override def build(): Scan = (countOnly, countRows) match {
-    case (Some(n), Some(rows)) => new LanceCountScan(rows, n, filter)
+  override def build(): Scan = (countOnly, aggregate) match {
+    case (Some(n), _) => new LanceCountScan(countRows.getOrElse(snapshot.countRows), n, filter)
+    case (_, Some(agg)) =>
+      val columns = agg.aggregation.columns.map(field)
+      val filterFields = filter.toSeq.flatMap(_.columns.map(_.head)).distinct.map(field)
+      val data = StructType(columns.map(f => tableSchema(f.name)))
+      val rows = new LanceScan(snapshot, tableSchema, data, columns, Nil, data, options, filter, filterFields,
+        None, planner)
+      new LanceAggregateScan(rows, snapshot.storage.uri, snapshot.version, snapshot.schema, columns, agg.aggregation,
+        agg.output, options, filter, filterFields)
     case _ =>
       val (meta, data) = required.fields.partition(f => MetadataColumns.names.contains(f.name))
       val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))
       val filterFields = filter.toSeq.flatMap(_.columns.map(_.head)).distinct.map(field)
       new LanceScan(snapshot, tableSchema, StructType(data), fields, meta.map(_.name).toSeq, required, options,
-        filter, filterFields, limit, planner, filterRows = !sparkFiltersRows)
+        filter, filterFields, limit, planner)
   }
 
   private def field(name: String): LanceField = snapshot.schema.field(name).getOrElse(

@@ -11,6 +11,7 @@ import org.apache.arrow.vector.complex.StructVector
 import org.apache.arrow.vector.types.TimeUnit
 import org.apache.arrow.vector.types.pojo.ArrowType
 
+import io.lancespark.format.arrow.DictionaryColumn
 import io.lancespark.table.filter.Filter._
 
 /** Exact evaluation of a [[Filter]] over one batch of decoded Arrow vectors
@@ -27,15 +28,25 @@ object RowEvaluator {
 
   /** As above, binding the filter's leaves through `binds` (to evaluate one
     * filter over many batches, binding each leaf once). */
-  def evaluate(filter: Filter, vectors: Seq[ValueVector], rowCount: Int, binds: Binds): java.util.BitSet = {
+  def evaluate(filter: Filter, vectors: Seq[ValueVector], rowCount: Int, binds: Binds): java.util.BitSet =
+    evaluate(filter, vectors, rowCount, binds, Nil)
+
+  /** As above; `dictionaries(i)`, where given, holds the rows of `vectors(i)`
+    * as items of a dictionary: a string test then runs once per item. */
+  def evaluate(filter: Filter, vectors: Seq[ValueVector], rowCount: Int, binds: Binds,
+               dictionaries: Seq[Option[DictionaryColumn]]): java.util.BitSet = {
     val byName = vectors.map(v => v.getField.getName -> v).toMap
-    evaluate(filter, (c: Column) => resolvePath(c, byName), rowCount, binds)
+    val dicts = vectors.zip(dictionaries).collect { case (v, Some(d)) => v.getField.getName -> d }.toMap
+    evaluate(filter, (c: Column) => {
+      val rc = resolvePath(c, byName)
+      if (c.size == 1) rc.copy(dictionary = dicts.get(c.head)) else rc
+    }, rowCount, binds)
   }
 
   /** As above, with each column path resolved by `column`. */
   def evaluate(filter: Filter, column: Column => ResolvedColumn, rowCount: Int, binds: Binds = new Binds): java.util.BitSet = {
     val ctx = new Batch(column, rowCount, binds)
-    val (t, _) = eval(filter, ctx)
+    val (t, _) = eval(filter, ctx, ctx.ones)
     java.util.BitSet.valueOf(t)
   }
 
@@ -57,7 +68,8 @@ object RowEvaluator {
   /** Outcome bit sets (TRUE rows, FALSE rows; the others are NULL). */
   def evaluate3(filter: Filter, vectors: Seq[ValueVector], rowCount: Int): (java.util.BitSet, java.util.BitSet) = {
     val byName = vectors.map(v => v.getField.getName -> v).toMap
-    val (t, f) = eval(filter, new Batch((c: Column) => resolvePath(c, byName), rowCount, new Binds))
+    val b = new Batch((c: Column) => resolvePath(c, byName), rowCount, new Binds)
+    val (t, f) = eval(filter, b, b.ones)
     (java.util.BitSet.valueOf(t), java.util.BitSet.valueOf(f))
   }
 
@@ -81,7 +93,8 @@ object RowEvaluator {
 
   /** A column of the batch: its leaf vector and the vectors of its parent
     * structs (whose nulls make the leaf NULL). */
-  final case class ResolvedColumn(leaf: ValueVector, parents: Seq[ValueVector])
+  final case class ResolvedColumn(leaf: ValueVector, parents: Seq[ValueVector],
+                                  dictionary: Option[DictionaryColumn] = None)
 
   private def resolvePath(c: Column, byName: Map[String, ValueVector]): ResolvedColumn = {
     val top = byName.getOrElse(c.head, throw new IllegalArgumentException(
@@ -119,6 +132,8 @@ object RowEvaluator {
   private final class ColumnData(rc: ResolvedColumn, b: Batch) {
     val vector: ValueVector = rc.leaf
     val n: Int = b.n
+    /** The rows as dictionary items, when the reader saw them so. */
+    val dictionary: Option[DictionaryColumn] = rc.dictionary.filter(_.rows == n)
     if (vector.getValueCount < n)
       throw new IllegalArgumentException(s"vector '${vector.getField.getName}' has ${vector.getValueCount} values, not $n")
     val arrowType: ArrowType = vector.getField.getType
@@ -222,26 +237,30 @@ object RowEvaluator {
 
   // ------------------------------------------------------------ evaluation
 
-  /** (TRUE rows, FALSE rows) as words. */
-  private def eval(f: Filter, b: Batch): (Array[Long], Array[Long]) = f match {
+  /** (TRUE rows, FALSE rows) as words, exact for the rows of `care` (words;
+    * the other rows' bits are arbitrary): the right side of an AND is only
+    * evaluated where the left is not FALSE, of an OR where it is not TRUE. */
+  private def eval(f: Filter, b: Batch, care: Array[Long]): (Array[Long], Array[Long]) = f match {
     case AlwaysTrue => (b.ones, new Array[Long](b.words))
     case AlwaysFalse => (new Array[Long](b.words), b.ones)
     case And(l, r) =>
-      val (lt, lf) = eval(l, b); val (rt, rf) = eval(r, b)
+      val (lt, lf) = eval(l, b, care)
+      val (rt, rf) = eval(r, b, andNot(care, lf))
       var i = 0
       while (i < lt.length) { lt(i) &= rt(i); lf(i) |= rf(i); i += 1 }
       (lt, lf)
     case Or(l, r) =>
-      val (lt, lf) = eval(l, b); val (rt, rf) = eval(r, b)
+      val (lt, lf) = eval(l, b, care)
+      val (rt, rf) = eval(r, b, andNot(care, lt))
       var i = 0
       while (i < lt.length) { lt(i) |= rt(i); lf(i) &= rf(i); i += 1 }
       (lt, lf)
-    case Not(c) => val (t, fl) = eval(c, b); (fl, t)
+    case Not(c) => val (t, fl) = eval(c, b, care); (fl, t)
     case leaf =>
       val col = b.column(leaf.columns.head)
       val bound = b.binds(leaf, col.domain)
-      val pass = passWords(bound.test, col, b)
       val valid = col.valid
+      val pass = passWords(bound.test, col, b, andWords(care, valid))
       val all = b.ones
       def bits(o: Outcomes): Array[Long] = {
         val out = new Array[Long](b.words)
@@ -259,8 +278,64 @@ object RowEvaluator {
       (bits(Outcomes.True), bits(Outcomes.False))
   }
 
-  /** Words of the rows whose (non-null) value passes the test; bits of null rows are arbitrary. */
-  private def passWords(test: ValueTest, col: ColumnData, b: Batch): Array[Long] = {
+  private def andNot(a: Array[Long], b: Array[Long]): Array[Long] = {
+    val out = new Array[Long](a.length)
+    var i = 0
+    while (i < a.length) { out(i) = a(i) & ~b(i); i += 1 }
+    out
+  }
+
+  private def andWords(a: Array[Long], b: Array[Long]): Array[Long] = {
+    val out = new Array[Long](a.length)
+    var i = 0
+    while (i < a.length) { out(i) = a(i) & b(i); i += 1 }
+    out
+  }
+
+  /** Sets the bit of each row of `care` whose key is in [lo, hi] (not in it,
+    * when `negate`): a whole word at a time where every row counts, else row
+    * by row over the set bits. */
+  private def rangeLoop(keys: Array[Long], n: Int, care: Array[Long], out: Array[Long],
+                        lo: Long, hi: Long, negate: Boolean): Unit = {
+    var w = 0
+    while (w < care.length) {
+      var m = care(w)
+      if (m == -1L) {
+        val base = w << 6
+        val stop = math.min(n, base + 64)
+        var i = base
+        var word = 0L
+        while (i < stop) { val k = keys(i); if ((k >= lo && k <= hi) != negate) word |= 1L << i; i += 1 }
+        out(w) = word
+      } else {
+        while (m != 0L) {
+          val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
+          val k = keys(i)
+          if ((k >= lo && k <= hi) != negate) out(w) |= 1L << i
+          m &= m - 1
+        }
+      }
+      w += 1
+    }
+  }
+
+  /** As [[rangeLoop]], for the keys in a set. */
+  private def inLoop(keys: Array[Long], n: Int, care: Array[Long], out: Array[Long], contains: Long => Boolean): Unit = {
+    var w = 0
+    while (w < care.length) {
+      var m = care(w)
+      while (m != 0L) {
+        val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
+        if (i < n && contains(keys(i))) out(w) |= 1L << i
+        m &= m - 1
+      }
+      w += 1
+    }
+  }
+
+  /** Words of the rows of `care` whose (non-null) value passes the test;
+    * bits of the other rows are arbitrary. */
+  private def passWords(test: ValueTest, col: ColumnData, b: Batch, care: Array[Long]): Array[Long] = {
     import ValueTest._
     val n = b.n
     val out = new Array[Long](b.words)
@@ -268,20 +343,15 @@ object RowEvaluator {
       case Const(r) => if (r) java.util.Arrays.fill(out, -1L)
       case KeyCmp(op, k) =>
         val keys = col.keys
-        var i = 0
         op match {
-          case CompareOp.Eq | CompareOp.EqNullSafe => while (i < n) { if (keys(i) == k) out(i >>> 6) |= 1L << i; i += 1 }
-          case CompareOp.NotEq => while (i < n) { if (keys(i) != k) out(i >>> 6) |= 1L << i; i += 1 }
-          case CompareOp.Lt => while (i < n) { if (keys(i) < k) out(i >>> 6) |= 1L << i; i += 1 }
-          case CompareOp.LtEq => while (i < n) { if (keys(i) <= k) out(i >>> 6) |= 1L << i; i += 1 }
-          case CompareOp.Gt => while (i < n) { if (keys(i) > k) out(i >>> 6) |= 1L << i; i += 1 }
-          case CompareOp.GtEq => while (i < n) { if (keys(i) >= k) out(i >>> 6) |= 1L << i; i += 1 }
+          case CompareOp.Eq | CompareOp.EqNullSafe => rangeLoop(keys, n, care, out, k, k, negate = false)
+          case CompareOp.NotEq => rangeLoop(keys, n, care, out, k, k, negate = true)
+          case CompareOp.Lt => if (k != Long.MinValue) rangeLoop(keys, n, care, out, Long.MinValue, k - 1, negate = false)
+          case CompareOp.LtEq => rangeLoop(keys, n, care, out, Long.MinValue, k, negate = false)
+          case CompareOp.Gt => if (k != Long.MaxValue) rangeLoop(keys, n, care, out, k + 1, Long.MaxValue, negate = false)
+          case CompareOp.GtEq => rangeLoop(keys, n, care, out, k, Long.MaxValue, negate = false)
         }
-      case in: KeyIn =>
-        val keys = col.keys
-        var i = 0
-        val contains = in.contains
-        while (i < n) { if (contains(keys(i))) out(i >>> 6) |= 1L << i; i += 1 }
+      case in: KeyIn => inLoop(col.keys, n, care, out, in.contains)
       case DecCmp(op, v) =>
         val ds = col.decimals
         var i = 0
@@ -291,10 +361,10 @@ object RowEvaluator {
         var i = 0
         while (i < n) { if (ds(i) != null && vs.exists(_.compareTo(ds(i)) == 0)) out(i >>> 6) |= 1L << i; i += 1 }
       case BytesCmp(op, v) =>
-        bytesLoop(col, out) { (s, len) => ValueTest.holds(op, java.util.Arrays.compareUnsigned(s, 0, len, v, 0, v.length)) }
+        bytesLoop(col, out, care) { (s, len) => ValueTest.holds(op, java.util.Arrays.compareUnsigned(s, 0, len, v, 0, v.length)) }
       case BytesIn(vs) =>
         val arr = vs.toArray
-        bytesLoop(col, out) { (s, len) =>
+        bytesLoop(col, out, care) { (s, len) =>
           var lo = 0; var hi = arr.length - 1; var found = false
           while (!found && lo <= hi) {
             val mid = (lo + hi) >>> 1
@@ -304,7 +374,7 @@ object RowEvaluator {
           found
         }
       case BytesPrefix(p) =>
-        bytesLoop(col, out, limit = p.length) { (s, len) => len >= p.length && java.util.Arrays.equals(s, 0, p.length, p, 0, p.length) }
+        bytesLoop(col, out, care, limit = p.length) { (s, len) => len >= p.length && java.util.Arrays.equals(s, 0, p.length, p, 0, p.length) }
     }
     out
   }
@@ -313,22 +383,41 @@ object RowEvaluator {
 
   /** Calls `test` with each non-null row's bytes (copied into a scratch array,
     * at most `limit` of them; the length passed is the value's full length). */
-  private def bytesLoop(col: ColumnData, out: Array[Long], limit: Int = Int.MaxValue)(test: (Array[Byte], Int) => Boolean): Unit = {
-    val n = col.n
-    val valid = col.valid
+  private def bytesLoop(col: ColumnData, out: Array[Long], care: Array[Long], limit: Int = Int.MaxValue)(
+      test: (Array[Byte], Int) => Boolean): Unit = {
     var scratch = new Array[Byte](64)
-    def run(start: Int => Long, end: Int => Long, data: ArrowBuf): Unit = {
-      var i = 0
-      while (i < n) {
-        if ((valid(i >>> 6) & (1L << i)) != 0) {
-          val s = start(i)
-          val len = (end(i) - s).toInt
+    // dictionary items: each item tested once, its rows take its outcome
+    val itemPass: Array[Byte] = col.dictionary.fold(Array.empty[Byte]) { d =>
+      Array.tabulate[Byte](d.itemCount) { k =>
+        d.withItem(k) { (bytes, offset, len) =>
           val copy = math.min(len, limit)
           if (copy > scratch.length) scratch = new Array[Byte](math.max(copy, scratch.length * 2))
-          data.getBytes(s, scratch, 0, copy)
-          if (test(scratch, len)) out(i >>> 6) |= 1L << i
+          System.arraycopy(bytes, offset, scratch, 0, copy)
+          if (test(scratch, len)) 1 else 0
         }
-        i += 1
+      }
+    }
+    val dict: DictionaryColumn = col.dictionary.orNull
+    def run(start: Int => Long, end: Int => Long, data: ArrowBuf): Unit = {
+      var w = 0
+      while (w < care.length) {
+        var m = care(w)
+        while (m != 0L) {
+          val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
+          val k = if (dict == null) -1 else dict.itemOf(i)
+          if (k >= 0) {
+            if (itemPass(k) == 1) out(w) |= 1L << i
+          } else {
+            val s = start(i)
+            val len = (end(i) - s).toInt
+            val copy = math.min(len, limit)
+            if (copy > scratch.length) scratch = new Array[Byte](math.max(copy, scratch.length * 2))
+            data.getBytes(s, scratch, 0, copy)
+            if (test(scratch, len)) out(w) |= 1L << i
+          }
+          m &= m - 1
+        }
+        w += 1
       }
     }
     col.vector match {

@@ -14,9 +14,12 @@ import io.lancespark.table.storage.{DatasetStorage, DeletionVector}
 
 /** Rows of one fragment, read in ranges: the requested (possibly pruned)
   * top-level fields, with fields absent from every data file read as nulls and
-  * deleted rows removed. `offsets` gives each returned row's physical offset. */
+  * deleted rows removed. `offsets` gives each returned row's physical offset.
+  * With a `selection`, the batch's rows are those positions of the vectors
+  * (ascending), which hold every row of the range read; without, all their rows. */
 final class FragmentBatch(val vectors: Seq[FieldVector], offsetsOf: () => Array[Int], val rowCount: Int,
-                          dictionaries: Seq[Option[DictionaryColumn]] = Nil)
+                          dictionaries: Seq[Option[DictionaryColumn]] = Nil,
+                          val selection: Option[Array[Int]] = None)
     extends AutoCloseable {
   /** Each row's physical offset in the fragment (made when first asked for:
     * most scans never ask). */
@@ -73,6 +76,21 @@ final class FragmentScanner(
   /** Like `read(from, until)`; `next` is the physical range the caller reads
     * next, whose storage reads then run while this one decodes. */
   def read(from: Long, until: Long, next: Option[(Long, Long)]): FragmentBatch = {
+    val b = readView(from, until, next)
+    b.selection match {
+      case None => b
+      case Some(rows) =>
+        val keep = b.offsets
+        val selected = b.vectors.map(v => VectorSelection.select(v, rows, allocator))
+        new FragmentBatch(selected, () => keep, keep.length,
+          b.vectors.indices.map(i => b.dictionary(i).map(_.select(rows, 0))))
+    }
+  }
+
+  /** Like `read`, but the rows dropped (deleted, or not selected by the
+    * filter) stay in the vectors: the batch's `selection` names the rows kept,
+    * which a reader can then read in place instead of copying them. */
+  def readView(from: Long, until: Long, next: Option[(Long, Long)]): FragmentBatch = {
     val n = (until - from).toInt
     val bytesBefore = bytesRead
     try readRange(from, until, n, next)
@@ -100,7 +118,8 @@ final class FragmentScanner(
     val (out, extra) = raw.splitAt(fields.size)
 
     val matches: Option[java.util.BitSet] = filter.map { f =>
-      try RowEvaluator.evaluate(f, filterFields.map(ff => raw(readFields.indexOf(ff))), n, binds)
+      val at = filterFields.map(readFields.indexOf(_))
+      try RowEvaluator.evaluate(f, at.map(raw), n, binds, at.map(read(_)._2))
       finally extra.foreach(_.close())
     }
     val dictionaries = read.take(fields.size).map(_._2)
@@ -108,8 +127,11 @@ final class FragmentScanner(
     if (noDeletes && matches.forall(_.cardinality() == n)) new FragmentBatch(out, () => consecutive(from, n), n, dictionaries)
     else {
       val keep = keptOffsets(from, until, noDeletes, matches)
-      val selected = out.map(v => VectorSelection.select(v, keep, from.toInt, allocator))
-      new FragmentBatch(selected, () => keep, keep.length, dictionaries.map(_.map(_.select(keep, from.toInt))))
+      val base = from.toInt
+      val rows = new Array[Int](keep.length)
+      var i = 0
+      while (i < keep.length) { rows(i) = keep(i) - base; i += 1 }
+      new FragmentBatch(out, () => keep, keep.length, dictionaries, Some(rows))
     }
   }
 

@@ -1,0 +1,160 @@
+"""Aggregates computed by the scan (SUM, COUNT, MIN, MAX; AVG as SUM and
+COUNT), grouped or not, over the rows its filter keeps: every result equals
+Spark's own aggregation of the same rows (aggregatePushdown=false), over
+random data with nulls, deleted rows, several fragments and small pages, on
+random queries (seeded) and on hand cases: partial sums that would leave
+their input's decimal range, values beyond a long, overflow errors (ANSI),
+an integer AVG (its exact sum divided, where Spark sums doubles: equal to
+1e-9),
+and what is not pushed (DISTINCT, doubles, rounding arithmetic)."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+import random
+
+import lance
+import pytest
+from pyspark.sql import types as T
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.LongType(), False),
+    T.StructField("g", T.StringType()),
+    T.StructField("k", T.IntegerType()),
+    T.StructField("d", T.DateType()),
+    T.StructField("flag", T.BooleanType()),
+    T.StructField("q", T.IntegerType()),
+    T.StructField("n", T.LongType()),
+    T.StructField("price", T.DecimalType(12, 2)),
+    T.StructField("rate", T.DecimalType(4, 2)),
+    T.StructField("small", T.DecimalType(3, 1)),
+    T.StructField("huge", T.DecimalType(38, 0)),
+    T.StructField("f", T.DoubleType()),
+])
+
+GROUPS = ["g", "k", "d", "flag"]
+WORDS = ["A", "N", "R", "long word " * 3, "é", ""]
+
+
+def _rows(n: int, seed: int):
+    rnd = random.Random(seed)
+
+    def maybe(v, p=0.12):
+        return None if rnd.random() < p else v
+    out = []
+    for i in range(n):
+        out.append((
+            i,
+            maybe(rnd.choice(WORDS)),
+            maybe(rnd.randint(0, 6)),
+            maybe(dt.date(2024, 1, 1) + dt.timedelta(days=rnd.randint(0, 5))),
+            maybe(rnd.random() < 0.5),
+            maybe(rnd.randint(-1000, 1000)),
+            maybe(2**59 if rnd.random() < 0.002 else rnd.randint(-10**6, 10**6)),   # sums within a long
+            maybe(decimal.Decimal(rnd.randint(-10**9, 10**9)).scaleb(-2)),
+            maybe(decimal.Decimal(rnd.randint(0, 99)).scaleb(-2)),
+            maybe(decimal.Decimal(rnd.randint(0, 999)).scaleb(-1)),   # sums leave decimal(3,1) at once
+            # beyond a long, yet their sums and averages within decimal(38,0) and decimal(38,4)
+            maybe(decimal.Decimal(10**32 if rnd.random() < 0.01 else rnd.choice([rnd.randint(-10**6, 10**6), 10**20, -3 * 10**19]))),
+            maybe(rnd.uniform(-1, 1)),
+        ))
+    return out
+
+
+@pytest.fixture(scope="module")
+def table(spark, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("aggregates") / "t.lance")
+    df = spark.createDataFrame(_rows(6000, 11), SCHEMA).repartition(3)
+    df.write.format("lance").option("maxRowsPerPage", 300).save(path)
+    lance.dataset(path).delete("id % 17 = 3")      # deletion vectors in every fragment
+    spark.read.format("lance").load(path).createOrReplaceTempView("t")
+    yield "t"
+    spark.conf.unset("spark.lance.aggregatePushdown")
+
+
+def _plan(spark, sql: str) -> str:
+    return spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+
+
+def _both(spark, sql: str):
+    """(rows with the aggregate in the scan, rows with Spark aggregating), sorted; and the plan."""
+    spark.conf.set("spark.lance.aggregatePushdown", "true")
+    plan = _plan(spark, sql)
+    on = spark.sql(sql).collect()
+    spark.conf.set("spark.lance.aggregatePushdown", "false")
+    off = spark.sql(sql).collect()
+    spark.conf.unset("spark.lance.aggregatePushdown")
+    key = lambda r: tuple((v is None, str(v)) for v in r)   # noqa: E731
+    return sorted(on, key=key), sorted(off, key=key), plan
+
+
+HAND = [
+    ("SELECT g, k, sum(price), count(*), count(q), min(price), max(q), avg(price) FROM t GROUP BY g, k", True),
+    ("SELECT sum(price * (1 - rate)), sum(price * (1 - rate) * (1 + rate)), avg(rate) FROM t WHERE d <= DATE'2024-01-03'", True),
+    ("SELECT d, sum(small), count(small) FROM t GROUP BY d", True),          # partial sums set aside
+    ("SELECT flag, sum(huge), min(huge), max(huge) FROM t GROUP BY flag", True),  # beyond a long
+    ("SELECT sum(n), sum(q * 3), min(n), max(n) FROM t WHERE q > 0", True),
+    ("SELECT g, count(*) FROM t WHERE g IN ('A', 'R') AND q BETWEEN -10 AND 400 GROUP BY g", True),
+    ("SELECT k, sum(CAST(q AS BIGINT) * n) FROM t WHERE n BETWEEN -1000000 AND 1000000 GROUP BY k", True),
+    ("SELECT sum(price) FROM t WHERE id < 0", True),                        # no row kept
+    ("SELECT count(DISTINCT q) FROM t", False),
+    ("SELECT sum(f), g FROM t GROUP BY g", False),                          # doubles: Spark sums
+    ("SELECT sum(price * price * price * price) FROM t", False),            # would round: Spark computes
+]
+
+
+@pytest.mark.parametrize("sql,pushed", HAND)
+def test_hand_cases_equal_spark(spark, table, sql, pushed):
+    on, off, plan = _both(spark, sql)
+    assert ("LanceAggregateScan" in plan) == pushed, plan
+    assert on == off, sql
+
+
+def _same(on, off) -> bool:
+    """Rows equal; doubles (AVG of integers) to 1e-9 relative: Spark averages an integer column
+    in a double sum, the pushed aggregate divides the exact integer sum (as for JDBC sources)."""
+    if len(on) != len(off):
+        return False
+    for a, b in zip(on, off):
+        for x, y in zip(a, b):
+            if isinstance(x, float) and isinstance(y, float):
+                if not math.isclose(x, y, rel_tol=1e-9):
+                    return False
+            elif x != y:
+                return False
+    return True
+
+
+def _expr(rnd: random.Random) -> str:
+    return rnd.choice(["q", "n", "price", "rate", "small", "huge", "q + 1", "price * rate", "price - rate",
+                       "price * (1 - rate)", "CAST(q AS DECIMAL(10,0)) * rate", "q * k", "small + small"])
+
+
+def _filter(rnd: random.Random) -> str:
+    return rnd.choice(["", "", "WHERE q > 0", "WHERE g IN ('A', 'N')", "WHERE d < DATE'2024-01-04' AND flag",
+                       "WHERE price IS NOT NULL AND rate < 0.5", "WHERE NOT (k = 2) OR g IS NULL",
+                       "WHERE id % 5 = 1", "WHERE startswith(g, 'lo')"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_aggregates_equal_spark(spark, table, seed):
+    rnd = random.Random(1000 + seed)
+    for _ in range(12):
+        groups = rnd.sample(GROUPS, rnd.randint(0, 2))
+        aggs = [f"{rnd.choice(['sum', 'min', 'max', 'count', 'avg'])}({_expr(rnd)})" for _ in range(rnd.randint(1, 4))]
+        if rnd.random() < 0.3:
+            aggs.append("count(*)")
+        sql = f"SELECT {', '.join(groups + aggs)} FROM t {_filter(rnd)}" + (f" GROUP BY {', '.join(groups)}" if groups else "")
+        on, off, _ = _both(spark, sql)
+        assert _same(on, off), f"{sql}: {on[:3]} vs {off[:3]}"
+
+
+def test_overflow_is_an_error_as_in_spark(spark, table):
+    sql = "SELECT sum(huge * huge) FROM t"
+    assert "LanceAggregateScan" in _plan(spark, sql)
+    for setting in ("true", "false"):
+        spark.conf.set("spark.lance.aggregatePushdown", setting)
+        with pytest.raises(Exception, match="NUMERIC_VALUE_OUT_OF_RANGE"):
+            spark.sql(sql).collect()
+    spark.conf.unset("spark.lance.aggregatePushdown")

@@ -1,0 +1,154 @@
+package io.lancespark.spark.read
+
+import java.math.{BigDecimal => JBigDecimal, BigInteger}
+
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.lancespark.schema.{LanceField, LanceSchema}
+import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.options.ReadConf
+import io.lancespark.table.aggregate.{Aggregation, Aggregator}
+import io.lancespark.table.filter.Filter
+import io.lancespark.table.scan.FragmentScanner
+import io.lancespark.table.storage.{DataFiles, DatasetStorage}
+
+/** A scan that returns partial aggregates: each task aggregates the rows it
+  * reads (the same input partitions as [[LanceScan]]: `rows` plans them) and
+  * returns a row per group, which Spark's final aggregation merges. */
+final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version: Long, schema: LanceSchema,
+                               fields: Seq[LanceField], val aggregation: Aggregation, val output: StructType,
+                               options: ReadConf, filter: Option[Filter], filterFields: Seq[LanceField])
+    extends Scan with Batch {
+
+  override def readSchema(): StructType = output
+  override def toBatch: Batch = this
+  override def planInputPartitions(): Array[InputPartition] = rows.planInputPartitions()
+  override def supportedCustomMetrics(): Array[CustomMetric] = ScanMetrics.all
+  override def reportDriverMetrics(): Array[CustomTaskMetric] = rows.reportDriverMetrics()
+
+  override def description(): String =
+    s"LanceAggregateScan($snapshotUri, version=$version, aggregates=$aggregation" +
+      filter.fold("")(f => s", pushedFilters=[$f]") + ")"
+
+  override def createReaderFactory(): PartitionReaderFactory = factory
+
+  private lazy val factory: PartitionReaderFactory =
+    LanceAggregateReaderFactory(snapshotUri, version, schema, fields, aggregation, output, options,
+      SerializableHadoopConf.broadcast(SparkSession.active), filter, filterFields)
+
+  override def equals(other: Any): Boolean = other match {
+    case that: LanceAggregateScan => that.rows == rows && that.aggregation == aggregation && that.output == output
+    case _ => false
+  }
+
+  override def hashCode(): Int = (rows, aggregation, output).hashCode()
+}
+
+final case class LanceAggregateReaderFactory(
+    uri: String,
+    version: Long,
+    schema: LanceSchema,
+    fields: Seq[LanceField],
+    aggregation: Aggregation,
+    output: StructType,
+    read: ReadConf,
+    hadoopConf: Broadcast[SerializableHadoopConf],
+    filter: Option[Filter],
+    filterFields: Seq[LanceField])
+    extends PartitionReaderFactory {
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    new LanceAggregateReader(this, partition.asInstanceOf[LanceInputPartition])
+}
+
+/** Aggregates a partition's pieces, then returns its partial rows. */
+final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition: LanceInputPartition)
+    extends PartitionReader[InternalRow] {
+
+  private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value.value)
+  private val allocator = ArrowAllocators.root.newChildAllocator("lance-aggregate", 0, Long.MaxValue)
+  private var pagesRead = 0L
+  private var bytesRead = 0L
+  private var requests = 0L
+
+  private lazy val results: Iterator[InternalRow] = {
+    val aggregator = new Aggregator(factory.aggregation)
+    val names = factory.fields.map(_.name)
+    partition.pieces.foreach { piece =>
+      val scanner = new FragmentScanner(storage, factory.version, piece.fragment, factory.fields, allocator,
+        ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields)
+      try piece.ranges.foreach { case (from, until) =>
+        var at = from
+        while (at < until) {
+          val end = math.min(until, at + factory.read.batchSize)
+          val b = scanner.readView(at, end, None)
+          try {
+            val byName = names.zip(b.vectors).toMap
+            val dictionaries = names.indices.map(i => names(i) -> b.dictionary(i)).toMap
+            val rows = b.selection.getOrElse(Array.range(0, b.rowCount))
+            if (rows.nonEmpty) aggregator.add(byName, dictionaries, rows)
+          } finally b.close()
+          at = end
+        }
+      } finally {
+        pagesRead += scanner.pagesDecoded
+        bytesRead += scanner.bytesRead
+        requests += scanner.readRequests
+        scanner.close()
+      }
+    }
+    val convert: Array[Any => Any] = factory.output.fields.map(f => LanceAggregateReader.converter(f.dataType))
+    aggregator.rows.map { values =>
+      var i = 0
+      while (i < values.length) { if (values(i) != null) values(i) = convert(i)(values(i)); i += 1 }
+      new GenericInternalRow(values)
+    }
+  }
+
+  private var current: InternalRow = _
+
+  override def next(): Boolean =
+    if (results.hasNext) { current = results.next(); true } else false
+
+  override def get(): InternalRow = current
+
+  override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
+    ScanMetrics.value(ScanMetrics.PagesRead, pagesRead),
+    ScanMetrics.value(ScanMetrics.BytesRead, bytesRead),
+    ScanMetrics.value(ScanMetrics.ReadRequests, requests))
+
+  override def close(): Unit = allocator.close()
+}
+
+object LanceAggregateReader {
+  /** A grouping value or partial result (see [[Aggregator.rows]]) as Spark holds a value of `t`. */
+  def converter(t: DataType): Any => Any = t match {
+    case StringType => { case b: Array[Byte] => UTF8String.fromBytes(b) }
+    case LongType | TimestampType | TimestampNTZType => {
+      case l: java.lang.Long => l
+      case b: BigInteger => b.longValueExact
+    }
+    case IntegerType | DateType => integral(t)(_.intValueExact)(_.toInt)
+    case ShortType => integral(t)(_.shortValueExact)(_.toShort)
+    case ByteType => integral(t)(_.byteValueExact)(_.toByte)
+    case BooleanType => { case l: java.lang.Long => l.longValue == 1L }
+    case d: DecimalType => {
+      case l: java.lang.Long => Decimal(l.longValue, d.precision, d.scale)
+      case b: BigInteger => Decimal(new JBigDecimal(b, d.scale), d.precision, d.scale)
+    }
+    case other => v => throw new IllegalStateException(s"aggregate value ${v.getClass.getSimpleName} for Spark type $other")
+  }
+
+  private def integral(t: DataType)(fromBig: BigInteger => Any)(fromLong: Long => Any): Any => Any = {
+    case l: java.lang.Long => fromLong(l.longValue)
+    case b: BigInteger => fromBig(b)
+    case v => throw new IllegalStateException(s"aggregate value ${v.getClass.getSimpleName} for Spark type $t")
+  }
+}

@@ -1,0 +1,198 @@
+package io.lancespark.table.aggregate
+
+import java.math.BigInteger
+
+import scala.collection.mutable
+
+import org.apache.arrow.vector.ValueVector
+
+import io.lancespark.format.arrow.DictionaryColumn
+import io.lancespark.table.aggregate.AggFn._
+
+/** Partial results of an [[Aggregation]] over the batches given to [[add]].
+  *
+  * [[rows]] gives one row per group (the grouping values as
+  * [[GroupKeys.write]] gives them, then each aggregate's partial result: a
+  * count as a java.lang.Long, a sum, minimum or maximum as its unscaled
+  * value at its input's scale, a java.lang.Long or a BigInteger; null for
+  * SQL NULL, as for a sum or minimum of no value) and, for a sum that would
+  * leave its input type's range, further rows of the same group holding the
+  * sums set aside (the other aggregates neutral there: counts 0, the rest
+  * null), so that each partial sum fits the type the engine above reads it as. */
+final class Aggregator(spec: Aggregation) {
+
+  private val keys = new GroupKeys(spec.groupBy)
+  private val states: Vector[State] = spec.aggregates.map {
+    case CountStar | Count(_) => new Counts
+    case Sum(e) => new Sums(e.tpe)
+    case Min(_) => new Extremes(-1)
+    case Max(_) => new Extremes(1)
+  }
+  /** Partial sums set aside: (group, aggregate, unscaled sum). */
+  private val setAside = mutable.ArrayBuffer.empty[(Int, Int, BigInteger)]
+
+  /** Adds the rows `rows` (positions in the vectors) of one batch. */
+  def add(vectors: String => ValueVector, dictionaries: String => Option[DictionaryColumn], rows: Array[Int]): Unit = {
+    val groups = keys.groups(vectors, dictionaries, rows)
+    val n = keys.groupCount
+    spec.aggregates.indices.foreach { a =>
+      val state = states(a)
+      state.ensure(n)
+      spec.aggregates(a) match {
+        case CountStar => state.asInstanceOf[Counts].all(groups)
+        case Count(Left(c)) =>
+          val v = vectors(c)
+          state.asInstanceOf[Counts].nonNull(groups, j => v.isNull(rows(j)))
+        case Count(Right(e)) => numbers(e, vectors, rows, groups, a, (g, _) => state.asInstanceOf[Counts].one(g))
+        case Sum(e) => numbers(e, vectors, rows, groups, a, state.asInstanceOf[Sums].add(a))
+        case Min(e) => numbers(e, vectors, rows, groups, a, state.asInstanceOf[Extremes].add)
+        case Max(e) => numbers(e, vectors, rows, groups, a, state.asInstanceOf[Extremes].add)
+      }
+    }
+  }
+
+  /** Calls `f(group, value)` for each non-null value of `e`: a Long (the
+    * unscaled value) from the fast path, a BigInteger from the exact one. */
+  private def numbers(e: Expr, vectors: String => ValueVector, rows: Array[Int], groups: Array[Int], a: Int,
+                      f: (Int, Any) => Unit): Unit = {
+    val fast: Option[ExprEval.Longs] =
+      try Some(ExprEval.longs(e, vectors, rows)) catch { case _: ExprEval.NotLong => None }
+    fast match {
+      case Some(l) =>
+        states(a) match {
+          case s: Sums if l.nulls.isEmpty => s.addLongs(a, groups, l.values)
+          case _ =>
+            var j = 0
+            while (j < rows.length) { if (!l.isNull(j)) f(groups(j), l.values(j)); j += 1 }
+        }
+      case None =>
+        var j = 0
+        while (j < rows.length) {
+          ExprEval.exact(e, vectors, rows(j)).foreach(v => f(groups(j), ExprEval.unscaled(v, e.tpe)))
+          j += 1
+        }
+    }
+  }
+
+  /** The partial rows, each an array of the grouping values then the partial
+    * results (a fresh array per row). */
+  def rows: Iterator[Array[Any]] = {
+    val n = if (spec.groupBy.isEmpty) 1 else keys.groupCount
+    val width = spec.groupBy.size + states.size
+    val groupRows = (0 until n).iterator.filter(keys.present).map { g =>
+      val out = new Array[Any](width)
+      keys.write(g, out)
+      var a = 0
+      while (a < states.size) { out(spec.groupBy.size + a) = states(a).result(g); a += 1 }
+      out
+    }
+    val extra = setAside.iterator.map { case (g, a, sum) =>
+      val out = new Array[Any](width)
+      keys.write(g, out)
+      states.indices.foreach { i =>
+        out(spec.groupBy.size + i) =
+          if (i == a) sum else states(i) match { case _: Counts => java.lang.Long.valueOf(0L); case _ => null }
+      }
+      out
+    }
+    groupRows ++ extra
+  }
+
+  private sealed trait State {
+    def ensure(n: Int): Unit
+    /** Group `g`'s partial result (null for NULL). */
+    def result(g: Int): Any
+  }
+
+  private final class Counts extends State {
+    var counts: Array[Long] = new Array[Long](16)
+    def ensure(n: Int): Unit = if (counts.length < n) counts = java.util.Arrays.copyOf(counts, math.max(n, counts.length * 2))
+    def all(groups: Array[Int]): Unit = { var j = 0; while (j < groups.length) { counts(groups(j)) += 1; j += 1 } }
+    def nonNull(groups: Array[Int], isNull: Int => Boolean): Unit = {
+      var j = 0
+      while (j < groups.length) { if (!isNull(j)) counts(groups(j)) += 1; j += 1 }
+    }
+    def one(g: Int): Unit = counts(g) += 1
+    def result(g: Int): Any = java.lang.Long.valueOf(if (g < counts.length) counts(g) else 0L)
+  }
+
+  /** Sums kept within `t`'s range: a sum that would leave it is set aside
+    * (see [[setAside]]) and the group's sum starts again from the value. */
+  private final class Sums(t: NumType) extends State {
+    private val limit: BigInteger = t match {
+      case NumType.Dec(p, _) => ExprEval.bigTenTo(p).subtract(BigInteger.ONE)
+      case i: NumType.Integral => BigInteger.valueOf(i.max)
+    }
+    private val longLimit: Long = if (limit.bitLength <= 63) limit.longValue else Long.MaxValue
+    var sums: Array[Long] = new Array[Long](16)
+    var big: Array[BigInteger] = new Array[BigInteger](16) // a group's sum when it left the long path
+    var has: Array[Boolean] = new Array[Boolean](16)
+    def ensure(n: Int): Unit = if (sums.length < n) {
+      val size = math.max(n, sums.length * 2)
+      sums = java.util.Arrays.copyOf(sums, size)
+      big = java.util.Arrays.copyOf(big, size)
+      has = java.util.Arrays.copyOf(has, size)
+    }
+
+    def addLongs(a: Int, groups: Array[Int], values: Array[Long]): Unit = {
+      var j = 0
+      while (j < groups.length) { addLong(a, groups(j), values(j)); j += 1 }
+    }
+
+    private def addLong(a: Int, g: Int, v: Long): Unit =
+      if (big(g) == null) {
+        val s = sums(g)
+        val r = s + v
+        if (((s ^ r) & (v ^ r)) < 0 || r > longLimit || r < -longLimit) {
+          if (has(g)) setAside += ((g, a, BigInteger.valueOf(s)))
+          sums(g) = v
+        } else sums(g) = r
+        has(g) = true
+      } else addBig(a, g, BigInteger.valueOf(v))
+
+    def add(a: Int)(g: Int, v: Any): Unit = v match {
+      case l: Long => addLong(a, g, l)
+      case b: BigInteger => addBig(a, g, b)
+    }
+
+    private def addBig(a: Int, g: Int, v: BigInteger): Unit = {
+      val current = if (big(g) != null) big(g) else BigInteger.valueOf(sums(g))
+      val r = current.add(v)
+      if (r.abs.compareTo(limit) > 0) { if (has(g)) setAside += ((g, a, current)); big(g) = v }
+      else big(g) = r
+      sums(g) = 0L
+      has(g) = true
+    }
+
+    def result(g: Int): Any =
+      if (g >= has.length || !has(g)) null
+      else if (big(g) != null) big(g) else java.lang.Long.valueOf(sums(g))
+  }
+
+  /** Minimum (`sign` -1) or maximum (1). */
+  private final class Extremes(sign: Int) extends State {
+    var best: Array[BigInteger] = new Array[BigInteger](16)
+    var bestLong: Array[Long] = new Array[Long](16)
+    var has: Array[Boolean] = new Array[Boolean](16)
+    def ensure(n: Int): Unit = if (has.length < n) {
+      val size = math.max(n, has.length * 2)
+      best = java.util.Arrays.copyOf(best, size)
+      bestLong = java.util.Arrays.copyOf(bestLong, size)
+      has = java.util.Arrays.copyOf(has, size)
+    }
+    def add(g: Int, v: Any): Unit = v match {
+      case l: Long if best(g) == null =>
+        if (!has(g) || (if (sign < 0) l < bestLong(g) else l > bestLong(g))) bestLong(g) = l
+        has(g) = true
+      case other =>
+        val b = other match { case l: Long => BigInteger.valueOf(l); case b: BigInteger => b }
+        val current = if (best(g) != null) best(g) else if (has(g)) BigInteger.valueOf(bestLong(g)) else null
+        if (current == null || Integer.signum(b.compareTo(current)) == sign) best(g) = b
+        else best(g) = current
+        has(g) = true
+    }
+    def result(g: Int): Any =
+      if (g >= has.length || !has(g)) null
+      else if (best(g) != null) best(g) else java.lang.Long.valueOf(bestLong(g))
+  }
+}

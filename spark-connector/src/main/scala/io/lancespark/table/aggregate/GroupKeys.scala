@@ -1,0 +1,196 @@
+package io.lancespark.table.aggregate
+
+import scala.collection.mutable
+
+import org.apache.arrow.vector._
+
+import io.lancespark.format.arrow.DictionaryColumn
+
+/** Dense group numbers for the rows of batches, over one or more grouping
+  * columns: each column's values get codes (0 is NULL) that last across
+  * batches, and a group is a combination of codes. A string column's codes
+  * are looked up once per dictionary item where the reader decoded the
+  * column so. Group `g`'s values: [[values]]. */
+final class GroupKeys(columns: Vector[String]) {
+
+  private val codes: Vector[ColumnCodes] = columns.map(_ => new ColumnCodes)
+
+  /** Groups of packed code combinations (two or more columns). */
+  private val combos = new LongIntMap
+  private val comboCodes = mutable.ArrayBuffer.empty[Array[Int]]
+  /** Combinations whose codes outgrow their share of a long (then all of them go here). */
+  private val wide = mutable.HashMap.empty[Vector[Int], Int]
+  private val bits: Int = if (columns.size <= 1) 64 else 64 / columns.size
+
+  /** Whether a row had NULL in the one grouping column (its code 0 exists without rows). */
+  private var nullSeen = false
+
+  /** Whether group `g` (below [[groupCount]]) holds rows. */
+  def present(g: Int): Boolean = columns.size != 1 || g != 0 || nullSeen
+
+  def groupCount: Int = columns.size match {
+    case 0 => 1
+    case 1 => codes.head.size
+    case _ => comboCodes.size
+  }
+
+  /** The group of each of `rows` (positions in the vectors). */
+  def groups(vectors: String => ValueVector, dictionaries: String => Option[DictionaryColumn], rows: Array[Int]): Array[Int] = {
+    val m = rows.length
+    if (columns.isEmpty) return new Array[Int](m)
+    val perColumn = columns.indices.map(i => codes(i).of(vectors(columns(i)), dictionaries(columns(i)), rows))
+    if (columns.size == 1) {
+      if (!nullSeen) nullSeen = perColumn.head.contains(0)
+      return perColumn.head
+    }
+    val out = new Array[Int](m)
+    var j = 0
+    while (j < m) {
+      out(j) = combination(perColumn, j)
+      j += 1
+    }
+    out
+  }
+
+  private def combination(perColumn: IndexedSeq[Array[Int]], j: Int): Int = {
+    var packed = 0L
+    var fits = wide.isEmpty
+    var i = 0
+    while (fits && i < perColumn.size) {
+      val c = perColumn(i)(j)
+      if (bits < 32 && c >= (1 << bits)) fits = false
+      packed = (packed << bits) | (c.toLong & ((1L << bits) - 1))
+      i += 1
+    }
+    if (fits) {
+      val g = combos.getOrElse(packed, -1)
+      if (g >= 0) g
+      else {
+        val fresh = comboCodes.size
+        combos.put(packed, fresh)
+        comboCodes += perColumn.map(_(j)).toArray
+        fresh
+      }
+    } else {
+      if (wide.isEmpty) comboCodes.indices.foreach(g => wide(comboCodes(g).toVector) = g)
+      val key = perColumn.map(_(j)).toVector
+      wide.getOrElseUpdate(key, { comboCodes += key.toArray; comboCodes.size - 1 })
+    }
+  }
+
+  /** Writes group `g`'s value of each grouping column into `out` from
+    * index 0: null for NULL; a string column's as its UTF-8 bytes, any
+    * other's as a java.lang.Long (a decimal's unscaled value, a date's days,
+    * a boolean's 0 or 1). */
+  def write(g: Int, out: Array[Any]): Unit = columns.size match {
+    case 0 => ()
+    case 1 => out(0) = codes.head.value(g)
+    case _ =>
+      val cs = comboCodes(g)
+      var i = 0
+      while (i < cs.length) { out(i) = codes(i).value(cs(i)); i += 1 }
+  }
+}
+
+/** One column's value codes, 0 for NULL, the others in order of appearance. */
+private final class ColumnCodes {
+  private val longs = new LongIntMap
+  private val strings = mutable.HashMap.empty[java.nio.ByteBuffer, Int]
+  private val valuesOf = mutable.ArrayBuffer[Any](null) // code 0: NULL
+
+  def size: Int = valuesOf.size
+  def value(code: Int): Any = valuesOf(code)
+
+  private def longCode(v: Long): Int = {
+    val c = longs.getOrElse(v, -1)
+    if (c >= 0) c
+    else { val fresh = valuesOf.size; longs.put(v, fresh); valuesOf += java.lang.Long.valueOf(v); fresh }
+  }
+
+  private def bytesCode(b: Array[Byte]): Int = {
+    val key = java.nio.ByteBuffer.wrap(b)
+    strings.getOrElse(key, { val fresh = valuesOf.size; strings(key) = fresh; valuesOf += b; fresh })
+  }
+
+  def of(v: ValueVector, dictionary: Option[DictionaryColumn], rows: Array[Int]): Array[Int] = {
+    val m = rows.length
+    val out = new Array[Int](m)
+    val hasNulls = v.getNullCount > 0
+    def isNull(r: Int): Boolean = hasNulls && v.isNull(r)
+    var j = 0
+    v match {
+      case s: VarCharVector =>
+        dictionary.filter(_.rows == s.getValueCount) match {
+          case Some(d) =>
+            val itemCodes = Array.fill(d.itemCount)(-1)
+            while (j < m) {
+              val r = rows(j)
+              val k = d.itemOf(r)
+              out(j) =
+                if (isNull(r)) 0
+                else if (k < 0) bytesCode(s.get(r))
+                else {
+                  if (itemCodes(k) < 0) itemCodes(k) = d.withItem(k)((b, o, l) => bytesCode(java.util.Arrays.copyOfRange(b, o, o + l)))
+                  itemCodes(k)
+                }
+              j += 1
+            }
+          case None =>
+            while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else bytesCode(s.get(r)); j += 1 }
+        }
+      case x: BigIntVector => while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else longCode(x.get(r)); j += 1 }
+      case x: TimeStampVector => while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else longCode(x.get(r)); j += 1 }
+      case x: IntVector => while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else longCode(x.get(r).toLong); j += 1 }
+      case x: DateDayVector => while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else longCode(x.get(r).toLong); j += 1 }
+      case x: SmallIntVector => while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else longCode(x.get(r).toLong); j += 1 }
+      case x: TinyIntVector => while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else longCode(x.get(r).toLong); j += 1 }
+      case x: BitVector => while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else longCode(x.get(r).toLong); j += 1 }
+      case x: DecimalVector =>
+        val buf = x.getDataBuffer
+        while (j < m) { val r = rows(j); out(j) = if (isNull(r)) 0 else longCode(buf.getLong(16L * r)); j += 1 }
+      case other => throw new IllegalArgumentException(
+        s"cannot group by column '${other.getField.getName}' (${other.getClass.getSimpleName})")
+    }
+    out
+  }
+}
+
+/** Open addressing from long keys to non-negative ints, growing. */
+private final class LongIntMap {
+  private var mask: Int = 63
+  private var keys: Array[Long] = new Array[Long](64)
+  private var vals: Array[Int] = Array.fill(64)(-1)
+  private var count: Int = 0
+
+  private def slot(k: Long, mask: Int): Int = { val h = k * 0x9E3779B97F4A7C15L; (h ^ (h >>> 32)).toInt & mask }
+
+  def getOrElse(k: Long, default: Int): Int = {
+    var i = slot(k, mask)
+    while (vals(i) >= 0) { if (keys(i) == k) return vals(i); i = (i + 1) & mask }
+    default
+  }
+
+  def put(k: Long, v: Int): Unit = {
+    if (2 * (count + 1) > mask) grow()
+    var i = slot(k, mask)
+    while (vals(i) >= 0 && keys(i) != k) i = (i + 1) & mask
+    if (vals(i) < 0) count += 1
+    keys(i) = k; vals(i) = v
+  }
+
+  private def grow(): Unit = {
+    val (ok, ov) = (keys, vals)
+    mask = mask * 2 + 1
+    keys = new Array[Long](mask + 1)
+    vals = Array.fill(mask + 1)(-1)
+    var i = 0
+    while (i < ok.length) {
+      if (ov(i) >= 0) {
+        var s = slot(ok(i), mask)
+        while (vals(s) >= 0) s = (s + 1) & mask
+        keys(s) = ok(i); vals(s) = ov(i)
+      }
+      i += 1
+    }
+  }
+}

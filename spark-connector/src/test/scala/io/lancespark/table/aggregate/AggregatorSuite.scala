@@ -1,0 +1,145 @@
+package io.lancespark.table.aggregate
+
+import java.math.{BigDecimal => JBigDecimal, BigInteger}
+import java.nio.charset.StandardCharsets.UTF_8
+
+import org.apache.arrow.memory.RootAllocator
+import org.apache.arrow.vector.{DecimalVector, IntVector, ValueVector, VarCharVector}
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.table.aggregate.AggFn._
+import io.lancespark.table.aggregate.Expr._
+import io.lancespark.table.aggregate.NumType._
+
+/** Partial aggregates worked out by hand: the partial sums of a group add up
+  * to its exact sum and each stays within its input type; values beyond a
+  * long; overflow errors; groups of strings, integers and NULLs. */
+class AggregatorSuite extends AnyFunSuite with BeforeAndAfterAll {
+
+  private val allocator = new RootAllocator()
+  override def afterAll(): Unit = {
+    try assert(allocator.getAllocatedMemory == 0) finally allocator.close()
+  }
+
+  private def decimals(name: String, p: Int, s: Int, values: Seq[Option[String]]): DecimalVector = {
+    val v = new DecimalVector(name, allocator, p, s)
+    v.allocateNew(values.size)
+    values.zipWithIndex.foreach {
+      case (Some(x), i) => v.setSafe(i, new JBigDecimal(x).setScale(s))
+      case (None, i) => v.setNull(i)
+    }
+    v.setValueCount(values.size)
+    v
+  }
+
+  private def strings(name: String, values: Seq[Option[String]]): VarCharVector = {
+    val v = new VarCharVector(name, allocator)
+    v.allocateNew()
+    values.zipWithIndex.foreach {
+      case (Some(x), i) => v.setSafe(i, x.getBytes(UTF_8))
+      case (None, i) => v.setNull(i)
+    }
+    v.setValueCount(values.size)
+    v
+  }
+
+  private def ints(name: String, values: Seq[Option[Int]]): IntVector = {
+    val v = new IntVector(name, allocator)
+    v.allocateNew(values.size)
+    values.zipWithIndex.foreach { case (Some(x), i) => v.setSafe(i, x); case (None, i) => v.setNull(i) }
+    v.setValueCount(values.size)
+    v
+  }
+
+  /** (grouping values, partial results) of each row, NULL as None, numbers as BigIntegers. */
+  private def run(spec: Aggregation, vectors: ValueVector*)(rows: Array[Int] = Array.range(0, vectors.head.getValueCount))
+      : Vector[(Vector[Option[Any]], Vector[Option[Any]])] = {
+    try {
+      val byName = vectors.map(v => v.getField.getName -> v).toMap
+      val a = new Aggregator(spec)
+      a.add(byName, _ => None, rows)
+      def value(v: Any): Option[Any] = Option(v).map {
+        case l: java.lang.Long => BigInteger.valueOf(l)
+        case other => other
+      }
+      a.rows.toVector.map { r =>
+        r.take(spec.groupBy.size).map(value).toVector -> r.drop(spec.groupBy.size).map(value).toVector
+      }
+    } finally vectors.foreach(_.close())
+  }
+
+  private def big(v: Option[Any]): BigInteger = v match {
+    case Some(b: BigInteger) => b
+    case other => fail(s"not a sum: $other")
+  }
+
+  private def count(v: Option[Any]): Long = big(v).longValueExact
+  private def b(v: Long): BigInteger = BigInteger.valueOf(v)
+
+  test("a group's partial sums add up to its sum, each within the input's decimal range") {
+    val values = Seq.fill(7)(Some("99.9")) ++ Seq(None, Some("-0.5"))
+    val out = run(Aggregation(Vector.empty, Vector(Sum(Col("x", Dec(3, 1))), CountStar)),
+      decimals("x", 3, 1, values))()
+    val sums = out.map(r => big(r._2(0)))
+    // 7 * 999 - 5 tenths, set aside whenever 99.9 would be passed
+    assert(sums.reduce(_ add _) == BigInteger.valueOf(7 * 999 - 5))
+    assert(sums.forall(_.abs.compareTo(BigInteger.valueOf(999)) <= 0), sums)
+    assert(sums.size >= 7, sums)
+    // COUNT(*) is counted once: the rows set aside carry 0
+    assert(out.map(r => count(r._2(1))).sum == values.size)
+  }
+
+  test("values beyond a long: exact sums, minimum and maximum") {
+    val e37 = "1" + "0" * 37
+    val values = Seq(Some(e37), Some(e37), Some("-" + e37), Some("9" + "0" * 36), Some("5"), None)
+    val out = run(Aggregation(Vector.empty, Vector(Sum(Col("x", Dec(38, 0))), Min(Col("x", Dec(38, 0))),
+      Max(Col("x", Dec(38, 0))))), decimals("x", 38, 0, values))()
+    val total = values.flatten.map(new BigInteger(_)).reduce(_ add _)
+    assert(out.map(r => big(r._2(0))).reduce(_ add _) == total)
+    assert(out.head._2(1).contains(new BigInteger("-" + e37)))
+    assert(out.head._2(2).contains(new BigInteger(e37)))
+  }
+
+  test("a product out of its decimal type's range is an overflow error, not a wrapped or NULL value") {
+    val x = Col("x", Dec(38, 0))
+    val spec = Aggregation(Vector.empty, Vector(Sum(Arith(Times, x, x, Dec(38, 0)))))
+    val e = intercept[ArithmeticException](run(spec, decimals("x", 38, 0, Seq(Some("1" + "0" * 19))))())
+    assert(e.getMessage.contains("NUMERIC_VALUE_OUT_OF_RANGE") && e.getMessage.contains("DECIMAL(38,0)"), e.getMessage)
+    // an integer product past 32 bits in an int expression
+    val q = Col("q", Integral(32))
+    intercept[ArithmeticException](run(Aggregation(Vector.empty, Vector(Sum(Arith(Times, q, q, Integral(32))))),
+      ints("q", Seq(Some(50000))))())
+  }
+
+  test("decimal arithmetic at the result's scale: price * (1 - rate)") {
+    val price = Col("p", Dec(12, 2))
+    val rate = Col("r", Dec(4, 2))
+    val e = Arith(Times, price, Arith(Minus, Lit(JBigDecimal.ONE, Dec(1, 0)), rate, Dec(5, 2)), Dec(18, 4))
+    val out = run(Aggregation(Vector.empty, Vector(Sum(e))),
+      decimals("p", 12, 2, Seq(Some("10.25"), Some("3.00"), None)),
+      decimals("r", 4, 2, Seq(Some("0.10"), None, Some("0.5"))))()
+    // 10.25 * 0.90 = 9.2250; the other rows have a NULL operand
+    assert(out.map(r => big(r._2(0))).reduce(_ add _) == BigInteger.valueOf(92250))
+  }
+
+  test("groups of a string and an integer, NULL a group of its own; only the rows chosen") {
+    val g = strings("g", Seq(Some("a"), Some("b"), None, Some("a"), Some("a"), None, Some("b")))
+    val k = ints("k", Seq(Some(1), Some(1), Some(1), Some(2), Some(1), None, Some(1)))
+    val v = ints("v", Seq(Some(1), Some(2), Some(3), Some(4), Some(5), Some(6), Some(7)))
+    val spec = Aggregation(Vector("g", "k"), Vector(Sum(Col("v", Integral(32))), Count(Left("v"))))
+    val out = run(spec, g, k, v)(Array(0, 1, 2, 3, 4, 5)).map { case (keys, vals) =>
+      keys.map(_.map { case b: Array[Byte] => new String(b, UTF_8); case o => o }) -> vals
+    }.toMap
+    assert(out == Map(
+      Vector(Some("a"), Some(b(1))) -> Vector(Some(b(6)), Some(b(2))),
+      Vector(Some("b"), Some(b(1))) -> Vector(Some(b(2)), Some(b(1))),
+      Vector(None, Some(b(1))) -> Vector(Some(b(3)), Some(b(1))),
+      Vector(Some("a"), Some(b(2))) -> Vector(Some(b(4)), Some(b(1))),
+      Vector(None, None) -> Vector(Some(b(6)), Some(b(1)))))
+    // one grouping column without a NULL row: no NULL group
+    val one = run(Aggregation(Vector("g"), Vector(CountStar)), strings("g", Seq(Some("a"), None, Some("b"))))(Array(0, 2))
+      .map(_._1.map(_.map { case a: Array[Byte] => new String(a, UTF_8) }))
+    assert(one.toSet == Set(Vector(Some("a")), Vector(Some("b"))), one)
+  }
+}
