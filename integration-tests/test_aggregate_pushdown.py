@@ -158,3 +158,14 @@ def test_overflow_is_an_error_as_in_spark(spark, table):
         with pytest.raises(Exception, match="NUMERIC_VALUE_OUT_OF_RANGE"):
             spark.sql(sql).collect()
     spark.conf.unset("spark.lance.aggregatePushdown")
+
+
+def test_many_groups_are_returned_in_chunks(spark, tmp_path):
+    # more groups than a task holds at once (2^18): it returns them and starts again; Spark merges
+    path = str(tmp_path / "ids.lance")
+    spark.range(0, 300_000, numPartitions=1).selectExpr("id", "CAST(id % 7 AS INT) AS v") \
+        .write.format("lance").save(path)
+    spark.read.format("lance").option("splitRows", 10**9).load(path).createOrReplaceTempView("ids")
+    sql = "SELECT count(*), sum(c), min(c), max(c), sum(s) FROM (SELECT id, count(*) AS c, sum(v) AS s FROM ids GROUP BY id)"
+    assert "LanceAggregateScan" in _plan(spark, "SELECT id, count(*), sum(v) FROM ids GROUP BY id")
+    assert [tuple(r) for r in spark.sql(sql).collect()] == [(300_000, 300_000, 1, 1, sum(i % 7 for i in range(300_000)))]

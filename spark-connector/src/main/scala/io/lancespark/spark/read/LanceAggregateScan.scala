@@ -16,7 +16,7 @@ import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.aggregate.{Aggregation, Aggregator}
 import io.lancespark.table.filter.Filter
-import io.lancespark.table.scan.FragmentScanner
+import io.lancespark.table.scan.{FragmentBatch, FragmentScanner}
 import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 
 /** A scan that returns partial aggregates: each task aggregates the rows it
@@ -78,33 +78,65 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
   private var bytesRead = 0L
   private var requests = 0L
 
-  private lazy val results: Iterator[InternalRow] = {
+  private val names = factory.fields.map(_.name)
+  private val convert: Array[Any => Any] = factory.output.fields.map(f => LanceAggregateReader.converter(f.dataType))
+
+  // the partition's batches, piece after piece
+  private val pieces = partition.pieces.iterator
+  private var scanner: Option[FragmentScanner] = None
+  private var ranges: Iterator[(Long, Long)] = Iterator.empty
+  private var at = 0L
+  private var until = 0L
+
+  /** The next batch of the partition, or None after its last. */
+  private def nextBatch(): Option[FragmentBatch] = {
+    while (at >= until && !ranges.hasNext && pieces.hasNext) {
+      closeScanner()
+      val piece = pieces.next()
+      scanner = Some(new FragmentScanner(storage, factory.version, piece.fragment, factory.fields, allocator,
+        ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields))
+      ranges = piece.ranges.iterator
+    }
+    if (at >= until && ranges.hasNext) { val (f, u) = ranges.next(); at = f; until = u }
+    if (at >= until) None
+    else {
+      val end = math.min(until, at + factory.read.batchSize)
+      val b = scanner.get.readView(at, end, None)
+      at = end
+      Some(b)
+    }
+  }
+
+  private def closeScanner(): Unit = scanner.foreach { s =>
+    pagesRead += s.pagesDecoded
+    bytesRead += s.bytesRead
+    requests += s.readRequests
+    s.close()
+    scanner = None
+  }
+
+  private var done = false
+  private var out: Iterator[InternalRow] = Iterator.empty
+
+  /** Aggregates batches until the partition ends or the aggregator holds
+    * [[LanceAggregateReader.MaxRows]] rows, then returns its rows (a group
+    * may then have rows in several chunks: Spark's final aggregation merges them). */
+  private def aggregateChunk(): Iterator[InternalRow] = {
     val aggregator = new Aggregator(factory.aggregation)
-    val names = factory.fields.map(_.name)
-    partition.pieces.foreach { piece =>
-      val scanner = new FragmentScanner(storage, factory.version, piece.fragment, factory.fields, allocator,
-        ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields)
-      try piece.ranges.foreach { case (from, until) =>
-        var at = from
-        while (at < until) {
-          val end = math.min(until, at + factory.read.batchSize)
-          val b = scanner.readView(at, end, None)
-          try {
+    var full = false
+    while (!full && !done) nextBatch() match {
+      case Some(b) =>
+        try {
+          val rows = b.selection.getOrElse(Array.range(0, b.rowCount))
+          if (rows.nonEmpty) {
             val byName = names.zip(b.vectors).toMap
             val dictionaries = names.indices.map(i => names(i) -> b.dictionary(i)).toMap
-            val rows = b.selection.getOrElse(Array.range(0, b.rowCount))
-            if (rows.nonEmpty) aggregator.add(byName, dictionaries, rows)
-          } finally b.close()
-          at = end
-        }
-      } finally {
-        pagesRead += scanner.pagesDecoded
-        bytesRead += scanner.bytesRead
-        requests += scanner.readRequests
-        scanner.close()
-      }
+            aggregator.add(byName, dictionaries, rows)
+          }
+        } finally b.close()
+        full = aggregator.size >= LanceAggregateReader.MaxRows
+      case None => done = true; closeScanner()
     }
-    val convert: Array[Any => Any] = factory.output.fields.map(f => LanceAggregateReader.converter(f.dataType))
     aggregator.rows.map { values =>
       var i = 0
       while (i < values.length) { if (values(i) != null) values(i) = convert(i)(values(i)); i += 1 }
@@ -114,8 +146,10 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
 
   private var current: InternalRow = _
 
-  override def next(): Boolean =
-    if (results.hasNext) { current = results.next(); true } else false
+  override def next(): Boolean = {
+    while (!out.hasNext && !done) out = aggregateChunk()
+    if (out.hasNext) { current = out.next(); true } else false
+  }
 
   override def get(): InternalRow = current
 
@@ -124,10 +158,16 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
     ScanMetrics.value(ScanMetrics.BytesRead, bytesRead),
     ScanMetrics.value(ScanMetrics.ReadRequests, requests))
 
-  override def close(): Unit = allocator.close()
+  override def close(): Unit = {
+    try closeScanner() finally allocator.close()
+  }
 }
 
 object LanceAggregateReader {
+  /** Most groups (and set-aside sums) a task holds before it returns them and
+    * starts again: bounds its memory when the groups are many (GROUP BY an id). */
+  val MaxRows: Int = 1 << 18
+
   /** A grouping value or partial result (see [[Aggregator.rows]]) as Spark holds a value of `t`. */
   def converter(t: DataType): Any => Any = t match {
     case StringType => { case b: Array[Byte] => UTF8String.fromBytes(b) }

@@ -31,10 +31,20 @@ final class Aggregator(spec: Aggregation) {
   /** Partial sums set aside: (group, aggregate, unscaled sum). */
   private val setAside = mutable.ArrayBuffer.empty[(Int, Int, BigInteger)]
 
+  /** Rows [[rows]] would return now, at least (the memory the aggregator holds grows with it). */
+  def size: Int = keys.groupCount + setAside.size
+
   /** Adds the rows `rows` (positions in the vectors) of one batch. */
   def add(vectors: String => ValueVector, dictionaries: String => Option[DictionaryColumn], rows: Array[Int]): Unit = {
     val groups = keys.groups(vectors, dictionaries, rows)
     val n = keys.groupCount
+    // each expression (and shared subexpression) evaluated once per batch
+    val evaluated = new java.util.HashMap[Expr, ExprEval.Longs]()
+    def longs(e: Expr): ExprEval.Longs = {
+      val hit = evaluated.get(e)
+      if (hit != null) hit
+      else { val l = ExprEval.longs(e, vectors, rows, longs); evaluated.put(e, l); l }
+    }
     spec.aggregates.indices.foreach { a =>
       val state = states(a)
       state.ensure(n)
@@ -42,11 +52,12 @@ final class Aggregator(spec: Aggregation) {
         case CountStar => state.asInstanceOf[Counts].all(groups)
         case Count(Left(c)) =>
           val v = vectors(c)
-          state.asInstanceOf[Counts].nonNull(groups, j => v.isNull(rows(j)))
-        case Count(Right(e)) => numbers(e, vectors, rows, groups, a, (g, _) => state.asInstanceOf[Counts].one(g))
-        case Sum(e) => numbers(e, vectors, rows, groups, a, state.asInstanceOf[Sums].add(a))
-        case Min(e) => numbers(e, vectors, rows, groups, a, state.asInstanceOf[Extremes].add)
-        case Max(e) => numbers(e, vectors, rows, groups, a, state.asInstanceOf[Extremes].add)
+          if (v.getNullCount == 0) state.asInstanceOf[Counts].all(groups)
+          else state.asInstanceOf[Counts].nonNull(groups, j => v.isNull(rows(j)))
+        case Count(Right(e)) => numbers(e, vectors, rows, groups, a, longs, (g, _) => state.asInstanceOf[Counts].one(g))
+        case Sum(e) => numbers(e, vectors, rows, groups, a, longs, state.asInstanceOf[Sums].add(a))
+        case Min(e) => numbers(e, vectors, rows, groups, a, longs, state.asInstanceOf[Extremes].add)
+        case Max(e) => numbers(e, vectors, rows, groups, a, longs, state.asInstanceOf[Extremes].add)
       }
     }
   }
@@ -54,9 +65,9 @@ final class Aggregator(spec: Aggregation) {
   /** Calls `f(group, value)` for each non-null value of `e`: a Long (the
     * unscaled value) from the fast path, a BigInteger from the exact one. */
   private def numbers(e: Expr, vectors: String => ValueVector, rows: Array[Int], groups: Array[Int], a: Int,
-                      f: (Int, Any) => Unit): Unit = {
+                      longs: Expr => ExprEval.Longs, f: (Int, Any) => Unit): Unit = {
     val fast: Option[ExprEval.Longs] =
-      try Some(ExprEval.longs(e, vectors, rows)) catch { case _: ExprEval.NotLong => None }
+      try Some(longs(e)) catch { case _: ExprEval.NotLong => None }
     fast match {
       case Some(l) =>
         states(a) match {

@@ -29,14 +29,18 @@ object ExprEval {
 
   /** The rows `rows` (positions in the vectors) of `e`, as longs. Throws
     * [[NotLong]] when they do not fit. */
-  def longs(e: Expr, vectors: String => ValueVector, rows: Array[Int]): Longs = e match {
+  def longs(e: Expr, vectors: String => ValueVector, rows: Array[Int]): Longs =
+    longs(e, vectors, rows, longs(_, vectors, rows))
+
+  /** As above, each operand's values from `operand` (a cache of them, say). */
+  def longs(e: Expr, vectors: String => ValueVector, rows: Array[Int], operand: Expr => Longs): Longs = e match {
     case Col(name, t) => column(vectors(name), t, rows)
     case Lit(v, t) =>
       val u = unscaled(v, t)
       if (u.bitLength > 63) throw notLong
       new Longs(Array.fill(rows.length)(u.longValue), Array.empty)
     case Widen(c, t) =>
-      val in = longs(c, vectors, rows)
+      val in = operand(c)
       val f = factor(t.scale - c.tpe.scale)
       val out = new Array[Long](rows.length)
       var j = 0
@@ -46,8 +50,8 @@ object ExprEval {
       }
       new Longs(out, in.nulls)
     case Arith(op, l, r, t) =>
-      val a = longs(l, vectors, rows)
-      val b = longs(r, vectors, rows)
+      val a = operand(l)
+      val b = operand(r)
       val nulls = orNulls(a.nulls, b.nulls)
       val out = new Array[Long](rows.length)
       val fa = if (op == Times) 1L else factor(t.scale - l.tpe.scale)

@@ -44,12 +44,49 @@ final class GroupKeys(columns: Vector[String]) {
       return perColumn.head
     }
     val out = new Array[Int](m)
-    var j = 0
-    while (j < m) {
-      out(j) = combination(perColumn, j)
-      j += 1
+    val sizes = codes.map(_.size)
+    val cells = sizes.foldLeft(1L)(_ * _)
+    if (wide.isEmpty && cells <= DenseCells) {
+      // few combinations possible: a table indexed by the codes, no hashing
+      if (dense.length < cells) {
+        dense = Array.fill(cells.toInt)(-1)
+        denseSizes = sizes
+        comboCodes.indices.foreach(g => dense(denseIndex(comboCodes(g), sizes)) = g)
+      } else if (denseSizes != sizes) {
+        java.util.Arrays.fill(dense, -1)
+        denseSizes = sizes
+        comboCodes.indices.foreach(g => dense(denseIndex(comboCodes(g), sizes)) = g)
+      }
+      var j = 0
+      while (j < m) {
+        var idx = 0
+        var i = 0
+        while (i < perColumn.size) { idx = idx * sizes(i) + perColumn(i)(j); i += 1 }
+        var g = dense(idx)
+        if (g < 0) { g = combination(perColumn, j); dense(idx) = g }
+        out(j) = g
+        j += 1
+      }
+    } else {
+      var j = 0
+      while (j < m) {
+        out(j) = combination(perColumn, j)
+        j += 1
+      }
     }
     out
+  }
+
+  /** Groups by the index of their codes in a table of `sizes` (see [[groups]]). */
+  private var dense: Array[Int] = Array.empty
+  private var denseSizes: Vector[Int] = Vector.empty
+  private val DenseCells = 1 << 16
+
+  private def denseIndex(cs: Array[Int], sizes: Vector[Int]): Int = {
+    var idx = 0
+    var i = 0
+    while (i < cs.length) { idx = idx * sizes(i) + cs(i); i += 1 }
+    idx
   }
 
   private def combination(perColumn: IndexedSeq[Array[Int]], j: Int): Int = {
