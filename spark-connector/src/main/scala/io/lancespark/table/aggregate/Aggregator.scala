@@ -127,23 +127,31 @@ final class Aggregator(spec: Aggregation) {
     def result(g: Int): Any = java.lang.Long.valueOf(if (g < counts.length) counts(g) else 0L)
   }
 
+  /** Per group: a long, the BigInteger that replaces it once a value
+    * leaves the long path, and whether a value was seen (else NULL). */
+  private abstract class Numbers extends State {
+    var longs: Array[Long] = new Array[Long](16)
+    var bigs: Array[BigInteger] = new Array[BigInteger](16)
+    var has: Array[Boolean] = new Array[Boolean](16)
+    def ensure(n: Int): Unit = if (has.length < n) {
+      val size = math.max(n, has.length * 2)
+      longs = java.util.Arrays.copyOf(longs, size)
+      bigs = java.util.Arrays.copyOf(bigs, size)
+      has = java.util.Arrays.copyOf(has, size)
+    }
+    def result(g: Int): Any =
+      if (g >= has.length || !has(g)) null
+      else if (bigs(g) != null) bigs(g) else java.lang.Long.valueOf(longs(g))
+  }
+
   /** Sums kept within `t`'s range: a sum that would leave it is set aside
     * (see [[setAside]]) and the group's sum starts again from the value. */
-  private final class Sums(t: NumType) extends State {
+  private final class Sums(t: NumType) extends Numbers {
     private val limit: BigInteger = t match {
       case NumType.Dec(p, _) => ExprEval.bigTenTo(p).subtract(BigInteger.ONE)
       case i: NumType.Integral => BigInteger.valueOf(i.max)
     }
     private val longLimit: Long = if (limit.bitLength <= 63) limit.longValue else Long.MaxValue
-    var sums: Array[Long] = new Array[Long](16)
-    var big: Array[BigInteger] = new Array[BigInteger](16) // a group's sum when it left the long path
-    var has: Array[Boolean] = new Array[Boolean](16)
-    def ensure(n: Int): Unit = if (sums.length < n) {
-      val size = math.max(n, sums.length * 2)
-      sums = java.util.Arrays.copyOf(sums, size)
-      big = java.util.Arrays.copyOf(big, size)
-      has = java.util.Arrays.copyOf(has, size)
-    }
 
     def addLongs(a: Int, groups: Array[Int], values: Array[Long]): Unit = {
       var j = 0
@@ -151,13 +159,13 @@ final class Aggregator(spec: Aggregation) {
     }
 
     private def addLong(a: Int, g: Int, v: Long): Unit =
-      if (big(g) == null) {
-        val s = sums(g)
+      if (bigs(g) == null) {
+        val s = longs(g)
         val r = s + v
         if (((s ^ r) & (v ^ r)) < 0 || r > longLimit || r < -longLimit) {
           if (has(g)) setAside += ((g, a, BigInteger.valueOf(s)))
-          sums(g) = v
-        } else sums(g) = r
+          longs(g) = v
+        } else longs(g) = r
         has(g) = true
       } else addBig(a, g, BigInteger.valueOf(v))
 
@@ -167,43 +175,27 @@ final class Aggregator(spec: Aggregation) {
     }
 
     private def addBig(a: Int, g: Int, v: BigInteger): Unit = {
-      val current = if (big(g) != null) big(g) else BigInteger.valueOf(sums(g))
+      val current = if (bigs(g) != null) bigs(g) else BigInteger.valueOf(longs(g))
       val r = current.add(v)
-      if (r.abs.compareTo(limit) > 0) { if (has(g)) setAside += ((g, a, current)); big(g) = v }
-      else big(g) = r
-      sums(g) = 0L
+      if (r.abs.compareTo(limit) > 0) { if (has(g)) setAside += ((g, a, current)); bigs(g) = v }
+      else bigs(g) = r
+      longs(g) = 0L
       has(g) = true
     }
-
-    def result(g: Int): Any =
-      if (g >= has.length || !has(g)) null
-      else if (big(g) != null) big(g) else java.lang.Long.valueOf(sums(g))
   }
 
   /** Minimum (`sign` -1) or maximum (1). */
-  private final class Extremes(sign: Int) extends State {
-    var best: Array[BigInteger] = new Array[BigInteger](16)
-    var bestLong: Array[Long] = new Array[Long](16)
-    var has: Array[Boolean] = new Array[Boolean](16)
-    def ensure(n: Int): Unit = if (has.length < n) {
-      val size = math.max(n, has.length * 2)
-      best = java.util.Arrays.copyOf(best, size)
-      bestLong = java.util.Arrays.copyOf(bestLong, size)
-      has = java.util.Arrays.copyOf(has, size)
-    }
+  private final class Extremes(sign: Int) extends Numbers {
     def add(g: Int, v: Any): Unit = v match {
-      case l: Long if best(g) == null =>
-        if (!has(g) || (if (sign < 0) l < bestLong(g) else l > bestLong(g))) bestLong(g) = l
+      case l: Long if bigs(g) == null =>
+        if (!has(g) || (if (sign < 0) l < longs(g) else l > longs(g))) longs(g) = l
         has(g) = true
       case other =>
         val b = other match { case l: Long => BigInteger.valueOf(l); case b: BigInteger => b }
-        val current = if (best(g) != null) best(g) else if (has(g)) BigInteger.valueOf(bestLong(g)) else null
-        if (current == null || Integer.signum(b.compareTo(current)) == sign) best(g) = b
-        else best(g) = current
+        val current = if (bigs(g) != null) bigs(g) else if (has(g)) BigInteger.valueOf(longs(g)) else null
+        if (current == null || Integer.signum(b.compareTo(current)) == sign) bigs(g) = b
+        else bigs(g) = current
         has(g) = true
     }
-    def result(g: Int): Any =
-      if (g >= has.length || !has(g)) null
-      else if (best(g) != null) best(g) else java.lang.Long.valueOf(bestLong(g))
   }
 }
