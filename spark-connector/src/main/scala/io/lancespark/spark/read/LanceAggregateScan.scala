@@ -2,8 +2,6 @@ package io.lancespark.spark.read
 
 import java.math.{BigDecimal => JBigDecimal, BigInteger}
 
-import org.apache.spark.broadcast.Broadcast
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
@@ -11,20 +9,15 @@ import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionRead
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.lancespark.schema.{LanceField, LanceSchema}
-import io.lancespark.spark.SerializableHadoopConf
-import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.aggregate.{Aggregation, Aggregator}
 import io.lancespark.table.filter.Filter
-import io.lancespark.table.scan.{FragmentBatch, FragmentScanner}
-import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 
 /** A scan that returns partial aggregates: each task aggregates the rows it
-  * reads (the same input partitions as [[LanceScan]]: `rows` plans them) and
-  * returns a row per group, which Spark's final aggregation merges. */
-final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version: Long, schema: LanceSchema,
-                               fields: Seq[LanceField], val aggregation: Aggregation, val output: StructType,
-                               options: ReadConf, filter: Option[Filter], filterFields: Seq[LanceField])
+  * reads (`rows`, a scan of the aggregation's columns with the filter, plans
+  * the input partitions and reads them) and returns a row per group, which
+  * Spark's final aggregation merges. */
+final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version: Long,
+                               val aggregation: Aggregation, val output: StructType, filter: Option[Filter])
     extends Scan with Batch {
 
   override def readSchema(): StructType = output
@@ -39,9 +32,7 @@ final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version
 
   override def createReaderFactory(): PartitionReaderFactory = factory
 
-  private lazy val factory: PartitionReaderFactory =
-    LanceAggregateReaderFactory(snapshotUri, version, schema, fields, aggregation, output, options,
-      SerializableHadoopConf.broadcast(SparkSession.active), filter, filterFields)
+  private lazy val factory: PartitionReaderFactory = LanceAggregateReaderFactory(rows.readerFactory, aggregation, output)
 
   override def equals(other: Any): Boolean = other match {
     case that: LanceAggregateScan => that.rows == rows && that.aggregation == aggregation && that.output == output
@@ -51,69 +42,21 @@ final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version
   override def hashCode(): Int = (rows, aggregation, output).hashCode()
 }
 
-final case class LanceAggregateReaderFactory(
-    uri: String,
-    version: Long,
-    schema: LanceSchema,
-    fields: Seq[LanceField],
-    aggregation: Aggregation,
-    output: StructType,
-    read: ReadConf,
-    hadoopConf: Broadcast[SerializableHadoopConf],
-    filter: Option[Filter],
-    filterFields: Seq[LanceField])
+/** `rows` reads the rows the aggregation takes (columnar, filtered). */
+final case class LanceAggregateReaderFactory(rows: LanceReaderFactory, aggregation: Aggregation, output: StructType)
     extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     new LanceAggregateReader(this, partition.asInstanceOf[LanceInputPartition])
 }
 
-/** Aggregates a partition's pieces, then returns its partial rows. */
+/** Aggregates a partition's batches, then returns its partial rows. */
 final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition: LanceInputPartition)
     extends PartitionReader[InternalRow] {
 
-  private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value.value)
-  private val allocator = ArrowAllocators.root.newChildAllocator("lance-aggregate", 0, Long.MaxValue)
-  private var pagesRead = 0L
-  private var bytesRead = 0L
-  private var requests = 0L
-
-  private val names = factory.fields.map(_.name)
+  private val batches = new LancePartitionReader(factory.rows, partition)
+  private val names = factory.rows.fields.map(_.name)
   private val convert: Array[Any => Any] = factory.output.fields.map(f => LanceAggregateReader.converter(f.dataType))
-
-  // the partition's batches, piece after piece
-  private val pieces = partition.pieces.iterator
-  private var scanner: Option[FragmentScanner] = None
-  private var ranges: Iterator[(Long, Long)] = Iterator.empty
-  private var at = 0L
-  private var until = 0L
-
-  /** The next batch of the partition, or None after its last. */
-  private def nextBatch(): Option[FragmentBatch] = {
-    while (at >= until && !ranges.hasNext && pieces.hasNext) {
-      closeScanner()
-      val piece = pieces.next()
-      scanner = Some(new FragmentScanner(storage, factory.version, piece.fragment, factory.fields, allocator,
-        ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields))
-      ranges = piece.ranges.iterator
-    }
-    if (at >= until && ranges.hasNext) { val (f, u) = ranges.next(); at = f; until = u }
-    if (at >= until) None
-    else {
-      val end = math.min(until, at + factory.read.batchSize)
-      val b = scanner.get.readView(at, end, None)
-      at = end
-      Some(b)
-    }
-  }
-
-  private def closeScanner(): Unit = scanner.foreach { s =>
-    pagesRead += s.pagesDecoded
-    bytesRead += s.bytesRead
-    requests += s.readRequests
-    s.close()
-    scanner = None
-  }
 
   private var done = false
   private var out: Iterator[InternalRow] = Iterator.empty
@@ -124,18 +67,15 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
   private def aggregateChunk(): Iterator[InternalRow] = {
     val aggregator = new Aggregator(factory.aggregation)
     var full = false
-    while (!full && !done) nextBatch() match {
-      case Some(b) =>
-        try {
-          val rows = b.selection.getOrElse(Array.range(0, b.rowCount))
-          if (rows.nonEmpty) {
-            val byName = names.zip(b.vectors).toMap
-            val dictionaries = names.indices.map(i => names(i) -> b.dictionary(i)).toMap
-            aggregator.add(byName, dictionaries, rows)
-          }
-        } finally b.close()
+    while (!full && !done) {
+      if (batches.next()) {
+        val b = batches.currentBatch
+        val rows = b.selection.getOrElse(Array.range(0, b.rowCount))
+        val byName = names.zip(b.vectors).toMap
+        val dictionaries = names.indices.map(i => names(i) -> b.dictionary(i)).toMap
+        aggregator.add(byName, dictionaries, rows)
         full = aggregator.size >= LanceAggregateReader.MaxRows
-      case None => done = true; closeScanner()
+      } else done = true
     }
     aggregator.rows.map { values =>
       var i = 0
@@ -153,14 +93,9 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
 
   override def get(): InternalRow = current
 
-  override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
-    ScanMetrics.value(ScanMetrics.PagesRead, pagesRead),
-    ScanMetrics.value(ScanMetrics.BytesRead, bytesRead),
-    ScanMetrics.value(ScanMetrics.ReadRequests, requests))
+  override def currentMetricsValues(): Array[CustomTaskMetric] = batches.currentMetricsValues()
 
-  override def close(): Unit = {
-    try closeScanner() finally allocator.close()
-  }
+  override def close(): Unit = batches.close()
 }
 
 object LanceAggregateReader {

@@ -58,6 +58,9 @@ final class LanceColumnarReader(factory: LanceReaderFactory, piece: FragmentPiec
 
   override def get(): ColumnarBatch = current.map(_._2).getOrElse(throw new NoSuchElementException)
 
+  /** The rows of [[get]] as the scanner read them (Arrow vectors, selection, dictionaries). */
+  def currentBatch: FragmentBatch = current.map(_._1).getOrElse(throw new NoSuchElementException)
+
   private val dictionaryStrings: Array[DictionaryStrings] =
     Array.fill(factory.dataSchema.fields.length)(DictionaryStrings.perColumn())
 

@@ -4,6 +4,8 @@ import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.PartitionReader
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
+import io.lancespark.table.scan.FragmentBatch
+
 /** Reads a partition: its fragments' pieces one after another, each with its
   * own [[LanceColumnarReader]] (opened when reached, closed when done). A
   * pushed LIMIT counts the rows of the whole partition. Task metrics: sums
@@ -32,6 +34,9 @@ final class LancePartitionReader(factory: LanceReaderFactory, partition: LanceIn
   }
 
   override def get(): ColumnarBatch = reader.map(_.get()).getOrElse(throw new NoSuchElementException)
+
+  /** The rows of [[get]] as the scanner read them; valid until the next call to `next`. */
+  def currentBatch: FragmentBatch = reader.map(_.currentBatch).getOrElse(throw new NoSuchElementException)
 
   private def closeReader(): Unit = reader.foreach { r =>
     reader = None

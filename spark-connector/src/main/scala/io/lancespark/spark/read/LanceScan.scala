@@ -94,7 +94,7 @@ final class LanceScan(
     * while it plans (to know whether the scan is columnar). */
   override def createReaderFactory(): PartitionReaderFactory = readerFactory
 
-  private lazy val readerFactory: PartitionReaderFactory = {
+  private[read] lazy val readerFactory: LanceReaderFactory = {
     val session = SparkSession.active
     val conf = SerializableHadoopConf.broadcast(session)
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,

@@ -90,8 +90,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       val data = StructType(columns.map(f => tableSchema(f.name)))
       val rows = new LanceScan(snapshot, tableSchema, data, columns, Nil, data, options, filter, filterFields,
         None, planner)
-      new LanceAggregateScan(rows, snapshot.storage.uri, snapshot.version, snapshot.schema, columns, agg.aggregation,
-        agg.output, options, filter, filterFields)
+      new LanceAggregateScan(rows, snapshot.storage.uri, snapshot.version, agg.aggregation, agg.output, filter)
     case _ =>
       val (meta, data) = required.fields.partition(f => MetadataColumns.names.contains(f.name))
       val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))

@@ -88,7 +88,7 @@ final class Aggregator(spec: Aggregation) {
   /** The partial rows, each an array of the grouping values then the partial
     * results (a fresh array per row). */
   def rows: Iterator[Array[Any]] = {
-    val n = if (spec.groupBy.isEmpty) 1 else keys.groupCount
+    val n = keys.groupCount
     val width = spec.groupBy.size + states.size
     val groupRows = (0 until n).iterator.filter(keys.present).map { g =>
       val out = new Array[Any](width)

@@ -45,7 +45,7 @@ object ExprEval {
       val out = new Array[Long](rows.length)
       var j = 0
       while (j < out.length) {
-        if (!in.isNull(j)) out(j) = check(times(in.values(j), f), t)
+        if (!in.isNull(j)) out(j) = check(times(in.values(j), f), e)
         j += 1
       }
       new Longs(out, in.nulls)
@@ -67,7 +67,7 @@ object ExprEval {
             case Minus => Math.subtractExact(x, y)
             case Times => Math.multiplyExact(x, y)
           } catch { case _: ArithmeticException => throw notLong }
-          out(j) = check(z, t)
+          out(j) = check(z, e)
         }
         j += 1
       }
@@ -76,9 +76,9 @@ object ExprEval {
 
   /** Row `row` (a position in the vectors) of `e`, exactly; None for NULL. */
   def exact(e: Expr, vectors: String => ValueVector, row: Int): Option[JBigDecimal] = e match {
-    case Col(name, t) => columnValue(vectors(name), t, row)
+    case Col(name, _) => columnValue(vectors(name), row)
     case Lit(v, _) => Some(v)
-    case Widen(c, t) => exact(c, vectors, row).map(v => checkExact(v.setScale(t.scale), t))
+    case Widen(c, t) => exact(c, vectors, row).map(v => checkExact(v.setScale(t.scale), e))
     case Arith(op, l, r, t) =>
       for (a <- exact(l, vectors, row); b <- exact(r, vectors, row)) yield {
         val z = op match {
@@ -86,7 +86,7 @@ object ExprEval {
           case Minus => a.subtract(b)
           case Times => a.multiply(b)
         }
-        checkExact(z.setScale(t.scale), t)
+        checkExact(z.setScale(t.scale), e)
       }
   }
 
@@ -116,7 +116,7 @@ object ExprEval {
     new Longs(out, nulls)
   }
 
-  private def columnValue(v: ValueVector, t: NumType, row: Int): Option[JBigDecimal] =
+  private def columnValue(v: ValueVector, row: Int): Option[JBigDecimal] =
     if (v.isNull(row)) None
     else Some(v match {
       case d: DecimalVector => d.getObject(row)
@@ -134,30 +134,30 @@ object ExprEval {
   private def times(x: Long, f: Long): Long =
     if (f == 1L) x else try Math.multiplyExact(x, f) catch { case _: ArithmeticException => throw notLong }
 
-  /** `z` (unscaled) if it fits `t`, else the overflow error (or [[NotLong]]
-    * where only a long is too small for a value `t` holds). */
-  private def check(z: Long, t: NumType): Long = t match {
-    case i: Integral => if (z < i.min || z > i.max) throw overflow(BigInteger.valueOf(z), t) else z
-    case Dec(p, s) =>
-      if (p <= 18 && (z >= Powers(p) || z <= -Powers(p))) throw overflow(BigInteger.valueOf(z), t, s)
+  /** `z` (unscaled) if it fits the type of `e`, else the overflow error. */
+  private def check(z: Long, e: Expr): Long = e.tpe match {
+    case i: Integral => if (z < i.min || z > i.max) throw overflow(BigInteger.valueOf(z), e) else z
+    case Dec(p, _) =>
+      if (p <= 18 && (z >= Powers(p) || z <= -Powers(p))) throw overflow(BigInteger.valueOf(z), e)
       z
   }
 
-  private def checkExact(v: JBigDecimal, t: NumType): JBigDecimal = t match {
+  private def checkExact(v: JBigDecimal, e: Expr): JBigDecimal = e.tpe match {
     case i: Integral =>
       val u = v.unscaledValue
-      if (u.bitLength > 63 || u.longValue < i.min || u.longValue > i.max) throw overflow(u, t) else v
-    case Dec(p, s) =>
-      if (v.unscaledValue.abs.compareTo(BigPowers(p)) >= 0) throw overflow(v.unscaledValue, t, s) else v
+      if (u.bitLength > 63 || u.longValue < i.min || u.longValue > i.max) throw overflow(u, e) else v
+    case Dec(p, _) =>
+      if (v.unscaledValue.abs.compareTo(BigPowers(p)) >= 0) throw overflow(v.unscaledValue, e) else v
   }
 
   /** `v` unscaled at `t`'s scale (the literal's value is exact at it). */
   def unscaled(v: JBigDecimal, t: NumType): BigInteger = v.setScale(t.scale).unscaledValue
 
-  private def overflow(unscaled: BigInteger, t: NumType, scale: Int = 0): ArithmeticException =
+  /** The overflow error of a value of `e` (unscaled at its type's scale). */
+  private def overflow(unscaled: BigInteger, e: Expr): ArithmeticException =
     new ArithmeticException(
-      s"[NUMERIC_VALUE_OUT_OF_RANGE] ${new JBigDecimal(unscaled, scale).toPlainString} cannot be represented as " +
-        s"${t.toString.toUpperCase} in an aggregate computed by the Lance scan (ANSI mode). If necessary set " +
+      s"[NUMERIC_VALUE_OUT_OF_RANGE] ${new JBigDecimal(unscaled, e.tpe.scale).toPlainString} cannot be represented as " +
+        s"${e.tpe.toString.toUpperCase} in $e, in an aggregate computed by the Lance scan (ANSI mode). If necessary set " +
         "\"spark.sql.ansi.enabled\" to \"false\" to bypass this error (the aggregate is then computed by Spark).")
 
   private val Powers: Array[Long] = Array.iterate(1L, 19)(_ * 10L)
@@ -165,12 +165,6 @@ object ExprEval {
 
   /** 10^k where a long holds it, else [[NotLong]]. */
   private def factor(k: Int): Long = if (k >= 0 && k <= 18) Powers(k) else throw notLong
-
-  /** 10^k for 0 <= k <= 18. */
-  def tenTo(k: Int): Long = {
-    require(k >= 0 && k <= 18, s"scale difference $k")
-    Powers(k)
-  }
 
   /** 10^k as a BigInteger, 0 <= k <= 38. */
   def bigTenTo(k: Int): BigInteger = BigPowers(k)

@@ -10,7 +10,7 @@ import io.lancespark.format.arrow.DictionaryColumn
   * columns: each column's values get codes (0 is NULL) that last across
   * batches, and a group is a combination of codes. A string column's codes
   * are looked up once per dictionary item where the reader decoded the
-  * column so. Group `g`'s values: [[values]]. */
+  * column so. Group `g`'s values: [[write]]. */
 final class GroupKeys(columns: Vector[String]) {
 
   private val codes: Vector[ColumnCodes] = columns.map(_ => new ColumnCodes)
@@ -48,11 +48,8 @@ final class GroupKeys(columns: Vector[String]) {
     val cells = sizes.foldLeft(1L)(_ * _)
     if (wide.isEmpty && cells <= DenseCells) {
       // few combinations possible: a table indexed by the codes, no hashing
-      if (dense.length < cells) {
-        dense = Array.fill(cells.toInt)(-1)
-        denseSizes = sizes
-        comboCodes.indices.foreach(g => dense(denseIndex(comboCodes(g), sizes)) = g)
-      } else if (denseSizes != sizes) {
+      if (denseSizes != sizes) {    // new codes: the groups so far at their new indexes
+        if (dense.length < cells) dense = new Array[Int](cells.toInt)
         java.util.Arrays.fill(dense, -1)
         denseSizes = sizes
         comboCodes.indices.foreach(g => dense(denseIndex(comboCodes(g), sizes)) = g)

@@ -320,13 +320,13 @@ object RowEvaluator {
   }
 
   /** As [[rangeLoop]], for the keys in a set. */
-  private def inLoop(keys: Array[Long], n: Int, care: Array[Long], out: Array[Long], contains: Long => Boolean): Unit = {
+  private def inLoop(keys: Array[Long], care: Array[Long], out: Array[Long], contains: Long => Boolean): Unit = {
     var w = 0
     while (w < care.length) {
       var m = care(w)
       while (m != 0L) {
         val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
-        if (i < n && contains(keys(i))) out(w) |= 1L << i
+        if (contains(keys(i))) out(w) |= 1L << i
         m &= m - 1
       }
       w += 1
@@ -351,7 +351,7 @@ object RowEvaluator {
           case CompareOp.Gt => if (k != Long.MaxValue) rangeLoop(keys, n, care, out, k + 1, Long.MaxValue, negate = false)
           case CompareOp.GtEq => rangeLoop(keys, n, care, out, k, Long.MaxValue, negate = false)
         }
-      case in: KeyIn => inLoop(col.keys, n, care, out, in.contains)
+      case in: KeyIn => inLoop(col.keys, care, out, in.contains)
       case DecCmp(op, v) =>
         val ds = col.decimals
         var i = 0
