@@ -204,22 +204,26 @@ def test_scans_of_other_versions_or_filters_are_not_shared(spark, tmp_path):
 
 # ------------------------------------------------------------------ column statistics (CBO)
 
+def attribute_stats(df, leaf: bool = True):
+    """(column name, Catalyst ColumnStat) pairs of the optimized plan (or of its one leaf, the scan)."""
+    plan = df._jdf.queryExecution().optimizedPlan()
+    it = (plan.collectLeaves().head() if leaf else plan).stats().attributeStats().iterator()
+    while it.hasNext():
+        kv = it.next()
+        yield kv._1().name(), kv._2()
+
+
+def opt(o, conv=lambda v: v):
+    """A Scala Option's value converted, or None."""
+    return conv(o.get()) if o.isDefined() else None
+
+
 def column_stats(df, leaf: bool = True) -> dict:
     """{column: (distinctCount, min, max, nullCount)} Spark's planner has for
     the scan relation (None where it has none), as plain Python values."""
-    plan = df._jdf.queryExecution().optimizedPlan()
-    s = (plan.collectLeaves().head() if leaf else plan).stats()
-    out = {}
-    it = s.attributeStats().iterator()
-    while it.hasNext():
-        kv = it.next()
-        cs = kv._2()
-
-        def opt(o, conv=lambda v: v):
-            return conv(o.get()) if o.isDefined() else None
-        out[kv._1().name()] = (opt(cs.distinctCount(), lambda v: int(str(v))), opt(cs.min(), str),
-                               opt(cs.max(), str), opt(cs.nullCount(), lambda v: int(str(v))))
-    return out
+    as_int = lambda v: int(str(v))   # noqa: E731
+    return {name: (opt(cs.distinctCount(), as_int), opt(cs.min(), str), opt(cs.max(), str), opt(cs.nullCount(), as_int))
+            for name, cs in attribute_stats(df, leaf)}
 
 
 @pytest.fixture(scope="module", params=["2.2", "2.0"])
@@ -287,6 +291,38 @@ def test_filter_estimates_use_the_distinct_counts(spark, cbo_table, cbo):
     assert 180 <= rows <= 220, rows
     _, out_of_range = stats(spark.read.format("lance").load(cbo_table).where("k > 5000"))
     assert out_of_range == 0
+
+
+def avg_lens(df, leaf: bool = True) -> dict:
+    """{column: avgLen} Spark's planner has (None where it has none)."""
+    return {name: opt(cs.avgLen(), lambda v: int(str(v))) for name, cs in attribute_stats(df, leaf)}
+
+
+def test_cbo_estimates_are_those_of_the_same_rows_analyzed_in_parquet(spark, cbo_table, cbo, tmp_path):
+    """With the cost-based optimizer, a Lance scan's rows, bytes and column statistics (from its
+    files) are what Spark estimates for the same rows in Parquet with ANALYZE's statistics: a
+    join side weighs the same in either format."""
+    pq = tmp_path / "pq"
+    spark.read.format("lance").load(cbo_table).write.parquet(str(pq))
+    spark.sql("DROP TABLE IF EXISTS cbo_pq")
+    spark.sql(f"CREATE TABLE cbo_pq USING parquet LOCATION '{pq}'")
+    try:
+        spark.sql("ANALYZE TABLE cbo_pq COMPUTE STATISTICS FOR ALL COLUMNS")
+        ours_df, theirs_df = spark.read.format("lance").load(cbo_table), spark.table("cbo_pq")
+        # the mean length of a string: ceil(3.8) for 'c-0' .. 'c-49'
+        assert avg_lens(ours_df)["s"] == avg_lens(theirs_df)["s"] == 4
+        for where, tolerance in (("k >= 100 AND k < 300", 0.001), ("d < DATE'2020-03-01'", 0.001),
+                                 ("k > 900 AND k <= 950 AND d >= DATE'2020-06-01'", 0.001),
+                                 ("k = 5", 0.1), ("s = 'c-7'", 0.1)):
+            ours, theirs = ours_df.where(where).select("id", "s"), theirs_df.where(where).select("id", "s")
+            (ob, orows), (tb, trows) = stats(ours), stats(theirs)
+            assert abs(orows - trows) <= tolerance * trows, (where, orows, trows)
+            assert abs(ob - tb) <= tolerance * tb + 64, (where, ob, tb)
+            # the distinct ids carried through the filter as Spark carries them through its Filter
+            od, td = column_stats(ours)["id"][0], column_stats(theirs, leaf=False)["id"][0]
+            assert abs(od - td) <= 0.1 * td + 1, (where, od, td)
+    finally:
+        spark.sql("DROP TABLE IF EXISTS cbo_pq")
 
 
 def test_no_column_statistics_without_cbo(spark, cbo_table):

@@ -5,7 +5,9 @@ package io.lancespark.format.stats
   * java.lang.Long for integers, dates, times and timestamps (unsigned 64-bit
   * values as their raw bits), java.lang.Double for floats (half and single
   * precision widened), java.math.BigDecimal for decimals, java.lang.Boolean,
-  * String for strings, Array[Byte] for binary and fixed-size binary. */
+  * String for strings, Array[Byte] for binary and fixed-size binary.
+  * `valueBytes`: the bytes of a string or binary page's values (-1 unknown or
+  * another type). */
 final case class PageStat(
     columnIndex: Int,
     fieldId: Int,
@@ -14,7 +16,8 @@ final case class PageStat(
     numRows: Long,
     nullCount: Long,
     min: Option[Any],
-    max: Option[Any])
+    max: Option[Any],
+    valueBytes: Long = -1L)
 
 /** The page statistics of one data file (lance_spark's, or a 0.1 file's). */
 final case class PageStatistics(pages: Vector[PageStat], sketches: Map[Int, DistinctSketch] = Map.empty) {

@@ -24,7 +24,15 @@ private[format] object StatsCollector {
     * the bytes of strings/binaries; booleans as one byte 0/1); null = unknown. */
   private[format] final case class RawStat(
       columnIndex: Int, fieldId: Int, pageIndex: Int, firstRow: Long, numRows: Long,
-      nullCount: Long, min: Array[Byte], max: Array[Byte])
+      nullCount: Long, min: Array[Byte], max: Array[Byte], valueBytes: Long = -1L)
+
+  /** The bytes of the values of rows [from, until) of a page of strings or
+    * binaries (nulls hold none); -1 for other kinds, whose width is their type's. */
+  private[format] def valueBytes(kind: Kind, page: PageValues, from: Int, until: Int): Long = kind match {
+    case VarKind(_) if until > from => page.end(until - 1) - (if (from == 0) 0L else page.end(from - 1))
+    case VarKind(_) => 0L
+    case _ => -1L
+  }
 
 
 

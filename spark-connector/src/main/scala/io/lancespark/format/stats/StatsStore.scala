@@ -38,7 +38,10 @@ object StatsStore {
   private val boundFields: Seq[Field] = Seq(
     new Field("null_count", FieldType.nullable(new ArrowType.Int(64, true)), null),
     new Field("min_value", FieldType.nullable(ArrowType.Binary.INSTANCE), null),
-    new Field("max_value", FieldType.nullable(ArrowType.Binary.INSTANCE), null))
+    new Field("max_value", FieldType.nullable(ArrowType.Binary.INSTANCE), null),
+    // added within version 2 (readers that do not know it ignore it): the
+    // bytes of a string or binary page's values, for a planner's row sizes
+    new Field("value_bytes", FieldType.nullable(new ArrowType.Int(64, true)), null))
 
   /** The statistics as one Arrow IPC stream (one record batch, one row per
     * page or block of rows), layout version 2. */
@@ -60,11 +63,13 @@ object StatsStore {
       val nulls = root.getVector("null_count").asInstanceOf[BigIntVector]
       val mins = root.getVector("min_value").asInstanceOf[VarBinaryVector]
       val maxs = root.getVector("max_value").asInstanceOf[VarBinaryVector]
+      val valueBytes = root.getVector("value_bytes").asInstanceOf[BigIntVector]
       stats.zipWithIndex.foreach { case (s, i) =>
         colIdx.set(i, s.columnIndex); fid.set(i, s.fieldId); pidx.set(i, s.pageIndex)
         first.set(i, s.firstRow); num.set(i, s.numRows); nulls.set(i, s.nullCount)
         if (s.min != null) mins.setSafe(i, s.min)
         if (s.max != null) maxs.setSafe(i, s.max)
+        if (s.valueBytes >= 0) valueBytes.set(i, s.valueBytes)
       }
       root.getFieldVectors.asScala.foreach(_.setValueCount(n))
       root.setRowCount(n)
@@ -176,6 +181,8 @@ object StatsStore {
         }
         lazy val mins = binary("min_value")
         lazy val maxs = binary("max_value")
+        // optional (files written before it have none)
+        val valueBytes = Option(root.getVector("value_bytes")).collect { case v: BigIntVector => v }
         (0 until root.getRowCount).foreach { i =>
           val fieldId = int("field_id", i).toInt
           val (nulls, mn, mx) =
@@ -193,7 +200,8 @@ object StatsStore {
               (if (nc.isNull(i)) -1L else nc.get(i), bound(mins), bound(maxs))
             }
           out += PageStat(int("column_index", i).toInt, fieldId, int("page_index", i).toInt,
-            int("first_row", i), int("num_rows", i), nulls, mn, mx)
+            int("first_row", i), int("num_rows", i), nulls, mn, mx,
+            valueBytes.filterNot(_.isNull(i)).fold(-1L)(_.get(i)))
         }
       }
       Some(PageStatistics(out.result(), readSketches(file, allocator)))

@@ -86,7 +86,8 @@ final class V20FileWriter(
     statsKinds.get(enc.field.id).foreach { kind =>
       val (nulls, mn, mx) = StatsCollector.collect(kind, page)
       StatsCollector.addTo(sketches(enc.field.id), kind, page, 0, page.rows)
-      stats += StatsCollector.RawStat(enc.column, enc.field.id, pageIndex, firstRow, page.rows, nulls, mn, mx)
+      stats += StatsCollector.RawStat(enc.column, enc.field.id, pageIndex, firstRow, page.rows, nulls, mn, mx,
+        StatsCollector.valueBytes(kind, page, 0, page.rows))
     }
 
   private val encoders: Vector[ColumnEncoder] = fields.zipWithIndex.map { case (f, i) =>

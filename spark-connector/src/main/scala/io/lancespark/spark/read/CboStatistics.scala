@@ -13,7 +13,8 @@ import io.lancespark.table.scan.ColumnSummary
   * [[ColumnSummary]]s: null count, distinct estimate, and min/max as the
   * Catalyst values of the column's Spark type (integers, dates, timestamps,
   * decimals, booleans; none for floats, whose page bounds leave NaN out, nor
-  * for strings and binaries, whose bounds the optimizer does not use). */
+  * for strings and binaries, whose bounds the optimizer does not use), and
+  * the mean length of strings and binaries (the optimizer's row sizes). */
 object CboStatistics {
 
   def of(fields: Seq[StructField], summaries: Map[Vector[String], ColumnSummary]): java.util.Map[NamedReference, ColumnStatistics] = {
@@ -33,6 +34,7 @@ object CboStatistics {
       override def nullCount(): OptionalLong = optional(s.nullCount)
       override def min(): Optional[Object] = Optional.ofNullable(lo.orNull)
       override def max(): Optional[Object] = Optional.ofNullable(hi.orNull)
+      override def avgLen(): OptionalLong = optional(s.avgLen)
     }
   }
 

@@ -6,7 +6,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.NamedReference
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, Statistics, SupportsReportStatistics}
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{StringType, StructType}
 
 import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
@@ -110,7 +110,10 @@ final class LanceScan(
     * Lance scan and a Parquet scan of the same rows and columns weigh alike.
     * From the manifest and the statistics already read for pruning; never
     * from the data. Fragments whose manifest entry has no file sizes count
-    * Spark's per-row estimate per row. */
+    * Spark's per-row estimate per row. Under the cost-based optimizer the
+    * rows are also scaled by the filter's estimated selectivity, the bytes are
+    * the rows times the per-row size (as Spark sizes an analyzed table, in
+    * any format), and the column statistics come with them. */
   override def estimateStatistics(): Statistics = {
     val shares = planner.plans.map { p =>
       val f = p.fragment
@@ -128,23 +131,40 @@ final class LanceScan(
     }
     val planned = shares.map(_._1).sum * kept
     val rows = math.min(planned, limit.fold(Double.MaxValue)(_.toDouble))
-    val bytes = shares.map(_._2).sum * kept * (if (planned > 0) rows / planned else 1.0) *
-      LanceScan.rowSize(outputSchema) / LanceScan.rowSize(tableSchema)
+    // without the cost-based optimizer, the file bytes, as Spark sizes a file
+    // relation; with it, the rows times Spark's per-row size, as it sizes an
+    // analyzed table (`CatalogStatistics.toPlanStats`): then a join side
+    // weighs the same whatever format its rows are stored in
+    lazy val data = outputSchema.fields.filter(f => dataSchema.fieldNames.contains(f.name) && !metadataColumns.contains(f.name))
+    lazy val summaries = planner.summaries(data.map(f => Vector(f.name)).toSet).map { case (c, s) => c -> s.filtered(kept) }
+    def avgLens: Map[String, Long] = summaries.flatMap { case (c, s) => s.avgLen.map(c.head -> _) }
+    val bytes =
+      if (cbo) math.max(1.0, math.ceil(rows) * LanceScan.rowSize(outputSchema, avgLens))
+      else shares.map(_._2).sum * kept * (if (planned > 0) rows / planned else 1.0) *
+        LanceScan.rowSize(outputSchema) / LanceScan.rowSize(tableSchema)
     // column statistics only for the cost-based optimizer (the only user of
-    // them): they read the page statistics of every column the scan returns
+    // them): they read the page statistics of every column the scan returns,
+    // carried through the filter as the optimizer carries them through a Filter
     val columns =
       if (!cbo) new java.util.HashMap[NamedReference, ColumnStatistics]()
-      else {
-        val data = outputSchema.fields.filter(f => dataSchema.fieldNames.contains(f.name) && !metadataColumns.contains(f.name))
-        CboStatistics.of(data.toSeq, planner.summaries(data.map(f => Vector(f.name)).toSet))
-      }
+      else CboStatistics.of(data.toSeq, summaries)
     LanceScan.statistics(math.ceil(rows).toLong, math.ceil(bytes).toLong, columns)
   }
 }
 
 object LanceScan {
-  /** Spark's per-row size estimate of a schema (`EstimationUtils.getSizePerRow`'s rule). */
-  def rowSize(schema: StructType): Double = 8.0 + schema.fields.map(_.dataType.defaultSize.toDouble).sum
+  /** Spark's per-row size estimate of a schema (`EstimationUtils.getSizePerRow`'s
+    * rule): 8 bytes, plus per column its mean length where known (a string's
+    * plus 12, its object's overhead), else its type's default size. */
+  def rowSize(schema: StructType, avgLen: Map[String, Long] = Map.empty): Double =
+    8.0 + schema.fields.map { f =>
+      avgLen.get(f.name).fold(f.dataType.defaultSize.toDouble) { n =>
+        f.dataType match {
+          case _: StringType => n + 12.0
+          case _ => n.toDouble
+        }
+      }
+    }.sum
 
   def statistics(rows: Long, bytes: Long,
                  columns: java.util.Map[NamedReference, ColumnStatistics] = java.util.Map.of()): Statistics = new Statistics {

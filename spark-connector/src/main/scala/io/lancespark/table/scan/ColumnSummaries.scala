@@ -20,9 +20,25 @@ import io.lancespark.table.model.Snapshot
   *  - `distinct`: the estimate of the merged distinct-value sketches of the
   *    data files (whole files, so at most an over-estimate for pruned ones),
   *    at most the non-null rows; None when a file has no sketch;
-  *  - `rows`: the planned rows. */
+  *  - `rows`: the planned rows;
+  *  - `avgLen`: strings and binaries, the mean bytes of a non-null value of
+  *    the pages that overlap the planned rows, rounded up; None when some
+  *    page does not record its values' bytes (files of earlier writers). */
 final case class ColumnSummary(arrowType: ArrowType, rows: Long, nullCount: Option[Long], min: Option[Any],
-                               max: Option[Any], distinct: Option[Long])
+                               max: Option[Any], distinct: Option[Long], avgLen: Option[Long] = None) {
+
+  /** The summary of the share `share` (0 to 1) of the rows a filter is
+    * estimated to keep: rows, nulls and distinct values scaled by it (each
+    * rounded up), bounds unchanged, as a cost-based optimizer carries a
+    * column's statistics through a filter (Spark's `FilterEstimation`). */
+  def filtered(share: Double): ColumnSummary =
+    if (share >= 1.0) this
+    else {
+      val s = math.max(0.0, share)
+      def scale(n: Long): Long = math.ceil(n * s).toLong
+      copy(rows = scale(rows), nullCount = nullCount.map(scale), distinct = distinct.map(scale))
+    }
+}
 
 object ColumnSummaries {
 
@@ -45,6 +61,8 @@ object ColumnSummaries {
     var nulls: Option[Long] = Some(0L)
     var bounds: Option[(Option[Any], Option[Any])] = if (ordered(t)) Some((None, None)) else None
     var sketch: Option[Option[DistinctSketch]] = Some(None)
+    // (value bytes, non-null values) of the pages read, None once a page has no byte count
+    var lengths: Option[(Long, Long)] = if (variableWidth(t)) Some((0L, 0L)) else None
     parts.foreach { case (ranges, stats) =>
       rows += ranges.count
       stats match {
@@ -58,6 +76,10 @@ object ColumnSummaries {
             }
           }
           sketch = for (acc <- sketch; s <- sk) yield Some(acc.fold(s)(_.merge(s)))
+          lengths = lengths.flatMap { case (bytes, values) =>
+            if (read.exists(p => p.valueBytes < 0 || p.nullCount < 0)) None
+            else Some((bytes + read.map(_.valueBytes).sum, values + read.map(p => p.numRows - p.nullCount).sum))
+          }
       }
     }
     val nonNull = nulls.map(rows - _)
@@ -65,7 +87,13 @@ object ColumnSummaries {
       val est = s.fold(0L)(_.estimate)
       nonNull.fold(est)(n => if (n > 0) math.min(math.max(est, 1L), n) else 0L)
     }
-    ColumnSummary(t, rows, nulls, bounds.flatMap(_._1), bounds.flatMap(_._2), distinct)
+    val avgLen = lengths.collect { case (bytes, values) if values > 0 => (bytes + values - 1) / values }
+    ColumnSummary(t, rows, nulls, bounds.flatMap(_._1), bounds.flatMap(_._2), distinct, avgLen)
+  }
+
+  private def variableWidth(t: ArrowType): Boolean = t match {
+    case _: ArrowType.Utf8 | _: ArrowType.LargeUtf8 | _: ArrowType.Binary | _: ArrowType.LargeBinary => true
+    case _ => false
   }
 
   /** Types whose page bounds are ordered values this summary compares. */

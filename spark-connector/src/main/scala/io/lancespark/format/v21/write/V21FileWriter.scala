@@ -156,7 +156,7 @@ final class V21FileWriter(
         val until = math.min(l.rows, from.toLong + statsBlockRows).toInt
         val (nulls, mn, mx) = StatsCollector.collect(kind, values, from, until)
         stats += StatsCollector.RawStat(l.column, l.field.id, pages(l.column).size, firstRow(l.column) + from,
-          until - from, nulls, mn, mx)
+          until - from, nulls, mn, mx, StatsCollector.valueBytes(kind, values, from, until))
         from = until
       }
     }
