@@ -284,14 +284,34 @@ SELECT cntrycode, count(*) AS numcust, sum(c_acctbal) AS totacctbal
 }
 
 
-def join_strategies(spark, sql: str) -> List[str]:
-    """The physical join operators of a query's plan, in plan order (after AQE's initial plan)."""
-    plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+def join_strategies(spark, sql: str, final: bool = False) -> List[str]:
+    """The physical join operators of a query's plan, in plan order: of AQE's initial plan, or
+    (`final`) of the plan AQE ran, after running the query."""
+    df = spark.sql(sql)
+    plan = df._jdf.queryExecution().executedPlan()
+    if final:
+        df.collect()
+        plan = plan.executedPlan()   # AdaptiveSparkPlanExec: the plan as it ran
     names = ("BroadcastHashJoin", "SortMergeJoin", "ShuffledHashJoin", "BroadcastNestedLoopJoin",
              "CartesianProduct")
     out = []
-    for line in plan.splitlines():
+    for line in plan.toString().splitlines():
         for n in names:
             if n in line:
                 out.append(n)
     return out
+
+
+def register_analyzed(spark, root: Path, prefix: str) -> None:
+    """Catalog tables `<prefix>_<table>` over a Parquet copy, with the statistics of
+    `ANALYZE TABLE ... FOR ALL COLUMNS` (what the cost-based optimizer needs from a file
+    format without statistics of its own); `drop_analyzed` removes them."""
+    for t in TABLES:
+        spark.sql(f"DROP TABLE IF EXISTS {prefix}_{t}")
+        spark.sql(f"CREATE TABLE {prefix}_{t} USING parquet LOCATION '{root / t}'")
+        spark.sql(f"ANALYZE TABLE {prefix}_{t} COMPUTE STATISTICS FOR ALL COLUMNS")
+
+
+def drop_analyzed(spark, prefix: str) -> None:
+    for t in TABLES:
+        spark.sql(f"DROP TABLE IF EXISTS {prefix}_{t}")

@@ -988,6 +988,20 @@ def compact_1000_fragments(ctx: Context) -> Prepared:
 TPCH_SF = {"full": 1.0, "quick": 0.1}
 
 
+def tpch_copies(spark, sf: float, log) -> Path:
+    """The TPC-H tables at scale factor `sf`, as Lance written by this connector (under
+    `lance/`; the copy is keyed by the connector build) and as Parquet written by Spark (under
+    `parquet/`), from the same DataFrames."""
+    from bench import tpch
+
+    src = tpch.generate(data.DATA_DIR / f"tpch-all-sf{sf}", sf)
+
+    def build(path: Path) -> None:
+        tpch.load(spark, src, path / "lance", path / "parquet")
+
+    return data._cached(f"tpch-sf{sf}-copies-spark-{_writer()}", build, log)
+
+
 def _tpch_tables(ctx: Context):
     """The TPC-H tables at the mode's scale factor: Lance written by this connector (its default
     file version; the copy is keyed by the connector build), Parquet written by Spark, from the
@@ -995,15 +1009,34 @@ def _tpch_tables(ctx: Context):
     from bench import tpch
 
     sf = TPCH_SF[ctx.mode.name]
-    src = tpch.generate(data.DATA_DIR / f"tpch-all-sf{sf}", sf)
-
-    def build(path: Path) -> None:
-        tpch.load(ctx.spark, src, path / "lance", path / "parquet")
-
-    root = data._cached(f"tpch-sf{sf}-copies-spark-{_writer()}", build, ctx.log)
+    root = tpch_copies(ctx.spark, sf, ctx.log)
     tpch.register(ctx.spark, "lance", root / "lance", "tl")
     tpch.register(ctx.spark, "parquet", root / "parquet", "tp")
     return root, sf
+
+
+def _tpch_joins(ctx: Context, root: Path, n: int, sf: float) -> dict:
+    """Query n's joins on both formats: the plan before running (EXPLAIN's) and the plan AQE
+    ran, with Spark's defaults; then the plan before running with the cost-based optimizer,
+    against Parquet as catalog tables with ANALYZE's statistics (views `ta_<table>`; Lance's
+    statistics come from its files)."""
+    from bench import tpch
+
+    spark = ctx.spark
+    mine, theirs = tpch.query(n, "tl", sf), tpch.query(n, "tp", sf)
+    out = {"joins_lance": tpch.join_strategies(spark, mine),
+           "joins_parquet": tpch.join_strategies(spark, theirs),
+           "joins_lance_as_run": tpch.join_strategies(spark, mine, final=True),
+           "joins_parquet_as_run": tpch.join_strategies(spark, theirs, final=True)}
+    if not spark.catalog.tableExists("ta_lineitem"):
+        tpch.register_analyzed(spark, root / "parquet", "ta")
+    spark.conf.set("spark.sql.cbo.enabled", "true")
+    try:
+        out["joins_lance_cbo"] = tpch.join_strategies(spark, mine)
+        out["joins_parquet_analyzed_cbo"] = tpch.join_strategies(spark, tpch.query(n, "ta", sf))
+    finally:
+        spark.conf.set("spark.sql.cbo.enabled", "false")
+    return out
 
 
 def _tpch_check(a, b) -> str:
@@ -1027,8 +1060,7 @@ def _tpch_workload(n: int) -> None:
 
         facts = {"sf": sf}
         if n in (3, 5, 10):
-            facts["joins_lance"] = tpch.join_strategies(spark, mine)
-            facts["joins_parquet"] = tpch.join_strategies(spark, theirs)
+            facts.update(_tpch_joins(ctx, root, n, sf))
         rows = spark.read.parquet(str(root / "parquet" / "lineitem")).count()
         return Prepared(this=lambda: spark.sql(mine).collect(), other=lambda: spark.sql(theirs).collect(),
                         rows=rows, check=_tpch_check, facts=facts)
