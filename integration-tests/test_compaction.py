@@ -336,6 +336,9 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
     stop_file = tmp_path / "stop"
     other = subprocess.Popen([sys.executable, "-c", OTHER_PROCESS_APPENDER, path, str(stop_file)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the compactions start once it has committed (its start, importing lance, is slow on a
+    # busy machine: the race must include it)
+    first = other.stdout.readline()
     threads = [threading.Thread(target=appender), threading.Thread(target=deleter),
                threading.Thread(target=spark_appender)]
     for th in threads:
@@ -359,7 +362,7 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
             th.join()
         out, err = other.communicate(timeout=120)
     assert other.returncode == 0, err[-2000:]
-    by_other = [int(x) for x in out.split()]
+    by_other = [int(x) for x in (first + out).split()]
     assert by_other, f"the other process committed nothing: {err[-2000:]}"
     appended.extend(i for k in by_other for i in range(k, k + 5))
     assert any(isinstance(o, int) for o in outcomes), outcomes
