@@ -107,7 +107,7 @@ final class LanceScan(
     * fragment's files (what the scan returns, not what it reads), scaled by
     * the columns read as Spark scales a projection of a file relation (its
     * per-row size estimate: 8 bytes plus each column's default size), so a
-    * Lance scan and a Parquet scan of the same rows and columns weigh alike.
+    * Lance scan weighs its bytes on disk as a Parquet scan does.
     * From the manifest and the statistics already read for pruning; never
     * from the data. Fragments whose manifest entry has no file sizes count
     * Spark's per-row estimate per row. Under the cost-based optimizer the

@@ -57,20 +57,22 @@ object Selectivity {
     * upper bound less below-or-at the highest lower bound, of the non-null rows. */
   private def interval(bounds: Vector[Bound], s: ColumnSummary): Double = {
     if (s.rows <= 0) return 0.0
-    val nulls = s.nullCount.fold(0.0)(_.toDouble / s.rows)
     val below = shareBelow(s)
     val upper = bounds.filter(b => b.op == CompareOp.Lt || b.op == CompareOp.LtEq)
       .map(b => below(b.key, b.op == CompareOp.LtEq)).minOption.getOrElse(1.0)
     val lower = bounds.filter(b => b.op == CompareOp.Gt || b.op == CompareOp.GtEq)
       .map(b => below(b.key, b.op == CompareOp.Gt)).maxOption.getOrElse(0.0)
-    (1.0 - nulls) * math.max(0.0, upper - lower)
+    (1.0 - nullShare(s)) * math.max(0.0, upper - lower)
   }
 
   private def clamp(x: Double): Double = if (x.isNaN) 1.0 else math.max(0.0, math.min(1.0, x))
 
+  /** Share of the rows that are null (none when unknown); rows > 0. */
+  private def nullShare(s: ColumnSummary): Double = s.nullCount.fold(0.0)(_.toDouble / s.rows)
+
   private def leafShare(leaf: Filter, s: ColumnSummary): Double = {
     if (s.rows <= 0) return 0.0
-    val nulls = s.nullCount.fold(0.0)(_.toDouble / s.rows)
+    val nulls = nullShare(s)
     leaf match {
       case IsNull(_) => nulls
       case IsNotNull(_) => 1.0 - nulls
