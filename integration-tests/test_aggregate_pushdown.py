@@ -6,7 +6,10 @@ random queries (seeded) and on hand cases: partial sums that would leave
 their input's decimal range, values beyond a long, overflow errors (ANSI),
 an integer AVG (its exact sum divided, where Spark sums doubles: equal to
 1e-9),
-and what is not pushed (DISTINCT, doubles, rounding arithmetic)."""
+and what is not pushed (DISTINCT, doubles, rounding arithmetic). A GROUP BY
+a column that the statistics show clustered is completed in the scan (no
+shuffle, no final aggregation), whatever the partitions' sizes, and not
+where the statistics do not show it."""
 from __future__ import annotations
 
 import datetime as dt
@@ -162,10 +165,96 @@ def test_overflow_is_an_error_as_in_spark(spark, table):
 
 def test_many_groups_are_returned_in_chunks(spark, tmp_path):
     # more groups than a task holds at once (2^18): it returns them and starts again; Spark merges
+    # (ids in no order: the statistics show no clustering, the aggregation stays partial)
     path = str(tmp_path / "ids.lance")
-    spark.range(0, 300_000, numPartitions=1).selectExpr("id", "CAST(id % 7 AS INT) AS v") \
+    spark.range(0, 300_000, numPartitions=1).selectExpr("(id * 7919) % 300000 AS id", "CAST(id % 7 AS INT) AS v") \
         .write.format("lance").save(path)
     spark.read.format("lance").option("splitRows", 10**9).load(path).createOrReplaceTempView("ids")
     sql = "SELECT count(*), sum(c), min(c), max(c), sum(s) FROM (SELECT id, count(*) AS c, sum(v) AS s FROM ids GROUP BY id)"
-    assert "LanceAggregateScan" in _plan(spark, "SELECT id, count(*), sum(v) FROM ids GROUP BY id")
+    plan = _plan(spark, "SELECT id, count(*), sum(v) FROM ids GROUP BY id")
+    assert "LanceAggregateScan" in plan and ", complete" not in plan, plan
     assert [tuple(r) for r in spark.sql(sql).collect()] == [(300_000, 300_000, 1, 1, sum(i % 7 for i in range(300_000)))]
+
+
+# --- complete aggregation: GROUP BY a column the statistics show clustered ---------------------
+
+def _clustered_rows(start: int, stop: int):
+    """Rows i in [start, stop): key o = i // 3 (runs of 3 that pages and fragments cut through),
+    a decimal, an int with nulls, a string that is not grouped on."""
+    return [(i // 3, decimal.Decimal(i % 50 + 1), None if i % 11 == 0 else i % 97, f"w{i % 5}") for i in range(start, stop)]
+
+
+CLUSTERED = T.StructType([
+    T.StructField("o", T.LongType()), T.StructField("qty", T.DecimalType(15, 2)),
+    T.StructField("v", T.IntegerType()), T.StructField("w", T.StringType()),
+])
+
+
+@pytest.fixture(scope="module", params=["2.0", "2.1"])
+def clustered(spark, tmp_path_factory, request):
+    """Three appends of consecutive rows (each a fragment; a key's run goes on from one to the
+    next), pages of 1,000 rows (also cutting runs), deleted rows."""
+    path = str(tmp_path_factory.mktemp("clustered") / "c.lance")
+    bounds = [0, 30_001, 61_000, 90_000]
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        spark.createDataFrame(_clustered_rows(a, b), CLUSTERED).coalesce(1).write.format("lance") \
+            .option("maxRowsPerPage", 1000).option("fileVersion", request.param).mode("append" if i else "error").save(path)
+    lance.dataset(path).delete("o % 13 = 5 AND v > 40")
+    return path
+
+
+def _grouped(spark, path: str, sql: str, split: int):
+    spark.read.format("lance").option("splitRows", split).load(path).createOrReplaceTempView("c")
+    return _both(spark, sql)
+
+
+COMPLETE = [
+    "SELECT o, sum(qty), count(*), count(v), min(v), max(qty), avg(qty) FROM c GROUP BY o",
+    "SELECT w, o, sum(v) FROM c WHERE v > 10 GROUP BY o, w",
+    "SELECT o, count(*) FROM c WHERE o BETWEEN 9000 AND 21000 GROUP BY o HAVING count(*) > 2",
+]
+
+
+@pytest.mark.parametrize("sql", COMPLETE)
+@pytest.mark.parametrize("split", [10**9, 4_000, 999])
+def test_clustered_group_by_is_completed_in_the_scan(spark, clustered, sql, split):
+    # cuts of about `split` rows would fall inside runs of a key: the partitions end only where
+    # the statistics show no key on both sides, so each group is whole in one task
+    on, off, plan = _grouped(spark, clustered, sql, split)
+    assert "LanceAggregateScan" in plan and ", complete" in plan, plan
+    assert "HashAggregate" not in plan and "Exchange" not in plan, plan
+    assert on == off, sql
+    assert len({tuple(r)[:2] for r in on}) == len(on)          # one row per group
+
+
+def test_many_clustered_groups_are_handed_out_at_cuts(spark, tmp_path):
+    # 300,000 groups in one task, more than it holds at once: it hands them out at a cut, never
+    # one group twice; expected values from first principles
+    path = str(tmp_path / "runs.lance")
+    # (runs of 3 offset by one: the 8,192-row batches end inside runs)
+    spark.range(0, 900_000, numPartitions=1).selectExpr("(id + 1) DIV 3 AS o", "CAST(id % 7 AS INT) AS v") \
+        .write.format("lance").option("maxRowsPerPage", 1000).save(path)
+    spark.read.format("lance").option("splitRows", 10**9).load(path).createOrReplaceTempView("runs")
+    inner = "SELECT o, count(*) AS c, sum(v) AS s FROM runs GROUP BY o"
+    assert ", complete" in _plan(spark, inner)
+    got = spark.sql(f"SELECT count(*), count(DISTINCT o), sum(c), min(c), max(c), sum(s) FROM ({inner})").collect()
+    groups = len({(i + 1) // 3 for i in range(900_000)})
+    assert [tuple(r) for r in got] == [(groups, groups, 900_000, 1, 3, sum(i % 7 for i in range(900_000)))]
+
+
+@pytest.mark.parametrize("case", ["bigint sum", "decreasing fragment", "null key", "unordered"])
+def test_what_is_not_completed(spark, tmp_path, case):
+    path = str(tmp_path / "n.lance")
+    rows = _clustered_rows(0, 6_000)
+    if case == "null key":
+        rows[4_000] = (None,) + rows[4_000][1:]
+    if case == "unordered":
+        rows = rows[3_000:] + rows[:3_000]
+    spark.createDataFrame(rows, CLUSTERED).coalesce(1).write.format("lance").option("maxRowsPerPage", 1000).save(path)
+    if case == "decreasing fragment":       # an append of keys below the first fragment's
+        spark.createDataFrame(_clustered_rows(0, 3), CLUSTERED).write.format("lance").mode("append").save(path)
+    sql = "SELECT o, sum(CAST(v AS BIGINT)) FROM c GROUP BY o" if case == "bigint sum" else \
+        "SELECT o, sum(qty), count(*) FROM c GROUP BY o"
+    on, off, plan = _grouped(spark, path, sql, 1_000)
+    assert "LanceAggregateScan" in plan and ", complete" not in plan, plan
+    assert on == off

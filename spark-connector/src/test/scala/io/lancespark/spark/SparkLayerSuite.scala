@@ -140,6 +140,34 @@ class SparkLayerSuite extends AnyFunSuite {
     }
   }
 
+  test("clustered partitions end only at cuts, once they hold splitRows rows; pieces list the cuts inside them") {
+    // fragment a: rows 0-9, cuts at 0, 4, 10; b: rows 0-5 and 8-12 read, cuts at 3 and 7 (not 0: a's last
+    // value goes on in b); c: rows 0-4, no cut inside
+    val frags = Vector("a" -> Vector(0L -> 10L), "b" -> Vector(0L -> 5L, 8L -> 12L), "c" -> Vector(0L -> 4L))
+    val cuts = Map("a" -> Vector(0L, 4L, 10L), "b" -> Vector(3L, 7L), "c" -> Vector.empty[Long])
+    val within = (k: String, from: Long, until: Long) => cuts(k).filter(c => c >= from && c <= until)
+    assert(LanceScan.packAtCuts(frags, 3, within) == Vector(
+      Vector(("a", Vector(0L -> 4L), Vector.empty)),
+      Vector(("a", Vector(4L -> 10L), Vector.empty), ("b", Vector(0L -> 3L), Vector.empty)),
+      Vector(("b", Vector(3L -> 5L, 8L -> 12L), Vector(8L)), ("c", Vector(0L -> 4L), Vector.empty))))
+    // one partition: the cuts inside it, each where it may hand out its groups; ranges not cut there
+    assert(LanceScan.packAtCuts(frags, 100, within) == Vector(Vector(
+      ("a", Vector(0L -> 10L), Vector(4L)), ("b", Vector(0L -> 5L, 8L -> 12L), Vector(3L, 8L)),
+      ("c", Vector(0L -> 4L), Vector.empty))))
+    for (split <- 1L to 30L) {
+      val parts = LanceScan.packAtCuts(frags, split, within)
+      // every row once, in order
+      assert(parts.flatten.flatMap { case (k, rs, _) => rs.flatMap { case (s, e) => (s until e).map(k -> _) } } ==
+        frags.flatMap { case (k, rs) => rs.flatMap { case (s, e) => (s until e).map(k -> _) } })
+      // each partition but the first starts at a cut, or past one with no row read between
+      parts.drop(1).foreach { p =>
+        val (k, rs, _) = p.head
+        val before = frags.find(_._1 == k).get._2.flatMap { case (s, e) => s until e }.takeWhile(_ < rs.head._1)
+        assert(within(k, before.lastOption.fold(0L)(_ + 1), rs.head._1).nonEmpty, (split, parts))
+      }
+    }
+  }
+
   private def col(name: String): Expression = Expressions.column(name)
   private final case class LiteralValue[T](v: T, t: DataType) extends Literal[T] {
     override def value(): T = v

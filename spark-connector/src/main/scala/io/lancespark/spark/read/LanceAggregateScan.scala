@@ -2,6 +2,7 @@ package io.lancespark.spark.read
 
 import java.math.{BigDecimal => JBigDecimal, BigInteger}
 
+import org.apache.arrow.vector.ValueVector
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
@@ -11,46 +12,58 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import io.lancespark.table.aggregate.{Aggregation, Aggregator}
 import io.lancespark.table.filter.Filter
+import io.lancespark.table.scan.{Clustering, DictionaryColumn}
 
-/** A scan that returns partial aggregates: each task aggregates the rows it
-  * reads (`rows`, a scan of the aggregation's columns with the filter, plans
-  * the input partitions and reads them) and returns a row per group, which
-  * Spark's final aggregation merges. */
+/** A scan that returns aggregates: each task aggregates the rows it reads
+  * (`rows`, a scan of the aggregation's columns with the filter, plans the
+  * input partitions and reads them) and returns rows per group. Partial
+  * results, which Spark's final aggregation merges; or, with `clustering`
+  * (of a grouping column), the final results: the partitions are cut where
+  * no group has rows on both sides, so each task holds all of its groups'
+  * rows, and it hands out its groups only at such cuts. */
 final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version: Long,
-                               val aggregation: Aggregation, val output: StructType, filter: Option[Filter])
+                               val aggregation: Aggregation, val output: StructType, filter: Option[Filter],
+                               clustering: Option[Clustering] = None)
     extends Scan with Batch {
+
+  /** Whether the rows are the final results (one per group). */
+  def complete: Boolean = clustering.isDefined
 
   override def readSchema(): StructType = output
   override def toBatch: Batch = this
-  override def planInputPartitions(): Array[InputPartition] = rows.planInputPartitions()
+  override def planInputPartitions(): Array[InputPartition] =
+    clustering.fold(rows.planInputPartitions())(rows.planClusteredPartitions)
   override def supportedCustomMetrics(): Array[CustomMetric] = ScanMetrics.all
   override def reportDriverMetrics(): Array[CustomTaskMetric] = rows.reportDriverMetrics()
 
   override def description(): String =
     s"LanceAggregateScan($snapshotUri, version=$version, aggregates=$aggregation" +
+      (if (complete) ", complete" else "") +
       filter.fold("")(f => s", pushedFilters=[$f]") + ")"
 
   override def createReaderFactory(): PartitionReaderFactory = factory
 
-  private lazy val factory: PartitionReaderFactory = LanceAggregateReaderFactory(rows.readerFactory, aggregation, output)
+  private lazy val factory: PartitionReaderFactory = LanceAggregateReaderFactory(rows.readerFactory, aggregation, output, complete)
 
   override def equals(other: Any): Boolean = other match {
-    case that: LanceAggregateScan => that.rows == rows && that.aggregation == aggregation && that.output == output
+    case that: LanceAggregateScan =>
+      that.rows == rows && that.aggregation == aggregation && that.output == output && that.complete == complete
     case _ => false
   }
 
-  override def hashCode(): Int = (rows, aggregation, output).hashCode()
+  override def hashCode(): Int = (rows, aggregation, output, complete).hashCode()
 }
 
 /** `rows` reads the rows the aggregation takes (columnar, filtered). */
-final case class LanceAggregateReaderFactory(rows: LanceReaderFactory, aggregation: Aggregation, output: StructType)
+final case class LanceAggregateReaderFactory(rows: LanceReaderFactory, aggregation: Aggregation, output: StructType,
+                                             complete: Boolean)
     extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     new LanceAggregateReader(this, partition.asInstanceOf[LanceInputPartition])
 }
 
-/** Aggregates a partition's batches, then returns its partial rows. */
+/** Aggregates a partition's batches, then returns its rows (partial, or final when `complete`). */
 final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition: LanceInputPartition)
     extends PartitionReader[InternalRow] {
 
@@ -60,12 +73,20 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
 
   private var done = false
   private var out: Iterator[InternalRow] = Iterator.empty
+  /** Rows of the batch last read that belong to the next chunk (a complete
+    * aggregation hands out its groups at a cut inside a batch). */
+  private var pending: Option[(Map[String, ValueVector], Map[String, Option[DictionaryColumn]], Array[Int])] = None
 
   /** Aggregates batches until the partition ends or the aggregator holds
-    * [[LanceAggregateReader.MaxRows]] rows, then returns its rows (a group
-    * may then have rows in several chunks: Spark's final aggregation merges them). */
+    * [[LanceAggregateReader.MaxRows]] rows, then returns its rows. Partial:
+    * a group may then have rows in several chunks (Spark's final aggregation
+    * merges them). Complete: once that full, it reads on to the next cut of
+    * the partition's pieces, where no group goes on, and returns its groups
+    * before it. */
   private def aggregateChunk(): Iterator[InternalRow] = {
-    val aggregator = new Aggregator(factory.aggregation)
+    val aggregator = new Aggregator(factory.aggregation, factory.complete)
+    pending.foreach { case (v, d, r) => aggregator.add(v, d, r) }
+    pending = None
     var full = false
     while (!full && !done) {
       if (batches.next()) {
@@ -73,8 +94,23 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
         val rows = b.selection.getOrElse(Array.range(0, b.rowCount))
         val byName = names.zip(b.vectors).toMap
         val dictionaries = names.indices.map(i => names(i) -> b.dictionary(i)).toMap
-        aggregator.add(byName, dictionaries, rows)
-        full = aggregator.size >= LanceAggregateReader.MaxRows
+        if (!factory.complete) {
+          aggregator.add(byName, dictionaries, rows)
+          full = aggregator.size >= LanceAggregateReader.MaxRows
+        } else if (aggregator.size < LanceAggregateReader.MaxRows) aggregator.add(byName, dictionaries, rows)
+        else {
+          val (from, until) = batches.currentSpan
+          batches.currentPiece.cuts.find(c => c >= from && c < until) match {
+            case None => aggregator.add(byName, dictionaries, rows)
+            case Some(cut) =>
+              // rows are positions in the batch, in order, the batch's first at `from`
+              val at = (cut - from).toInt
+              val (before, after) = rows.partition(_ < at)
+              if (before.nonEmpty) aggregator.add(byName, dictionaries, before)
+              if (after.nonEmpty) pending = Some((byName, dictionaries, after))
+              full = true
+          }
+        }
       } else done = true
     }
     aggregator.rows.map { values =>

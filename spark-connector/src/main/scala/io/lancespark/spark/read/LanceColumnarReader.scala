@@ -11,7 +11,7 @@ import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 
 /** Reads one piece of a partition (row ranges of a fragment) as columnar
   * batches, at most `limit` rows when a LIMIT is pushed. */
-final class LanceColumnarReader(factory: LanceReaderFactory, piece: FragmentPiece, limit: Option[Long])
+final class LanceColumnarReader(factory: LanceReaderFactory, val piece: FragmentPiece, limit: Option[Long])
     extends org.apache.spark.sql.connector.read.PartitionReader[ColumnarBatch] {
 
   private val fragment = piece.fragment
@@ -31,6 +31,11 @@ final class LanceColumnarReader(factory: LanceReaderFactory, piece: FragmentPiec
   private var position: Long = 0L
   private var returned: Long = 0L
   private var current: Option[(FragmentBatch, ColumnarBatch)] = None
+  private var span: (Long, Long) = (0L, 0L)
+
+  /** The physical rows [from, until) of the fragment that [[get]]'s batch was
+    * read from (its rows are the kept ones among them, in order). */
+  def currentSpan: (Long, Long) = span
 
   override def next(): Boolean = {
     closeCurrent()
@@ -39,6 +44,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, piece: FragmentPiec
       if (position >= range._2) { range = ranges.next(); position = range._1 }
       val end = math.min(range._2, position + factory.read.batchSize)
       val batch = scanner.readView(position, end, if (readAhead) following(end) else None)
+      span = (position, end)
       position = end
       if (batch.rowCount > 0) {
         current = Some(batch -> toColumnar(batch))

@@ -38,6 +38,10 @@ final class LancePartitionReader(factory: LanceReaderFactory, partition: LanceIn
   /** The rows of [[get]] as the scanner read them; valid until the next call to `next`. */
   def currentBatch: FragmentBatch = reader.map(_.currentBatch).getOrElse(throw new NoSuchElementException)
 
+  /** The piece [[get]]'s batch was read from, and the physical rows it spans (see [[LanceColumnarReader.currentSpan]]). */
+  def currentPiece: FragmentPiece = reader.map(_.piece).getOrElse(throw new NoSuchElementException)
+  def currentSpan: (Long, Long) = reader.map(_.currentSpan).getOrElse(throw new NoSuchElementException)
+
   private def closeReader(): Unit = reader.foreach { r =>
     reader = None
     finished = LancePartitionReader.merge(finished, r.currentMetricsValues())

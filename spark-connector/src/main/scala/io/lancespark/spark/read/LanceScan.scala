@@ -13,7 +13,7 @@ import io.lancespark.table.filter.Filter
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.model.{FragmentInfo, Snapshot}
-import io.lancespark.table.scan.{ScanPlanner, Selectivity}
+import io.lancespark.table.scan.{Clustering, FragmentPlan, ScanPlanner, Selectivity}
 
 /** A scan of one version: the row ranges left after pruning, fragment after
   * fragment, packed into input partitions of about equal rows (see
@@ -63,7 +63,7 @@ final class LanceScan(
       filter.fold("")(f => s", pushedFilters=[$f]") + limit.fold("")(n => s", limit=$n") + ")"
 
   override def planInputPartitions(): Array[InputPartition] = {
-    val split = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, tableSchema))
+    val split = splitRows
     // every planned row range, fragment after fragment, cut into partitions of
     // at most `split` rows: a partition may end in one fragment and go on in
     // the next (short tasks of small fragments cost more than they read)
@@ -82,6 +82,23 @@ final class LanceScan(
     }
     limited.toArray
   }
+
+  private def splitRows: Long = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, tableSchema))
+
+  /** Partitions of about the same rows as [[planInputPartitions]]'s, but cut
+    * only at `clustering`'s cuts (each value of its column in one partition),
+    * each piece listing the cuts inside it (where a task may hand out the
+    * groups it holds). */
+  def planClusteredPartitions(clustering: Clustering): Array[InputPartition] =
+    LanceScan.packAtCuts(planner.plans.map(p => p -> p.mayMatch.ranges), splitRows,
+      (p: FragmentPlan, from: Long, until: Long) => clustering.within(p.fragment.id, from, until)).map { part =>
+      LanceInputPartition(part.map { case (plan, ranges, cuts) =>
+        FragmentPiece(plan.fragment, ranges, first = ranges.head._1 == plan.mayMatch.ranges.head._1, cuts)
+      })
+    }.toArray
+
+  /** The cuts of `column` over the planned fragments, if their statistics show it clustered. */
+  def clustering(column: Filter.Column): Option[Clustering] = Clustering.of(snapshot, planner.plans, column)
 
   override def reportDriverMetrics(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
     if (filter.isEmpty) Array.empty
@@ -237,6 +254,50 @@ object LanceScan {
     val tasks = if (partitions > cores) (partitions + cores - 1) / cores * cores else math.max(1L, partitions)
     val rows = snapshot.fragments.map(_.physicalRows).sum
     math.max(1L, (rows + tasks - 1) / tasks)
+  }
+
+  /** Like [[pack]], but a partition ends only at a position where the rows
+    * may be cut: a cut (`cutsWithin(source, from, until)`: the cuts of a
+    * source in [from, until], in order) at or after the end of the source's
+    * rows before it, and at or before the start of the next rows. Each
+    * partition ends at the first such position once it holds `split` rows.
+    * Each piece comes with the positions inside it where the rows may be cut. */
+  def packAtCuts[K](sources: Vector[(K, Vector[(Long, Long)])], split: Long,
+                    cutsWithin: (K, Long, Long) => Vector[Long]): Vector[Vector[(K, Vector[(Long, Long)], Vector[Long])]] = {
+    require(split > 0, s"rows per partition must be positive, got $split")
+    type Piece = (K, Vector[(Long, Long)], Vector[Long])
+    val out = Vector.newBuilder[Vector[Piece]]
+    var part = Vector.empty[Piece]
+    var rows = 0L
+    sources.foreach { case (plan, ranges) =>
+      var cur = Vector.empty[(Long, Long)]
+      var curCuts = Vector.empty[Long]
+      var readUpTo = 0L // end of the rows of this fragment read so far
+      ranges.foreach { case (s, e) =>
+        // the range's pieces between the cuts inside it
+        val inside = cutsWithin(plan, s + 1, e - 1)
+        val starts = s +: inside
+        val ends = inside :+ e
+        starts.zip(ends).foreach { case (a, b) =>
+          val safe = cutsWithin(plan, readUpTo, a).nonEmpty
+          if (safe && rows >= split) {
+            if (cur.nonEmpty) part :+= ((plan, cur, curCuts))
+            out += part
+            part = Vector.empty; cur = Vector.empty; curCuts = Vector.empty; rows = 0L
+          } else if (safe && rows > 0) curCuts :+= a
+          // one range across the cuts inside a range (batches are not cut there)
+          cur = cur.lastOption match {
+            case Some((x, y)) if y == a => cur.init :+ (x -> b)
+            case _ => cur :+ (a -> b)
+          }
+          rows += b - a
+          readUpTo = b
+        }
+      }
+      if (cur.nonEmpty) part :+= ((plan, cur, curCuts))
+    }
+    if (part.nonEmpty) out += part
+    out.result()
   }
 
   /** The bytes of a fragment's data files; for a manifest without file sizes

@@ -10,7 +10,8 @@ import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
 import io.lancespark.table.model.Snapshot
-import io.lancespark.table.scan.ScanPlanner
+import io.lancespark.table.aggregate.Aggregator
+import io.lancespark.table.scan.{Clustering, ScanPlanner}
 
 /** Column pruning (nested too); predicates the connector can evaluate exactly,
   * which prune fragments and pages by their statistics and are then
@@ -59,6 +60,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
     } else if (!options.aggregatePushdown) false
     else {
       aggregate = AggregateTranslation(aggregation, tableSchema, snapshot.schema)
+      complete = completable.collect { case (a, c) if a eq aggregation => c }
       aggregate.isDefined
     }
 
@@ -72,15 +74,39 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
     case Some(_) => planner.countIfDecided
   }
 
-  /** The aggregation the scan computes partially, per task (Spark merges the tasks' rows). */
+  /** The aggregation the scan computes, per task: partially (Spark merges the
+    * tasks' rows), or completely when `complete` (see [[supportCompletePushDown]]). */
   private var aggregate: Option[AggregateTranslation.Translated] = None
+  private var complete: Option[Clustering] = None
+  /** The aggregation [[supportCompletePushDown]] last accepted, and the clustering it found. */
+  private var completable: Option[(Aggregation, Clustering)] = None
 
   /** Statistics are read once: by COUNT(*) pushdown if it asks, then by the scan. */
   private lazy val planner: ScanPlanner = ScanPlanner(snapshot, filter)
 
   /** Complete only for the COUNT(*)s answered without reading rows; other
     * aggregates are computed per task, and Spark merges them. */
-  override def supportCompletePushDown(aggregation: Aggregation): Boolean = countable(aggregation)
+  /** COUNT(*)s answered without the data; or an aggregation the scan
+    * computes whose GROUP BY includes a column that the statistics show
+    * clustered over the planned fragments (see [[Clustering]]): each group's
+    * rows then fall between two cuts, the partitions are cut there, and each
+    * task gives its groups' final results, with no shuffle or final
+    * aggregation after it. Only where the sums cannot overflow their result
+    * type ([[Aggregator.completable]]). */
+  override def supportCompletePushDown(aggregation: Aggregation): Boolean = {
+    completable = None
+    if (countable(aggregation)) true
+    else if (!options.aggregatePushdown) false
+    else {
+      completable = for {
+        agg <- AggregateTranslation(aggregation, tableSchema, snapshot.schema)
+        if agg.aggregation.groupBy.nonEmpty && Aggregator.completable(agg.aggregation)
+        c <- agg.aggregation.groupBy.iterator.map(g => Clustering.of(snapshot, planner.plans, Vector(g)))
+          .collectFirst { case Some(c) => c }
+      } yield aggregation -> c
+      completable.isDefined
+    }
+  }
 
   override def build(): Scan = (countOnly, aggregate) match {
     case (Some(n), _) => new LanceCountScan(countRows.getOrElse(snapshot.countRows), n, filter)
@@ -90,7 +116,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       val data = StructType(columns.map(f => tableSchema(f.name)))
       val rows = new LanceScan(snapshot, tableSchema, data, columns, Nil, data, options, filter, filterFields,
         None, planner)
-      new LanceAggregateScan(rows, snapshot.storage.uri, snapshot.version, agg.aggregation, agg.output, filter)
+      new LanceAggregateScan(rows, snapshot.storage.uri, snapshot.version, agg.aggregation, agg.output, filter, complete)
     case _ =>
       val (meta, data) = required.fields.partition(f => MetadataColumns.names.contains(f.name))
       val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))

@@ -18,21 +18,32 @@ import io.lancespark.table.aggregate.AggFn._
   * SQL NULL, as for a sum or minimum of no value) and, for a sum that would
   * leave its input type's range, further rows of the same group holding the
   * sums set aside (the other aggregates neutral there: counts 0, the rest
-  * null), so that each partial sum fits the type the engine above reads it as. */
-final class Aggregator(spec: Aggregation) {
+  * null), so that each partial sum fits the type the engine above reads it as.
+  *
+  * `complete`: the rows given are all of their groups' rows, and [[rows]] are
+  * the final results, one row per group: a sum is held within the range of
+  * its SQL result type ([[Aggregator.resultType]]), and one that leaves it is
+  * an ArithmeticException (a caller completes only sums that cannot, see
+  * [[Aggregator.completable]]). */
+final class Aggregator(spec: Aggregation, complete: Boolean = false) {
 
   private val keys = new GroupKeys(spec.groupBy)
   private val states: Vector[State] = spec.aggregates.map {
     case CountStar | Count(_) => new Counts
-    case Sum(e) => new Sums(e.tpe)
+    case Sum(e) => new Sums(if (complete) Aggregator.resultType(e.tpe) else e.tpe)
     case Min(_) => new Extremes(-1)
     case Max(_) => new Extremes(1)
   }
   /** Partial sums set aside: (group, aggregate, unscaled sum). */
-  private val setAside = mutable.ArrayBuffer.empty[(Int, Int, BigInteger)]
+  private val asideSums = mutable.ArrayBuffer.empty[(Int, Int, BigInteger)]
+
+  /** Sets aside a partial sum (see [[asideSums]]); in a complete aggregation, an overflow. */
+  private def setAside(g: Int, a: Int, sum: BigInteger): Unit =
+    if (complete) throw new ArithmeticException(s"${spec.aggregates(a)} overflows its result type")
+    else asideSums += ((g, a, sum))
 
   /** Rows [[rows]] would return now, at least (the memory the aggregator holds grows with it). */
-  def size: Int = keys.groupCount + setAside.size
+  def size: Int = keys.groupCount + asideSums.size
 
   /** Adds the rows `rows` (positions in the vectors) of one batch. */
   def add(vectors: String => ValueVector, dictionaries: String => Option[DictionaryColumn], rows: Array[Int]): Unit = {
@@ -97,7 +108,7 @@ final class Aggregator(spec: Aggregation) {
       while (a < states.size) { out(spec.groupBy.size + a) = states(a).result(g); a += 1 }
       out
     }
-    val extra = setAside.iterator.map { case (g, a, sum) =>
+    val extra = asideSums.iterator.map { case (g, a, sum) =>
       val out = new Array[Any](width)
       keys.write(g, out)
       states.indices.foreach { i =>
@@ -145,7 +156,7 @@ final class Aggregator(spec: Aggregation) {
   }
 
   /** Sums kept within `t`'s range: a sum that would leave it is set aside
-    * (see [[setAside]]) and the group's sum starts again from the value. */
+    * (see [[asideSums]]) and the group's sum starts again from the value. */
   private final class Sums(t: NumType) extends Numbers {
     private val limit: BigInteger = t match {
       case NumType.Dec(p, _) => ExprEval.bigTenTo(p).subtract(BigInteger.ONE)
@@ -163,7 +174,7 @@ final class Aggregator(spec: Aggregation) {
         val s = longs(g)
         val r = s + v
         if (((s ^ r) & (v ^ r)) < 0 || r > longLimit || r < -longLimit) {
-          if (has(g)) setAside += ((g, a, BigInteger.valueOf(s)))
+          if (has(g)) setAside(g, a, BigInteger.valueOf(s))
           longs(g) = v
         } else longs(g) = r
         has(g) = true
@@ -177,7 +188,7 @@ final class Aggregator(spec: Aggregation) {
     private def addBig(a: Int, g: Int, v: BigInteger): Unit = {
       val current = if (bigs(g) != null) bigs(g) else BigInteger.valueOf(longs(g))
       val r = current.add(v)
-      if (r.abs.compareTo(limit) > 0) { if (has(g)) setAside += ((g, a, current)); bigs(g) = v }
+      if (r.abs.compareTo(limit) > 0) { if (has(g)) setAside(g, a, current); bigs(g) = v }
       else bigs(g) = r
       longs(g) = 0L
       has(g) = true
@@ -197,5 +208,25 @@ final class Aggregator(spec: Aggregation) {
         else bigs(g) = current
         has(g) = true
     }
+  }
+}
+
+object Aggregator {
+  /** The SQL type of SUM over `t`: a 64-bit integer for integers, 10 more
+    * digits (at most 38) for decimals. */
+  def resultType(t: NumType): NumType = t match {
+    case _: NumType.Integral => NumType.Integral(64)
+    case NumType.Dec(p, s) => NumType.Dec(math.min(38, p + 10), s)
+  }
+
+  /** Whether [[Aggregator]] can give `spec`'s final results (`complete`):
+    * every sum's result type holds any sum of fewer than 2^31 of its inputs
+    * (integers of at most 32 bits, decimals of at most 28 digits). */
+  def completable(spec: Aggregation): Boolean = spec.aggregates.forall {
+    case AggFn.Sum(e) => e.tpe match {
+      case i: NumType.Integral => i.bits <= 32
+      case NumType.Dec(p, _) => p <= 28
+    }
+    case _ => true
   }
 }

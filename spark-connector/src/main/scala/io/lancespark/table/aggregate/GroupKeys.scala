@@ -40,7 +40,7 @@ final class GroupKeys(columns: Vector[String]) {
     if (columns.isEmpty) return new Array[Int](m)
     val perColumn = columns.indices.map(i => codes(i).of(vectors(columns(i)), dictionaries(columns(i)), rows))
     if (columns.size == 1) {
-      if (!nullSeen) nullSeen = perColumn.head.contains(0)
+      if (!nullSeen) nullSeen = GroupKeys.hasZero(perColumn.head)
       return perColumn.head
     }
     val out = new Array[Int](m)
@@ -126,24 +126,66 @@ final class GroupKeys(columns: Vector[String]) {
   }
 }
 
-/** One column's value codes, 0 for NULL, the others in order of appearance. */
+private object GroupKeys {
+  def hasZero(a: Array[Int]): Boolean = {
+    var i = 0
+    while (i < a.length) { if (a(i) == 0) return true; i += 1 }
+    false
+  }
+}
+
+/** One column's value codes, 0 for NULL, the others in order of appearance
+  * (a column's values are all integers, kept unboxed, or all strings). */
 private final class ColumnCodes {
   private val longs = new LongIntMap
+  private var longValues: Array[Long] = new Array[Long](16) // by code; 0 unused (NULL)
   private val strings = mutable.HashMap.empty[java.nio.ByteBuffer, Int]
-  private val valuesOf = mutable.ArrayBuffer[Any](null) // code 0: NULL
+  private val stringValues = mutable.ArrayBuffer[Array[Byte]](null)
+  private var count = 1
+  // the last integer looked up and its code: rows of one value often follow one another
+  private var lastLong = 0L
+  private var lastCode = -1
+  // while the integers come in increasing order (a sorted or clustered column), each
+  // new one is greater than all before: its code is the next, with no lookup (`longs`
+  // is filled only once a smaller one comes)
+  private var increasing = true
 
-  def size: Int = valuesOf.size
-  def value(code: Int): Any = valuesOf(code)
+  def size: Int = count
+  def value(code: Int): Any =
+    if (code == 0) null
+    else if (stringValues.size > 1) stringValues(code)
+    else java.lang.Long.valueOf(longValues(code))
 
-  private def longCode(v: Long): Int = {
-    val c = longs.getOrElse(v, -1)
-    if (c >= 0) c
-    else { val fresh = valuesOf.size; longs.put(v, fresh); valuesOf += java.lang.Long.valueOf(v); fresh }
+  private def longCode(v: Long): Int =
+    if (lastCode >= 0 && v == lastLong) lastCode
+    else {
+      var c = -1
+      if (increasing && (lastCode < 0 || v > lastLong)) c = newLong(v)
+      else {
+        if (increasing) {
+          increasing = false
+          var k = 1
+          while (k < count) { longs.put(longValues(k), k); k += 1 }
+        }
+        c = longs.getOrElse(v, -1)
+        if (c < 0) { c = newLong(v); longs.put(v, c) }
+      }
+      lastLong = v
+      lastCode = c
+      c
+    }
+
+  private def newLong(v: Long): Int = {
+    val c = count
+    if (c == longValues.length) longValues = java.util.Arrays.copyOf(longValues, c * 2)
+    longValues(c) = v
+    count += 1
+    c
   }
 
   private def bytesCode(b: Array[Byte]): Int = {
     val key = java.nio.ByteBuffer.wrap(b)
-    strings.getOrElse(key, { val fresh = valuesOf.size; strings(key) = fresh; valuesOf += b; fresh })
+    strings.getOrElse(key, { val fresh = count; strings(key) = fresh; stringValues += b; count += 1; fresh })
   }
 
   def of(v: ValueVector, dictionary: Option[DictionaryColumn], rows: Array[Int]): Array[Int] = {

@@ -90,6 +90,34 @@ class AggregatorSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(out.map(r => count(r._2(1))).sum == values.size)
   }
 
+  test("integer groups coming in order, then out of order: one group per value") {
+    val keys = Seq(Some(1), Some(1), Some(2), Some(3), Some(3), Some(2), Some(1), Some(5), None, Some(5), Some(-4))
+    val out = run(Aggregation(Vector("k"), Vector(CountStar)), ints("k", keys))()
+    val counts = out.map(r => r._1.head.map(v => BigInteger.valueOf(v.toString.toLong)) -> count(r._2(0))).toMap
+    assert(counts == Map(Some(b(1)) -> 3L, Some(b(2)) -> 2L, Some(b(3)) -> 2L, Some(b(5)) -> 2L, None -> 1L, Some(b(-4)) -> 1L))
+  }
+
+  test("complete: one sum per group in the SQL result type (10 more digits), or an overflow error") {
+    val values = Seq.fill(7)(Some("99.9")) ++ Seq(None, Some("-0.5"))
+    val spec = Aggregation(Vector.empty, Vector(Sum(Col("x", Dec(3, 1))), CountStar))
+    val v = decimals("x", 3, 1, values)
+    try {
+      val a = new Aggregator(spec, complete = true)
+      a.add(Map("x" -> v), _ => None, Array.range(0, values.size))
+      assert(a.rows.toVector.map(_.toVector) == Vector(Vector(java.lang.Long.valueOf(7 * 999 - 5), java.lang.Long.valueOf(9))))
+    } finally v.close()
+    assert(Aggregator.resultType(Dec(3, 1)) == Dec(13, 1) && Aggregator.resultType(Dec(35, 2)) == Dec(38, 2))
+    assert(Aggregator.completable(spec) && !Aggregator.completable(Aggregation(Vector.empty, Vector(Sum(Col("x", Dec(29, 0)))))))
+    assert(!Aggregator.completable(Aggregation(Vector.empty, Vector(Sum(Col("n", Integral(64)))))))
+    // beyond the result type: an error (a caller completes only sums that cannot get there)
+    val big = "9" * 38
+    val w = decimals("x", 38, 0, Seq(Some(big), Some(big)))
+    try {
+      val a = new Aggregator(Aggregation(Vector.empty, Vector(Sum(Col("x", Dec(38, 0))))), complete = true)
+      intercept[ArithmeticException](a.add(Map("x" -> w), _ => None, Array(0, 1)))
+    } finally w.close()
+  }
+
   test("values beyond a long: exact sums, minimum and maximum") {
     val e37 = "1" + "0" * 37
     val values = Seq(Some(e37), Some(e37), Some("-" + e37), Some("9" + "0" * 36), Some("5"), None)
