@@ -97,9 +97,6 @@ final class LanceScan(
       })
     }.toArray
 
-  /** The cuts of `column` over the planned fragments, if their statistics show it clustered. */
-  def clustering(column: Filter.Column): Option[Clustering] = Clustering.of(snapshot, planner.plans, column)
-
   override def reportDriverMetrics(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
     if (filter.isEmpty) Array.empty
     else Array(

@@ -84,8 +84,6 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   /** Statistics are read once: by COUNT(*) pushdown if it asks, then by the scan. */
   private lazy val planner: ScanPlanner = ScanPlanner(snapshot, filter)
 
-  /** Complete only for the COUNT(*)s answered without reading rows; other
-    * aggregates are computed per task, and Spark merges them. */
   /** COUNT(*)s answered without the data; or an aggregation the scan
     * computes whose GROUP BY includes a column that the statistics show
     * clustered over the planned fragments (see [[Clustering]]): each group's
