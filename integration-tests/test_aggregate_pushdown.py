@@ -242,6 +242,20 @@ def test_many_clustered_groups_are_handed_out_at_cuts(spark, tmp_path):
     assert [tuple(r) for r in got] == [(groups, groups, 900_000, 1, 3, sum(i % 7 for i in range(900_000)))]
 
 
+@pytest.mark.parametrize("key", ["DATE_ADD(DATE'2024-01-01', CAST(id DIV 700 AS INT))", "CAST(id DIV 300 AS DECIMAL(10,2)) / 4",
+                                 "TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, CAST(id DIV 500 AS INT), 0)",
+                                 "CAST(id DIV 250 AS INT)"])
+def test_clustered_dates_decimals_timestamps_ints(spark, tmp_path, key):
+    # a table appended in key order (say one day after another): each append a fragment
+    path = str(tmp_path / "k.lance")
+    for i in range(3):
+        spark.range(i * 4_000, (i + 1) * 4_000, numPartitions=1).selectExpr(f"{key} AS k", "CAST(id % 13 AS INT) AS v") \
+            .write.format("lance").option("maxRowsPerPage", 700).mode("append" if i else "error").save(path)
+    on, off, plan = _grouped(spark, path, "SELECT k, count(*), sum(v), max(v) FROM c GROUP BY k", 1_500)
+    assert ", complete" in plan, plan
+    assert on == off and len(on) == len({r[0] for r in on})
+
+
 @pytest.mark.parametrize("case", ["bigint sum", "decreasing fragment", "null key", "unordered"])
 def test_what_is_not_completed(spark, tmp_path, case):
     path = str(tmp_path / "n.lance")
