@@ -18,9 +18,6 @@ final class Clustering private (cuts: Map[Long, Array[Long]]) {
   /** The cut positions of `fragment` in [from, until], in order. */
   def within(fragment: Long, from: Long, until: Long): Vector[Long] =
     cuts.get(fragment).fold(Vector.empty[Long])(_.iterator.filter(p => p >= from && p <= until).toVector)
-
-  def isCut(fragment: Long, row: Long): Boolean =
-    cuts.get(fragment).exists(a => java.util.Arrays.binarySearch(a, row) >= 0)
 }
 
 object Clustering {
