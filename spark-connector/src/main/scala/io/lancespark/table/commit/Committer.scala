@@ -11,7 +11,7 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
 import io.lancespark.table.model.{DataFileVersion, FeatureFlags, Snapshot}
-import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, ManifestFile, ManifestNaming, RowDeletions, TransactionFile}
+import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, ManifestFile, ManifestMigration, ManifestNaming, RowDeletions, TransactionFile}
 
 /** A data file a task wrote, before the commit gives it a fragment id. */
 final case class WrittenFragment(
@@ -221,7 +221,7 @@ object Committer {
   private[commit] def baseOf(storage: DatasetStorage, scheme: ManifestNaming, v: Long): Base = {
     val path = Dataset.manifestPath(storage, scheme, v)
     val bytes = storage.readFully(path)
-    val m = ManifestFile.parse(bytes, path.toString)
+    val m = ManifestMigration(storage, ManifestFile.parse(bytes, path.toString), path.toString)
     val unknown = m.getWriterFeatureFlags & ~FeatureFlags.KnownToReader
     if (unknown != 0)
       throw new LanceFormatException(

@@ -1,6 +1,6 @@
 package io.lancespark.table.filter
 
-import io.lancespark.schema.{LanceField, LanceSchema}
+import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.format.v01.LegacyStatistics
 import io.lancespark.format.file.FileContainer
 import io.lancespark.format.stats.{PageStatistics, StatsStore}
@@ -57,7 +57,8 @@ object FragmentStats {
   private def readFile(storage: DatasetStorage, ref: DataFileRef): Option[PageStatistics] = {
     val source = storage.open(storage.resolve(ref.relativePath, "data file"), ref.sizeBytes)
     try {
-      if (ref.isLegacy) LegacyStatistics.read(source)
+      // a file the manifest calls legacy that is not (Lance 0.15-0.16's 2.0 files): no statistics
+      if (ref.isLegacy) try LegacyStatistics.read(source) catch { case _: LanceFormatException => None }
       else if (ref.majorVersion == 2) StatsStore.read(FileContainer.open(source, _ => true, "a 2.x file"))
       else None
     } finally source.close()

@@ -6,7 +6,7 @@ import scala.jdk.CollectionConverters._
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest}
-import io.lancespark.table.storage.{DatasetStorage, ManifestNaming}
+import io.lancespark.table.storage.{DatasetStorage, ManifestMigration, ManifestNaming}
 
 /** A data file of a fragment, as the manifest lists it. */
 final case class DataFileRef(
@@ -18,11 +18,22 @@ final case class DataFileRef(
     sizeBytes: Long) {
   // 0.0 (old writers), 0.1 and 0.2 (what pylance records for legacy files) are all file format 0.1
   def isLegacy: Boolean = majorVersion == 0 && minorVersion <= 2
+  /** The file version as users name it: "0.1" (legacy), "2.0" (also for the
+    * 0.3 that Lance 0.15-0.16 recorded for it), "2.1", ... */
+  def versionName: String =
+    if (isLegacy) "0.1" else if (majorVersion == 0 && minorVersion == 3) "2.0" else s"$majorVersion.$minorVersion"
   def relativePath: String = s"${DatasetStorage.DataDir}/$path"
 
   /** Whether this file stores (part of) a field: its id, or, as 2.1+ files
     * list only leaf fields, the id of a field below it. */
   def stores(field: LanceField): Boolean = fieldIds.contains(field.id) || field.children.exists(stores)
+}
+
+object DataFileRef {
+  def of(d: DataFile): DataFileRef =
+    DataFileRef(d.getPath, d.getFieldsList.asScala.map(_.toInt).toVector,
+      d.getColumnIndicesList.asScala.map(_.toInt).toVector, d.getFileMajorVersion, d.getFileMinorVersion,
+      d.getFileSizeBytes)
 }
 
 /** A fragment of one version: its data files, deletions and row ids. */
@@ -36,16 +47,20 @@ final case class FragmentInfo(
   def numRows: Long = physicalRows - deletedRows
 }
 
-/** One version of a dataset: the manifest and what it says, checked. */
-final class Snapshot(val storage: DatasetStorage, val manifest: Manifest, val naming: ManifestNaming) {
+/** One version of a dataset: the manifest and what it says, checked. A
+  * manifest of an old release is read as the reference reads it
+  * ([[io.lancespark.table.storage.ManifestMigration]]): `manifest` is then the migrated one. */
+final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: ManifestNaming) {
 
-  val version: Long = manifest.getVersion
+  val version: Long = stored.getVersion
   private def where: String = s"${storage.uri} (version $version)"
 
-  FeatureFlags.checkReadable(manifest.getReaderFeatureFlags, storage.uri, version)
-  if (manifest.getBasePathsCount > 0)
+  FeatureFlags.checkReadable(stored.getReaderFeatureFlags, storage.uri, version)
+  if (stored.getBasePathsCount > 0)
     throw new LanceFormatException(
       s"$where: data files under other base paths (shallow clones, imported files) are not supported yet")
+
+  val manifest: Manifest = ManifestMigration(storage, stored, where)
 
   val schema: LanceSchema =
     LanceSchema.fromProto(manifest.getFieldsList.asScala.toSeq,
@@ -76,8 +91,6 @@ final class Snapshot(val storage: DatasetStorage, val manifest: Manifest, val na
 
   private def dataFile(d: DataFile): DataFileRef = {
     storage.dataFile(d.getPath)  // refuses escapes early
-    DataFileRef(d.getPath, d.getFieldsList.asScala.map(_.toInt).toVector,
-      d.getColumnIndicesList.asScala.map(_.toInt).toVector, d.getFileMajorVersion, d.getFileMinorVersion,
-      d.getFileSizeBytes)
+    DataFileRef.of(d)
   }
 }
