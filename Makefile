@@ -50,6 +50,7 @@ fixtures: venv
 	$(PY) tests/fixtures/v2_fixtures.py $(FIXTURES)
 	$(PY) tests/fixtures/v21_fixtures.py $(FIXTURES)
 	$(PY) tests/fixtures/legacy_fixtures.py $(FIXTURES)
+	$(PY) tests/fixtures/old_releases.py $(FIXTURES)/old_releases
 
 test-scala: venv fixtures
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "connector/test" < /dev/null

@@ -17,6 +17,13 @@ Blob columns are read as the Spark connector reads them:
   declared with other fields (pylance's ``blob_field``: data, uri, position, size), are refused
   with a ``LanceFormatError`` naming the file and column.
 
+Datasets from old Lance releases are read as the reference reads them: a fragment's physical_rows of
+0, or any when the manifest has no writer_version, is the row count of its first data file; a
+deletion file's num_deleted_rows of 0 is counted from the file; file version 0.3 is 2.0, and a data
+file is read by the version its footer states; a manifest without data_format has its files' version.
+What cannot be read exactly (files of a fragment that disagree on their rows, a footer that
+contradicts the manifest's 2.x version, a fragment of unknown row count) is a ``LanceFormatError``.
+
 Layout (as the Scala codec): ``format/`` reads single data files, ``table/`` reads datasets
 (manifests, fragments, deletions) through it; ``errors`` is shared.
 """

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import struct
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -19,10 +19,11 @@ FOOTER_LEN = 16
 
 
 class FileV01Reader(MappedFile):
-    """One legacy data file.  `field_ids` are DataFile.fields (they fix the page table's shape)."""
+    """One legacy data file.  `field_ids` are DataFile.fields (they fix the page table's shape; with
+    none only the metadata is read, e.g. for `num_rows`)."""
 
-    def __init__(self, path: str, field_ids: List[int]):
-        super().__init__(path)
+    def __init__(self, path: str, field_ids: List[int], share: Optional[MappedFile] = None):
+        super().__init__(path, share)
         if self.size < FOOTER_LEN:
             raise LanceFormatError(path, f"file too short for a Lance footer ({self.size} bytes)")
         pos, self.major, self.minor, magic = struct.unpack(

@@ -36,8 +36,8 @@ class FileV2Reader(MappedFile):
     #: (major, minor) footer versions this class reads
     VERSIONS = ((0, 3), (2, 0))
 
-    def __init__(self, path: str):
-        super().__init__(path)
+    def __init__(self, path: str, share: Optional[MappedFile] = None):
+        super().__init__(path, share)
         if self.size < FOOTER_LEN:
             raise LanceFormatError(path, f"file too short for a Lance 2.0 footer ({self.size} bytes)")
         (self.cm_start, self.cm_table, self.gb_table, self.num_global_buffers, self.num_columns,

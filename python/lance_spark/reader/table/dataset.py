@@ -13,10 +13,10 @@ import pyarrow.compute as pc
 from ..errors import LanceFormatError
 from ..format.schema import LanceField, arrow_field, build_fields, to_arrow_schema
 from . import deletion as _del
-from .fragment import (DataFileInfo, DeletionFileInfo, FragmentInfo, file_has_field, iter_data_file,
-                       read_data_file)
-from .manifest import (check_reader_flags, operation_name, parse_manifest, read_manifest_bytes,
-                       read_transaction, version_files)
+from .fragment import (FILE_VERSIONS, DataFileInfo, DeletionFileInfo, FragmentInfo, data_file_rows,
+                       file_has_field, iter_data_file, read_data_file, version_name)
+from .manifest import (FLAG_USE_V2_FORMAT_DEPRECATED, check_reader_flags, operation_name, parse_manifest,
+                       read_manifest_bytes, read_transaction, version_files)
 
 
 def _timestamp(ts) -> Optional[_dt.datetime]:
@@ -58,6 +58,7 @@ class LanceDataset:
         self.schema: pa.Schema = to_arrow_schema(
             self.fields, dict(self.manifest.schema_metadata), self.manifest_path)
         self._bases = {b.id: b for b in self.manifest.base_paths}
+        self._data_storage_version = _data_storage_version(self.manifest, self.manifest_path)
         self._fragments: Optional[List[FragmentInfo]] = None
 
     # -- metadata ---------------------------------------------------------------------------
@@ -67,7 +68,9 @@ class LanceDataset:
 
     @property
     def data_storage_version(self) -> str:
-        return self.manifest.data_format.version or "legacy"
+        """As the manifest's data_format says, or (releases before 0.16 wrote none) as its data files
+        are. A legacy one may list 2.0 files (a bug of Lance 0.16): each file is read by its own version."""
+        return self._data_storage_version
 
     def versions(self) -> List[dict]:
         out = []
@@ -103,6 +106,7 @@ class LanceDataset:
         if self._fragments is not None:
             return self._fragments
         frags = []
+        trusted = self.manifest.HasField("writer_version")
         for f in self.manifest.fragments:
             files = []
             for df in f.files:
@@ -124,9 +128,19 @@ class LanceDataset:
                     path=os.path.join(ddir, _del.deletion_file_name(f.id, d)),
                     file_type="bitmap" if d.file_type == _del.BITMAP else "arrow",
                     read_version=d.read_version, id=d.id, num_deleted_rows=d.num_deleted_rows)
-            deleted = dinfo.num_deleted_rows if dinfo else 0
-            frags.append(FragmentInfo(id=int(f.id), physical_rows=int(f.physical_rows),
-                                      deleted_rows=int(deleted), files=files, deletion_file=dinfo))
+            frag = FragmentInfo(id=int(f.id), physical_rows=int(f.physical_rows), deleted_rows=0,
+                                files=files, deletion_file=dinfo)
+            # 0 is "unknown" (proto3's default; releases before 0.8 wrote neither count), and without a
+            # writer_version the physical rows are not trusted at all (releases that did not record
+            # it wrote wrong ones, e.g. rows minus deletions: lance issue 1531)
+            if frag.physical_rows == 0 or not trusted:
+                if not files:
+                    raise LanceFormatError(self.manifest_path, f"fragment {f.id} lists no data files: "
+                                                               "its row count is unknown")
+                frag.physical_rows = data_file_rows(files[0])
+            if dinfo is not None:
+                frag.deleted_rows = int(dinfo.num_deleted_rows) or len(self.deleted_offsets(frag))
+            frags.append(frag)
         self._fragments = frags
         return frags
 
@@ -142,13 +156,7 @@ class LanceDataset:
         return offs
 
     def count_rows(self) -> int:
-        total = 0
-        for frag in self.fragments():
-            if frag.deletion_file is not None and frag.deletion_file.num_deleted_rows == 0:
-                total += frag.physical_rows - len(self.deleted_offsets(frag))
-            else:
-                total += frag.num_rows
-        return total
+        return sum(frag.num_rows for frag in self.fragments())
 
     def _select(self, columns: Optional[Sequence[str]]) -> List[LanceField]:
         """The fields to read: top-level fields by name, or for a nested name
@@ -341,6 +349,28 @@ def _file_of(frag: FragmentInfo, f: LanceField) -> str:
         if file_has_field(df, f):
             return df.full_path
     return f"fragment {frag.id}"
+
+
+def _data_storage_version(m, where: str) -> str:
+    """The manifest's data_format version, or inferred as pylance does when it has none: the version
+    of its data files (all must agree), else 2.0 if the writer flag of early 2.0 datasets is set,
+    else legacy."""
+    if m.HasField("data_format"):
+        return m.data_format.version or "legacy"
+    seen: Dict[str, str] = {}
+    for frag in m.fragments:
+        for df in frag.files:
+            v = version_name(df.file_major_version, df.file_minor_version)
+            if (df.file_major_version, df.file_minor_version) not in FILE_VERSIONS:
+                raise LanceFormatError(where, f"data file {df.path!r} has unsupported file version {v}")
+            seen.setdefault(v, df.path)
+    if len(seen) > 1:
+        files = ", ".join(f"{p!r} ({v})" for v, p in seen.items())
+        raise LanceFormatError(where, f"no data_format, and the data files mix file versions: {files}")
+    if seen:
+        v = next(iter(seen))
+        return "0.1" if v == "legacy" else v
+    return "2.0" if m.writer_feature_flags & FLAG_USE_V2_FORMAT_DEPRECATED else "0.1"
 
 
 def dataset(uri, version: Optional[int] = None) -> LanceDataset:

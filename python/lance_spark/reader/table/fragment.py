@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field as dc_field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
 from ..errors import LanceFormatError
+from ..format._mapped import MappedFile
 from ..format.file_v01 import FileV01Reader
 from ..format.file_v2 import FileV2Reader
 from ..format.file_v21 import FileV21Reader
 from ..format.schema import LanceField
+
+#: file version (major, minor) -> its name. 0.3 is what 2.0 was called when Lance 0.15 / 0.16
+#: introduced it (their manifests and 2.0 footers still say so); 0.0 is a DataFile from before
+#: manifests recorded file versions.
+FILE_VERSIONS: Dict[Tuple[int, int], str] = {
+    (0, 0): "legacy", (0, 1): "legacy", (0, 2): "legacy", (0, 3): "2.0",
+    (2, 0): "2.0", (2, 1): "2.1", (2, 2): "2.2"}
+
+FileReader = Union[FileV01Reader, FileV2Reader, FileV21Reader]
+
+
+def version_name(major: int, minor: int) -> str:
+    return FILE_VERSIONS.get((major, minor), f"{major}.{minor}")
 
 
 @dataclass
@@ -27,11 +41,12 @@ class DataFileInfo:
 
     @property
     def file_version(self) -> str:
-        return "legacy" if self.is_legacy else f"{self.file_major_version}.{self.file_minor_version}"
+        """The version the manifest lists: legacy, 2.0 (also listed as 0.3), 2.1 or 2.2."""
+        return version_name(self.file_major_version, self.file_minor_version)
 
     @property
     def is_legacy(self) -> bool:
-        return self.file_major_version < 2
+        return self.file_version == "legacy"
 
 
 @dataclass
@@ -61,23 +76,56 @@ def _check_size(df: DataFileInfo) -> None:
         raise LanceFormatError(df.full_path, "data file is missing")
 
 
+def open_data_file(df: DataFileInfo, legacy_fields: Optional[List[int]] = None) -> FileReader:
+    """The reader of a data file's version as its own footer states it (legacy and 2.x footers both
+    end in u16 major, u16 minor, "LANC"): a file the manifest lists as legacy may be a 2.x file, one
+    it lists as 2.x must say that version. `legacy_fields`: the page table shape of a legacy file
+    (default `df.fields`; [] reads no page table)."""
+    _check_size(df)
+    listed = df.file_version
+    if listed not in FILE_VERSIONS.values():
+        raise LanceFormatError(df.full_path, f"unsupported data file version {listed} "
+                                             "(this reader handles legacy, 2.0, 2.1 and 2.2)")
+    f = MappedFile(df.full_path)
+    try:
+        major, minor = f.footer_version()
+        found = FILE_VERSIONS.get((major, minor))
+        if found is None or (listed != "legacy" and found != listed):
+            raise LanceFormatError(df.full_path, f"the manifest lists file version {listed}, "
+                                                 f"the file's footer says {major}.{minor}")
+        if found == "legacy":
+            return FileV01Reader(df.full_path, df.fields if legacy_fields is None else legacy_fields, share=f)
+        return FileV2Reader(df.full_path, share=f) if found == "2.0" else FileV21Reader(df.full_path, share=f)
+    except BaseException:
+        f.close()
+        raise
+
+
+def data_file_rows(df: DataFileInfo) -> int:
+    """A data file's row count, from its footer and metadata only."""
+    r = open_data_file(df, legacy_fields=[])
+    try:
+        return r.num_rows
+    finally:
+        r.close()
+
+
+def _read_fields(r: FileReader, df: DataFileInfo, fields: List[LanceField]) -> Dict[int, pa.Array]:
+    if isinstance(r, FileV01Reader):
+        return {f.id: r.read_field(f) for f in fields}
+    columns = column_map(df)
+    return {f.id: r.read_field(f, columns) for f in fields}
+
+
 def read_data_file(df: DataFileInfo, fields: List[LanceField],
                    on_page: Optional[Callable[[int, int], None]] = None) -> Dict[int, pa.Array]:
     """Read top-level fields (with their children) from one data file; `on_page(column, page)` is
     called after each page of a 2.1 / 2.2 file is decoded."""
-    _check_size(df)
-    if df.is_legacy:
-        r = FileV01Reader(df.full_path, df.fields)
-        try:
-            return {f.id: r.read_field(f) for f in fields}
-        finally:
-            r.close()
-    r = open_v2(df)
+    r = open_data_file(df)
     if on_page is not None and isinstance(r, FileV21Reader):
         r.on_page = on_page
     try:
-        columns = column_map(df)
-        return {f.id: r.read_field(f, columns) for f in fields}
+        return _read_fields(r, df, fields)
     finally:
         r.close()
 
@@ -89,15 +137,13 @@ def column_map(df: DataFileInfo) -> Dict[int, int]:
     return {fid: i for i, fid in enumerate(df.fields) if fid >= 0}
 
 
-def open_v2(df: DataFileInfo):
-    """The reader of a 2.x data file's version (2.0, or 2.1 / 2.2)."""
-    version = (df.file_major_version, df.file_minor_version)
-    if version == (2, 0):
-        return FileV2Reader(df.full_path)
-    if version in ((2, 1), (2, 2)):
-        return FileV21Reader(df.full_path)
-    raise LanceFormatError(df.full_path, f"unsupported data file version {df.file_version} "
-                                         "(this reader handles legacy, 2.0, 2.1 and 2.2)")
+def open_v2(df: DataFileInfo) -> Union[FileV2Reader, FileV21Reader]:
+    """The reader of a 2.x data file (2.0, or 2.1 / 2.2)."""
+    r = open_data_file(df)
+    if isinstance(r, FileV01Reader):
+        r.close()
+        raise LanceFormatError(df.full_path, "a legacy (0.1) data file, not a 2.x one")
+    return r
 
 
 def file_has_field(df: DataFileInfo, field: LanceField) -> bool:
@@ -109,11 +155,14 @@ def file_has_field(df: DataFileInfo, field: LanceField) -> bool:
 def iter_data_file(df: DataFileInfo, fields: List[LanceField], batch_rows: int):
     """Batches of at most `batch_rows` rows ({field id: array}) of one data file, decoded page by page
     (2.1 / 2.2), or read whole (older versions)."""
-    _check_size(df)
-    if df.is_legacy or (df.file_major_version, df.file_minor_version) == (2, 0):
-        yield read_data_file(df, fields)
+    r = open_data_file(df)
+    if not isinstance(r, FileV21Reader):
+        try:
+            batch = _read_fields(r, df, fields)
+        finally:
+            r.close()
+        yield batch
         return
-    r = open_v2(df)
     try:
         columns = column_map(df)
         iters = {f.id: r.iter_field(f, columns, batch_rows) for f in fields}

@@ -389,6 +389,12 @@ object V21FileReader {
   def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int]): V21FileReader =
     new V21FileReader(container(source), Some(schema), Some(fieldColumns))
 
+  /** Like `open`, for a file the manifest says is 2.`minor`: a footer that
+    * says otherwise is an error naming both (the two minors decode differently). */
+  def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int], minor: Int): V21FileReader =
+    new V21FileReader(FileContainer.open(source, f => f.major == 2 && f.minor == minor,
+      s"2.$minor, the version the dataset's manifest records for it"), Some(schema), Some(fieldColumns))
+
   /** A standalone file: schema and leaf columns (depth first) from the file. */
   def openStandalone(source: RandomAccessSource): V21FileReader = new V21FileReader(container(source), None, None)
 

@@ -85,7 +85,7 @@ object MetadataTables {
       val snap: Snapshot = Dataset.open(storage, None)
       snap.fragments.map { f =>
         InternalRow(snap.version, f.id, f.physicalRows, f.deletedRows, f.numRows, f.files.size,
-          f.files.map(_.sizeBytes).sum, s(f.files.headOption.map(d => s"${d.majorVersion}.${d.minorVersion}").getOrElse("")),
+          f.files.map(_.sizeBytes).sum, s(f.files.headOption.map(_.versionName).getOrElse("")),
           f.deletion.map(d => s(io.lancespark.table.storage.DeletionVector.relativePath(f.id, d))).orNull,
           strings(f.files.map(_.relativePath)))
       }.toArray

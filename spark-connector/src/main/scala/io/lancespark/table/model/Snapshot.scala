@@ -60,13 +60,17 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
     throw new LanceFormatException(
       s"$where: data files under other base paths (shallow clones, imported files) are not supported yet")
 
-  val manifest: Manifest = ManifestMigration(storage, stored, where)
+  val manifest: Manifest =
+    ManifestMigration(storage, stored, s"${storage.uri}/${ManifestNaming.Dir}/${naming.fileName(version)}")
 
   val schema: LanceSchema =
     LanceSchema.fromProto(manifest.getFieldsList.asScala.toSeq,
       manifest.getSchemaMetadataMap.asScala.map { case (k, v) => k -> v.toByteArray }.toMap, where)
 
   val fragments: Vector[FragmentInfo] = manifest.getFragmentsList.asScala.toVector.map { f =>
+    // the reference refuses to read or count such a fragment; its columns would read as nulls
+    if (f.getFilesCount == 0)
+      throw new LanceFormatException(s"$where: fragment ${f.getId} has no data files")
     FragmentInfo(
       id = f.getId,
       files = f.getFilesList.asScala.toVector.map(dataFile),

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.proto.table.{DataFragment, Manifest}
-import io.lancespark.table.model.{DataFileRef, FeatureFlags}
+import io.lancespark.table.model.{DataFileRef, DataFileVersion, FeatureFlags}
 
 /** Manifests written by old Lance releases, brought up to date the way the
   * reference does when it loads them (its `FileFragment::physical_rows`,
@@ -14,8 +14,8 @@ import io.lancespark.table.model.{DataFileRef, FeatureFlags}
   *    were recorded), and a manifest without a `writer_version` has untrusted
   *    counts (early releases recorded rows minus deletions): the count is then
   *    the row count of the fragment's first data file;
-  *  - a deletion file's `num_deleted_rows` of 0 is unknown: it is the number of
-  *    offsets the deletion file lists;
+  *  - a deletion file's `num_deleted_rows` of 0 (or any, without a writer
+  *    version) is unknown: it is the number of offsets the deletion file lists;
   *  - a manifest without `data_format` has the version of its data files (all
   *    alike, or it is refused), or legacy if it has none; a manifest that says
   *    legacy over 2.0 files (a bug of Lance 0.16) says their version.
@@ -63,7 +63,8 @@ object ManifestMigration {
         finally reader.close()
       }
     val b = f.toBuilder.setPhysicalRows(physical)
-    if (f.hasDeletionFile && f.getDeletionFile.getNumDeletedRows == 0) {
+    // without a writer version the recorded deletion counts are not trusted either
+    if (f.hasDeletionFile && (!trustCounts || f.getDeletionFile.getNumDeletedRows == 0)) {
       val deleted = DeletionVector.read(storage, f.getId, f.getDeletionFile, physical).getLongCardinality
       b.setDeletionFile(f.getDeletionFile.toBuilder.setNumDeletedRows(deleted))
     }
@@ -73,7 +74,7 @@ object ManifestMigration {
   /** The data format version `m` should say, where it says none or too old a one. */
   private def dataFormat(m: Manifest, where: String): Option[String] =
     if (!m.hasDataFormat) Some(inferredVersion(m, where).getOrElse {
-      if ((m.getWriterFeatureFlags & FeatureFlags.UseV2Format) != 0) "2.0" else LegacyVersion
+      if ((m.getWriterFeatureFlags & FeatureFlags.UseV2Format) != 0) DataFileVersion.Stable.name else LegacyVersion
     })
     else legacyOverNewerFiles(m)
 
