@@ -6,6 +6,7 @@ counts them from the manifest as pylance counts them, and a change committed
 on top of one is a manifest pylance reads with the counts filled in."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -130,3 +131,33 @@ def test_delete_on_an_old_release_commits_the_counts(spark, datasets, tmp_path, 
     assert m.data_format.version == "2.0", m.data_format
     df = spark.read.format("lance").load(str(path))
     assert_same(spark_rows(df), oracle_rows(after), f"{kind} after DELETE")
+
+
+# A slice of tests/test_reader_old_releases.py's property test, through Spark:
+# random histories whose latest manifest gets random old-release damage are
+# read exactly (every row written, counted as pylance counts) or refused,
+# never read with other rows.
+SPARK_CASES = 150 if os.environ.get("LANCE_LONG_TESTS") else 16
+
+
+@pytest.mark.parametrize("case", range(SPARK_CASES))
+def test_old_release_damage_property_in_spark(spark, tmp_path, case):
+    import numpy as np
+
+    rng = np.random.default_rng(5000 + case)
+    path = tmp_path / "d"
+    version = old_releases.random_dataset(path, rng)
+    truth = lance.dataset(str(path)).to_table()
+    done, consistent = old_releases.damage(path, rng)
+    what = f"case {case} ({version}): {done}"
+    try:
+        df = spark.read.format("lance").load(str(path))
+        count = df.count()
+        rows = spark_rows(df)
+    except Exception as e:  # noqa: BLE001 -- a refusal must be a clear error naming the dataset
+        assert not consistent, f"{what}: refused a consistent manifest: {str(e)[:1500]}"
+        assert str(path) in str(e) and "LanceFormatException" in str(e), f"{what}: {str(e)[:1500]}"
+        return
+    assert consistent, f"{what}: read an inconsistent manifest ({count} rows, {truth.num_rows} written)"
+    assert count == truth.num_rows, what
+    assert_same(rows, oracle_rows(truth), what)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -254,83 +254,13 @@ def test_modern_datasets_read_no_extra_metadata(datasets_dir, monkeypatch):
 CASES = 60
 
 
-def _random_dataset(path: Path, rng: np.random.Generator) -> str:
-    version = str(rng.choice(["legacy", "2.0"]))
-    per_file = int(rng.integers(4, 30))
-    n = int(rng.integers(1, 70))
-    lance.write_dataset(old_releases.table(n, 0, rng), str(path), data_storage_version=version,
-                        max_rows_per_file=per_file)
-    start = n
-    added = False
-    for _ in range(int(rng.integers(0, 4))):
-        step = int(rng.integers(0, 3))
-        ds = lance.dataset(str(path))
-        if step == 0:
-            m = int(rng.integers(2, 6))
-            ds.delete(f"id % {m} = {int(rng.integers(0, m))}")
-        elif step == 1:
-            a = int(rng.integers(0, start))
-            ds.delete(f"id >= {a} and id < {a + int(rng.integers(1, 20))}")
-        elif not added and rng.random() < 0.5:
-            ds.add_columns({"z": "id * 2"})
-            added = True
-        k = int(rng.integers(1, 40))
-        t = old_releases.table(k, start, rng)
-        if added:
-            t = t.append_column("z", pa.array(t.column("id").to_numpy() * 2))
-        lance.write_dataset(t, str(path), mode="append", max_rows_per_file=per_file)
-        start += k
-    return version
-
-
-def _damage(path: Path, rng: np.random.Generator) -> Tuple[List[str], bool]:
-    """Random old-release damage to the latest manifest; returns what was done and whether the
-    manifest is still consistent by the rules (so that it must be read)."""
-    done: List[str] = []
-    m = old_releases.read_manifest(old_releases.latest_manifest(path))
-    keep_writer = rng.random() < 0.5
-    consistent = True
-
-    def edit(m):
-        nonlocal consistent
-        if not keep_writer:
-            m.ClearField("writer_version")
-            done.append("no writer_version")
-        if rng.random() < 0.3:
-            m.ClearField("data_format")
-            done.append("no data_format")
-        for f in m.fragments:
-            r = rng.random()
-            deleted = f.deletion_file.num_deleted_rows if f.HasField("deletion_file") else 0
-            if r < 0.3:
-                f.physical_rows = 0
-                done.append(f"fragment {f.id}: physical_rows 0")
-            elif r < 0.5:
-                wrong = f.physical_rows - deleted if deleted and rng.random() < 0.5 else \
-                    max(1, f.physical_rows + int(rng.choice([-3, -1, 1, 2])))
-                if wrong != f.physical_rows:
-                    f.physical_rows = wrong
-                    consistent = consistent and not keep_writer
-                    done.append(f"fragment {f.id}: physical_rows {wrong}")
-            if deleted and rng.random() < 0.4:
-                f.deletion_file.num_deleted_rows = 0
-                done.append(f"fragment {f.id}: num_deleted_rows 0")
-            if rng.random() < 0.5 and (2, 0) in _versions_of(f):
-                for df in f.files:
-                    df.file_major_version, df.file_minor_version = 0, 3
-                done.append(f"fragment {f.id}: files listed 0.3")
-    if m.fragments:
-        old_releases.rewrite_manifest(old_releases.latest_manifest(path), edit)
-    return done, consistent
-
-
 @pytest.mark.parametrize("case", range(CASES))
 def test_old_release_damage_property(tmp_path, case):
     rng = np.random.default_rng(1000 + case)
     path = tmp_path / "d"
-    version = _random_dataset(path, rng)
+    version = old_releases.random_dataset(path, rng)
     truth = lance.dataset(str(path)).to_table()
-    done, consistent = _damage(path, rng)
+    done, consistent = old_releases.damage(path, rng)
     what = f"case {case} ({version}): {done}"
 
     theirs = old_releases.pylance_reads(path)
