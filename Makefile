@@ -68,7 +68,7 @@ test: test-scala test-python test-integration
 # two), and the whole pylance read matrix (make test reads 4 of its 7 datasets).
 test-long: python
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 $(PY) -m pytest -q -k differential integration-tests
-	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or test_read_interop" integration-tests
+	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or test_read_interop or old_release_damage" integration-tests
 
 demo: python
 	$(PY) examples/demo.py
