@@ -32,7 +32,7 @@ final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version
   override def readSchema(): StructType = output
   override def toBatch: Batch = this
   override def planInputPartitions(): Array[InputPartition] =
-    clustering.fold(rows.planInputPartitions())(rows.planClusteredPartitions)
+    clustering.fold(rows.partitions)(rows.clusteredPartitions).map(LanceInputPartition(_)).toArray
   override def supportedCustomMetrics(): Array[CustomMetric] = ScanMetrics.all
   override def reportDriverMetrics(): Array[CustomTaskMetric] = rows.reportDriverMetrics()
 
