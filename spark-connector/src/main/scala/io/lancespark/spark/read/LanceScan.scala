@@ -5,7 +5,7 @@ import java.util.OptionalLong
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.NamedReference
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, Statistics, SupportsReportStatistics}
+import org.apache.spark.sql.connector.read.{Batch, Scan, Statistics, SupportsReportStatistics}
 import org.apache.spark.sql.types.{StringType, StructType}
 
 import io.lancespark.schema.LanceField
@@ -30,7 +30,7 @@ final class LanceScan(
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int],
     planner: ScanPlanner)
-    extends Scan with Batch with SupportsReportStatistics {
+    extends Scan with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
 
@@ -53,7 +53,7 @@ final class LanceScan(
 
   override def hashCode(): Int = identity.hashCode()
 
-  override def toBatch: Batch = this
+  override def toBatch: Batch = new LanceBatch(this, partitions, readerFactory)
 
   override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ScanMetrics.all
 
@@ -61,9 +61,6 @@ final class LanceScan(
     s"LanceScan(${snapshot.storage.uri}, version=${snapshot.version}, " +
       s"columns=[${outputSchema.fieldNames.mkString(", ")}], fragments=${snapshot.fragments.size}" +
       filter.fold("")(f => s", pushedFilters=[$f]") + limit.fold("")(n => s", limit=$n") + ")"
-
-  override def planInputPartitions(): Array[InputPartition] =
-    partitions.map(LanceInputPartition(_)).toArray
 
   /** The input partitions (see [[PartitionPlanner.partitions]]); without a
     * filter, a LIMIT leaves out those it does not need. */
@@ -83,10 +80,8 @@ final class LanceScan(
       ScanMetrics.value(ScanMetrics.PagesPruned, planner.pagesPruned),
       ScanMetrics.value(ScanMetrics.RowsSkippedByStats, planner.rowsSkipped))
 
-  /** Made once per scan: Spark asks each copy of the scan's plan node for it
-    * while it plans (to know whether the scan is columnar). */
-  override def createReaderFactory(): PartitionReaderFactory = readerFactory
-
+  /** Made once per scan: Spark asks each copy of the scan's plan node (each
+    * its own batch) for it while it plans (to know whether the scan is columnar). */
   private[read] lazy val readerFactory: LanceReaderFactory = {
     val session = SparkSession.active
     val conf = SerializableHadoopConf.broadcast(session)
