@@ -13,7 +13,7 @@ import io.lancespark.table.filter.Filter
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.model.Snapshot
-import io.lancespark.table.scan.{Clustering, FragmentPiece, PartitionPlanner, ScanPlanner, Selectivity, SplitTarget}
+import io.lancespark.table.scan.{Clustering, FragmentPiece, PartitionPlanner, ScanPlanner, SplitTarget}
 
 /** A scan of one version: the row ranges left after pruning, fragment after
   * fragment, packed into input partitions of about equal rows (see
@@ -103,21 +103,13 @@ final class LanceScan(
     * the rows times the per-row size (as Spark sizes an analyzed table, in
     * any format), and the column statistics come with them. */
   override def estimateStatistics(): Statistics = {
-    val shares = planner.plans.map { p =>
-      val f = p.fragment
-      val share = if (f.physicalRows > 0) p.mayMatch.count.toDouble / f.physicalRows else 0.0
-      val bytes = PartitionPlanner.fragmentBytes(f, LanceScan.rowSize(tableSchema))
-      val kept = if (f.physicalRows > 0) f.numRows.toDouble / f.physicalRows else 0.0
-      (share * f.numRows, share * kept * bytes)
-    }
+    val (plannedRows, plannedBytes) = planner.plannedSize(LanceScan.rowSize(tableSchema))
     val cbo = SparkSession.active.sessionState.conf.cboEnabled
     // the filter's share of the rows left, as the optimizer estimates a Filter
     // above a scan (the scan evaluates its filter: no Filter is left to
     // estimate); only for the cost-based optimizer, which alone makes that estimate
-    val kept = filter.filter(_ => cbo).fold(1.0) { f =>
-      Selectivity.of(f, planner.summaries(f.columns.toSet))
-    }
-    val planned = shares.map(_._1).sum * kept
+    val kept = if (cbo) planner.selectivity else 1.0
+    val planned = plannedRows * kept
     val rows = math.min(planned, limit.fold(Double.MaxValue)(_.toDouble))
     // without the cost-based optimizer, the file bytes, as Spark sizes a file
     // relation; with it, the rows times Spark's per-row size, as it sizes an
@@ -128,7 +120,7 @@ final class LanceScan(
     def avgLens: Map[String, Long] = summaries.flatMap { case (c, s) => s.avgLen.map(c.head -> _) }
     val bytes =
       if (cbo) math.max(1.0, math.ceil(rows) * LanceScan.rowSize(outputSchema, avgLens))
-      else shares.map(_._2).sum * kept * (if (planned > 0) rows / planned else 1.0) *
+      else plannedBytes * kept * (if (planned > 0) rows / planned else 1.0) *
         LanceScan.rowSize(outputSchema) / LanceScan.rowSize(tableSchema)
     // column statistics only for the cost-based optimizer (the only user of
     // them): they read the page statistics of every column the scan returns,
