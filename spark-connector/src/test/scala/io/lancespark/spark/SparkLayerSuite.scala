@@ -7,10 +7,10 @@ import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.spark.options.{OptionSource, ReadConf, ReadOptions, ReadTarget, WriteOptions}
-import io.lancespark.spark.read.{LanceScan, PredicateTranslation}
+import io.lancespark.spark.read.PredicateTranslation
 
 /** The Spark layer's pure parts, without a Spark session: option parsing and
-  * precedence, partition planning, predicate translation. */
+  * precedence, predicate translation (partition planning: [[io.lancespark.table.scan.PartitionPlannerSuite]]). */
 class SparkLayerSuite extends AnyFunSuite {
 
   private def read(explicit: Map[String, String], session: Map[String, String] = Map.empty,
@@ -106,66 +106,6 @@ class SparkLayerSuite extends AnyFunSuite {
       Map("maxRowsPerFile" -> "5"))
     val m = intercept[IllegalArgumentException](WriteOptions.tableProperties(Map("maxRowPerFile" -> "5"))).getMessage
     assert(m.contains("maxRowPerFile") && m.contains("maxRowsPerFile"), m)
-  }
-
-  test("partition planning cuts row ranges into partitions of at most splitRows rows") {
-    val ranges = Vector(0L -> 10L, 20L -> 25L, 30L -> 31L)
-    assert(LanceScan.chunks(ranges, 4) ==
-      Vector(Vector(0L -> 4L), Vector(4L -> 8L), Vector(8L -> 10L, 20L -> 22L), Vector(22L -> 25L, 30L -> 31L)))
-    assert(LanceScan.chunks(ranges, 100) == Vector(ranges))
-    assert(LanceScan.chunks(Vector.empty, 3).isEmpty)
-    // every row once, in order, whatever the split
-    for (split <- 1L to 17L) {
-      val rows = LanceScan.chunks(ranges, split).flatten.flatMap { case (s, e) => s until e }
-      assert(rows == ranges.flatMap { case (s, e) => s until e })
-      assert(LanceScan.chunks(ranges, split).forall(_.map { case (s, e) => e - s }.sum <= split))
-    }
-    intercept[IllegalArgumentException](LanceScan.chunks(ranges, 0))
-  }
-
-  test("partitions span fragments: small fragments share a task, large ones are cut, every row once") {
-    val frags = Vector("a" -> Vector(0L -> 3L), "b" -> Vector(0L -> 2L, 5L -> 6L), "c" -> Vector(10L -> 19L))
-    assert(LanceScan.pack(frags, 4) == Vector(
-      Vector("a" -> Vector(0L -> 3L), "b" -> Vector(0L -> 1L)),
-      Vector("b" -> Vector(1L -> 2L, 5L -> 6L), "c" -> Vector(10L -> 12L)),
-      Vector("c" -> Vector(12L -> 16L)),
-      Vector("c" -> Vector(16L -> 19L))))
-    assert(LanceScan.pack(frags, 100) == Vector(frags))
-    for (split <- 1L to 20L) {
-      val parts = LanceScan.pack(frags, split)
-      assert(parts.flatten.flatMap { case (k, rs) => rs.flatMap { case (s, e) => (s until e).map(k -> _) } } ==
-        frags.flatMap { case (k, rs) => rs.flatMap { case (s, e) => (s until e).map(k -> _) } })
-      assert(parts.forall(_.flatMap(_._2).map { case (s, e) => e - s }.sum <= split))
-      assert(parts.forall(p => p.map(_._1).distinct.size == p.size))   // one piece per fragment and partition
-    }
-  }
-
-  test("clustered partitions end only at cuts, once they hold splitRows rows; pieces list the cuts inside them") {
-    // fragment a: rows 0-9, cuts at 0, 4, 10; b: rows 0-5 and 8-12 read, cuts at 3 and 7 (not 0: a's last
-    // value goes on in b); c: rows 0-4, no cut inside
-    val frags = Vector("a" -> Vector(0L -> 10L), "b" -> Vector(0L -> 5L, 8L -> 12L), "c" -> Vector(0L -> 4L))
-    val cuts = Map("a" -> Vector(0L, 4L, 10L), "b" -> Vector(3L, 7L), "c" -> Vector.empty[Long])
-    val within = (k: String, from: Long, until: Long) => cuts(k).filter(c => c >= from && c <= until)
-    assert(LanceScan.packAtCuts(frags, 3, within) == Vector(
-      Vector(("a", Vector(0L -> 4L), Vector.empty)),
-      Vector(("a", Vector(4L -> 10L), Vector.empty), ("b", Vector(0L -> 3L), Vector.empty)),
-      Vector(("b", Vector(3L -> 5L, 8L -> 12L), Vector(8L)), ("c", Vector(0L -> 4L), Vector.empty))))
-    // one partition: the cuts inside it, each where it may hand out its groups; ranges not cut there
-    assert(LanceScan.packAtCuts(frags, 100, within) == Vector(Vector(
-      ("a", Vector(0L -> 10L), Vector(4L)), ("b", Vector(0L -> 5L, 8L -> 12L), Vector(3L, 8L)),
-      ("c", Vector(0L -> 4L), Vector.empty))))
-    for (split <- 1L to 30L) {
-      val parts = LanceScan.packAtCuts(frags, split, within)
-      // every row once, in order
-      assert(parts.flatten.flatMap { case (k, rs, _) => rs.flatMap { case (s, e) => (s until e).map(k -> _) } } ==
-        frags.flatMap { case (k, rs) => rs.flatMap { case (s, e) => (s until e).map(k -> _) } })
-      // each partition but the first starts at a cut, or past one with no row read between
-      parts.drop(1).foreach { p =>
-        val (k, rs, _) = p.head
-        val before = frags.find(_._1 == k).get._2.flatMap { case (s, e) => s until e }.takeWhile(_ < rs.head._1)
-        assert(within(k, before.lastOption.fold(0L)(_ + 1), rs.head._1).nonEmpty, (split, parts))
-      }
-    }
   }
 
   private def col(name: String): Expression = Expressions.column(name)

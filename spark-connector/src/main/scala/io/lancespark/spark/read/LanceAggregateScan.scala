@@ -24,15 +24,14 @@ import io.lancespark.table.scan.{Clustering, DictionaryColumn}
 final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version: Long,
                                val aggregation: Aggregation, val output: StructType, filter: Option[Filter],
                                clustering: Option[Clustering] = None)
-    extends Scan with Batch {
+    extends Scan {
 
   /** Whether the rows are the final results (one per group). */
   def complete: Boolean = clustering.isDefined
 
   override def readSchema(): StructType = output
-  override def toBatch: Batch = this
-  override def planInputPartitions(): Array[InputPartition] =
-    clustering.fold(rows.planInputPartitions())(rows.planClusteredPartitions)
+  override def toBatch: Batch =
+    new LanceBatch(this, clustering.fold(rows.partitions)(rows.clusteredPartitions), factory)
   override def supportedCustomMetrics(): Array[CustomMetric] = ScanMetrics.all
   override def reportDriverMetrics(): Array[CustomTaskMetric] = rows.reportDriverMetrics()
 
@@ -40,8 +39,6 @@ final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version
     s"LanceAggregateScan($snapshotUri, version=$version, aggregates=$aggregation" +
       (if (complete) ", complete" else "") +
       filter.fold("")(f => s", pushedFilters=[$f]") + ")"
-
-  override def createReaderFactory(): PartitionReaderFactory = factory
 
   private lazy val factory: PartitionReaderFactory = LanceAggregateReaderFactory(rows.readerFactory, aggregation, output, complete)
 

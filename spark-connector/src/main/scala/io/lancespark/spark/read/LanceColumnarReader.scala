@@ -6,7 +6,7 @@ import org.apache.spark.sql.types.{IntegerType, LongType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 
 import io.lancespark.spark.MetadataColumns
-import io.lancespark.table.scan.{FragmentBatch, FragmentScanner}
+import io.lancespark.table.scan.{FragmentBatch, FragmentPiece, FragmentScanner}
 import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 
 /** Reads one piece of a partition (row ranges of a fragment) as columnar

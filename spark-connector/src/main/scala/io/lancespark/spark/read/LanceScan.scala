@@ -5,19 +5,19 @@ import java.util.OptionalLong
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.NamedReference
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, Statistics, SupportsReportStatistics}
+import org.apache.spark.sql.connector.read.{Batch, Scan, Statistics, SupportsReportStatistics}
 import org.apache.spark.sql.types.{StringType, StructType}
 
 import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
-import io.lancespark.table.scan.{Clustering, FragmentPlan, ScanPlanner, Selectivity}
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.scan.{Clustering, FragmentPiece, PartitionPlanner, ScanPlanner, SplitTarget}
 
 /** A scan of one version: the row ranges left after pruning, fragment after
   * fragment, packed into input partitions of about equal rows (see
-  * [[LanceScan.defaultSplit]]). */
+  * [[PartitionPlanner]] and [[LanceScan.defaultSplit]]). */
 final class LanceScan(
     snapshot: Snapshot,
     tableSchema: StructType,
@@ -30,7 +30,7 @@ final class LanceScan(
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int],
     planner: ScanPlanner)
-    extends Scan with Batch with SupportsReportStatistics {
+    extends Scan with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
 
@@ -53,7 +53,7 @@ final class LanceScan(
 
   override def hashCode(): Int = identity.hashCode()
 
-  override def toBatch: Batch = this
+  override def toBatch: Batch = new LanceBatch(this, partitions, readerFactory)
 
   override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ScanMetrics.all
 
@@ -62,40 +62,16 @@ final class LanceScan(
       s"columns=[${outputSchema.fieldNames.mkString(", ")}], fragments=${snapshot.fragments.size}" +
       filter.fold("")(f => s", pushedFilters=[$f]") + limit.fold("")(n => s", limit=$n") + ")"
 
-  override def planInputPartitions(): Array[InputPartition] = {
-    val split = splitRows
-    // every planned row range, fragment after fragment, cut into partitions of
-    // at most `split` rows: a partition may end in one fragment and go on in
-    // the next (short tasks of small fragments cost more than they read)
-    val parts = LanceScan.pack(planner.plans.map(p => p -> p.mayMatch.ranges), split).map { part =>
-      LanceInputPartition(part.map { case (plan, ranges) =>
-        FragmentPiece(plan.fragment, ranges, first = ranges.head._1 == plan.mayMatch.ranges.head._1)
-      })
-    }
-    val limited = (limit, filter) match {
-      case (Some(n), None) =>
-        // without a filter every planned row (minus deletions) is returned: stop once n are covered
-        val covered = parts.scanLeft(0L)((acc, p) =>
-          acc + p.pieces.map(c => c.rows - c.fragment.deletedRows.min(c.rows)).sum)
-        parts.take(math.max(1, covered.indexWhere(_ >= n) match { case -1 => parts.size; case i => i }))
-      case _ => parts
-    }
-    limited.toArray
-  }
+  /** The input partitions (see [[PartitionPlanner.partitions]]); without a
+    * filter, a LIMIT leaves out those it does not need. */
+  private[read] def partitions: Vector[Vector[FragmentPiece]] =
+    PartitionPlanner.partitions(planner.plans, splitRows, limit.filter(_ => filter.isEmpty).map(_.toLong))
 
   private def splitRows: Long = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, tableSchema))
 
-  /** Partitions of about the same rows as [[planInputPartitions]]'s, but cut
-    * only at `clustering`'s cuts (each value of its column in one partition),
-    * each piece listing the cuts inside it (where a task may hand out the
-    * groups it holds). */
-  def planClusteredPartitions(clustering: Clustering): Array[InputPartition] =
-    LanceScan.packAtCuts(planner.plans.map(p => p -> p.mayMatch.ranges), splitRows,
-      (p: FragmentPlan, from: Long, until: Long) => clustering.within(p.fragment.id, from, until)).map { part =>
-      LanceInputPartition(part.map { case (plan, ranges, cuts) =>
-        FragmentPiece(plan.fragment, ranges, first = ranges.head._1 == plan.mayMatch.ranges.head._1, cuts)
-      })
-    }.toArray
+  /** Partitions cut only at `clustering`'s cuts (see [[PartitionPlanner.clusteredPartitions]]). */
+  private[read] def clusteredPartitions(clustering: Clustering): Vector[Vector[FragmentPiece]] =
+    PartitionPlanner.clusteredPartitions(planner.plans, splitRows, clustering)
 
   override def reportDriverMetrics(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
     if (filter.isEmpty) Array.empty
@@ -104,10 +80,8 @@ final class LanceScan(
       ScanMetrics.value(ScanMetrics.PagesPruned, planner.pagesPruned),
       ScanMetrics.value(ScanMetrics.RowsSkippedByStats, planner.rowsSkipped))
 
-  /** Made once per scan: Spark asks each copy of the scan's plan node for it
-    * while it plans (to know whether the scan is columnar). */
-  override def createReaderFactory(): PartitionReaderFactory = readerFactory
-
+  /** Made once per scan: Spark asks each copy of the scan's plan node (each
+    * its own batch) for it while it plans (to know whether the scan is columnar). */
   private[read] lazy val readerFactory: LanceReaderFactory = {
     val session = SparkSession.active
     val conf = SerializableHadoopConf.broadcast(session)
@@ -129,21 +103,13 @@ final class LanceScan(
     * the rows times the per-row size (as Spark sizes an analyzed table, in
     * any format), and the column statistics come with them. */
   override def estimateStatistics(): Statistics = {
-    val shares = planner.plans.map { p =>
-      val f = p.fragment
-      val share = if (f.physicalRows > 0) p.mayMatch.count.toDouble / f.physicalRows else 0.0
-      val bytes = LanceScan.fragmentBytes(f, tableSchema)
-      val kept = if (f.physicalRows > 0) f.numRows.toDouble / f.physicalRows else 0.0
-      (share * f.numRows, share * kept * bytes)
-    }
+    val (plannedRows, plannedBytes) = planner.plannedSize(LanceScan.rowSize(tableSchema))
     val cbo = SparkSession.active.sessionState.conf.cboEnabled
     // the filter's share of the rows left, as the optimizer estimates a Filter
     // above a scan (the scan evaluates its filter: no Filter is left to
     // estimate); only for the cost-based optimizer, which alone makes that estimate
-    val kept = filter.filter(_ => cbo).fold(1.0) { f =>
-      Selectivity.of(f, planner.summaries(f.columns.toSet))
-    }
-    val planned = shares.map(_._1).sum * kept
+    val kept = if (cbo) planner.selectivity else 1.0
+    val planned = plannedRows * kept
     val rows = math.min(planned, limit.fold(Double.MaxValue)(_.toDouble))
     // without the cost-based optimizer, the file bytes, as Spark sizes a file
     // relation; with it, the rows times Spark's per-row size, as it sizes an
@@ -154,7 +120,7 @@ final class LanceScan(
     def avgLens: Map[String, Long] = summaries.flatMap { case (c, s) => s.avgLen.map(c.head -> _) }
     val bytes =
       if (cbo) math.max(1.0, math.ceil(rows) * LanceScan.rowSize(outputSchema, avgLens))
-      else shares.map(_._2).sum * kept * (if (planned > 0) rows / planned else 1.0) *
+      else plannedBytes * kept * (if (planned > 0) rows / planned else 1.0) *
         LanceScan.rowSize(outputSchema) / LanceScan.rowSize(tableSchema)
     // column statistics only for the cost-based optimizer (the only user of
     // them): they read the page statistics of every column the scan returns,
@@ -187,119 +153,14 @@ object LanceScan {
     override def columnStats(): java.util.Map[NamedReference, ColumnStatistics] = columns
   }
 
-  /** Groups row ranges into partitions of at most `split` rows (long ranges are cut). */
-  def chunks(ranges: Vector[(Long, Long)], split: Long): Vector[Vector[(Long, Long)]] =
-    pack(Vector(() -> ranges), split).map(_.flatMap(_._2))
-
-  /** The row ranges of several sources (fragments), in order, cut into
-    * partitions of at most `split` rows: each partition its sources' ranges,
-    * a source's ranges in one piece per partition. */
-  def pack[K](sources: Vector[(K, Vector[(Long, Long)])], split: Long): Vector[Vector[(K, Vector[(Long, Long)])]] = {
-    require(split > 0, s"rows per partition must be positive, got $split")
-    val out = Vector.newBuilder[Vector[(K, Vector[(Long, Long)])]]
-    var part = Vector.empty[(K, Vector[(Long, Long)])]
-    var rows = 0L
-    sources.foreach { case (key, ranges) =>
-      var cur = Vector.empty[(Long, Long)]
-      ranges.foreach { case (s0, e) =>
-        var s = s0
-        while (s < e) {
-          val take = math.min(e - s, split - rows)
-          cur :+= (s -> (s + take))
-          rows += take
-          s += take
-          if (rows >= split) { part :+= (key -> cur); out += part; part = Vector.empty; cur = Vector.empty; rows = 0 }
-        }
-      }
-      if (cur.nonEmpty) part :+= (key -> cur)
-    }
-    if (part.nonEmpty) out += part
-    out.result()
-  }
-
-  /** Rows per partition when the read sets no `splitRows`: the rows shared
-    * evenly among as many partitions as Spark's file scan makes of files of
-    * the same bytes (`FilePartition`): a partition holds up to the table's
-    * cost per core (cores: `spark.sql.files.minPartitionNum`, else the
-    * default parallelism), at least `spark.sql.files.openCostInBytes` (4 MB)
-    * and at most `spark.sql.files.maxPartitionBytes` (128 MB); the cost of a
-    * fragment is its data bytes plus the open cost; a fragment larger than a
-    * partition is cut, and the pieces are packed in order. So a table gets
-    * one partition per core, one of a few MB a single partition, and many
-    * small fragments a partition per few dozen of them, as the same bytes in
-    * Parquet files would. Beyond one partition per core the count is rounded
-    * up to a multiple of the cores. */
+  /** Rows per partition when the read sets no `splitRows` (see
+    * [[PartitionPlanner.defaultSplit]]), by the session's file partitioning:
+    * `spark.sql.files.maxPartitionBytes` (128 MB), `spark.sql.files.openCostInBytes`
+    * (4 MB), cores `spark.sql.files.minPartitionNum`, else the default parallelism. */
   def defaultSplit(snapshot: Snapshot, tableSchema: StructType): Long = {
     val session = SparkSession.active
     val conf = session.sessionState.conf
-    val bytes = snapshot.fragments.map(fragmentBytes(_, tableSchema))
-    val open = conf.filesOpenCostInBytes.toDouble
-    val cores = math.max(1, conf.filesMinPartitionNum.getOrElse(session.sparkContext.defaultParallelism))
-    val maxSplit = math.min(conf.filesMaxPartitionBytes.toDouble, math.max(open, bytes.map(_ + open).sum / cores))
-    var partitions = 0L
-    var current = 0.0 // the cost packed into the last partition
-    bytes.foreach { b =>
-      val pieces = math.max(1L, math.ceil(b / maxSplit).toLong)
-      (0L until pieces).foreach { i =>
-        val piece = math.min(maxSplit, b - i * maxSplit)
-        if (partitions == 0 || current + piece > maxSplit) { partitions += 1; current = 0.0 }
-        current += piece + open
-      }
-    }
-    // more than one wave of tasks: whole waves, so that no core idles in the
-    // last (a Parquet scan cannot cut its row groups so; row ranges can be cut)
-    val tasks = if (partitions > cores) (partitions + cores - 1) / cores * cores else math.max(1L, partitions)
-    val rows = snapshot.fragments.map(_.physicalRows).sum
-    math.max(1L, (rows + tasks - 1) / tasks)
+    PartitionPlanner.defaultSplit(snapshot.fragments, rowSize(tableSchema), SplitTarget(conf.filesMaxPartitionBytes,
+      conf.filesOpenCostInBytes, conf.filesMinPartitionNum.getOrElse(session.sparkContext.defaultParallelism)))
   }
-
-  /** Like [[pack]], but a partition ends only at a position where the rows
-    * may be cut: a cut (`cutsWithin(source, from, until)`: the cuts of a
-    * source in [from, until], in order) at or after the end of the source's
-    * rows before it, and at or before the start of the next rows. Each
-    * partition ends at the first such position once it holds `split` rows.
-    * Each piece comes with the positions inside it where the rows may be cut. */
-  def packAtCuts[K](sources: Vector[(K, Vector[(Long, Long)])], split: Long,
-                    cutsWithin: (K, Long, Long) => Vector[Long]): Vector[Vector[(K, Vector[(Long, Long)], Vector[Long])]] = {
-    require(split > 0, s"rows per partition must be positive, got $split")
-    type Piece = (K, Vector[(Long, Long)], Vector[Long])
-    val out = Vector.newBuilder[Vector[Piece]]
-    var part = Vector.empty[Piece]
-    var rows = 0L
-    sources.foreach { case (plan, ranges) =>
-      var cur = Vector.empty[(Long, Long)]
-      var curCuts = Vector.empty[Long]
-      var readUpTo = 0L // end of the rows of this fragment read so far
-      ranges.foreach { case (s, e) =>
-        // the range's pieces between the cuts inside it
-        val inside = cutsWithin(plan, s + 1, e - 1)
-        val starts = s +: inside
-        val ends = inside :+ e
-        starts.zip(ends).foreach { case (a, b) =>
-          val safe = cutsWithin(plan, readUpTo, a).nonEmpty
-          if (safe && rows >= split) {
-            if (cur.nonEmpty) part :+= ((plan, cur, curCuts))
-            out += part
-            part = Vector.empty; cur = Vector.empty; curCuts = Vector.empty; rows = 0L
-          } else if (safe && rows > 0) curCuts :+= a
-          // one range across the cuts inside a range (batches are not cut there)
-          cur = cur.lastOption match {
-            case Some((x, y)) if y == a => cur.init :+ (x -> b)
-            case _ => cur :+ (a -> b)
-          }
-          rows += b - a
-          readUpTo = b
-        }
-      }
-      if (cur.nonEmpty) part :+= ((plan, cur, curCuts))
-    }
-    if (part.nonEmpty) out += part
-    out.result()
-  }
-
-  /** The bytes of a fragment's data files; for a manifest without file sizes
-    * (as older writers leave them), Spark's per-row estimate for each row. */
-  def fragmentBytes(f: FragmentInfo, tableSchema: StructType): Double =
-    if (f.files.forall(_.sizeBytes > 0)) f.files.map(_.sizeBytes).sum.toDouble
-    else f.physicalRows * rowSize(tableSchema)
 }

@@ -69,10 +69,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
     aggregation.groupByExpressions().isEmpty &&
       aggregation.aggregateExpressions().forall(_.isInstanceOf[CountStar]) && countRows.isDefined
 
-  private lazy val countRows: Option[Long] = filter match {
-    case None => Some(snapshot.countRows)
-    case Some(_) => planner.countIfDecided
-  }
+  private lazy val countRows: Option[Long] = planner.countRows
 
   /** The aggregation the scan computes, per task: partially (Spark merges the
     * tasks' rows), or completely when `complete` (see [[supportCompletePushDown]]). */
@@ -99,8 +96,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       completable = for {
         agg <- AggregateTranslation(aggregation, tableSchema, snapshot.schema)
         if agg.aggregation.groupBy.nonEmpty && Aggregator.completable(agg.aggregation)
-        c <- agg.aggregation.groupBy.iterator.map(g => Clustering.of(snapshot, planner.plans, Vector(g)))
-          .collectFirst { case Some(c) => c }
+        c <- planner.clustering(agg.aggregation.groupBy)
       } yield aggregation -> c
       completable.isDefined
     }

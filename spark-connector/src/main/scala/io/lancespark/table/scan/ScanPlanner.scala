@@ -50,6 +50,38 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter]) {
   def summaries(columns: Set[Vector[String]]): Map[Vector[String], ColumnSummary] =
     ColumnSummaries.of(snapshot, plans, columns)
 
+  /** What the statistics of the filter's columns estimate of the share of
+    * the planned rows it keeps ([[Selectivity]]); 1 without a filter. */
+  def selectivity: Double = filter.fold(1.0)(f => Selectivity.of(f, summaries(f.columns.toSet)))
+
+  /** The rows of the planned row ranges (each fragment's share of its rows,
+    * less its deleted share) and the bytes of the same share of each
+    * fragment's data files ([[PartitionPlanner.fragmentBytes]], `rowBytes` an
+    * estimated row's where the manifest has no file sizes). From the manifest
+    * and the statistics already read for pruning; never from the data. */
+  def plannedSize(rowBytes: Double): (Double, Double) = {
+    val shares = plans.map { p =>
+      val f = p.fragment
+      val share = if (f.physicalRows > 0) p.mayMatch.count.toDouble / f.physicalRows else 0.0
+      val bytes = PartitionPlanner.fragmentBytes(f, rowBytes)
+      val kept = if (f.physicalRows > 0) f.numRows.toDouble / f.physicalRows else 0.0
+      (share * f.numRows, share * kept * bytes)
+    }
+    (shares.map(_._1).sum, shares.map(_._2).sum)
+  }
+
+  /** The first of `columns` whose values the statistics show clustered over
+    * the planned fragments (see [[Clustering]]). */
+  def clustering(columns: Seq[String]): Option[Clustering] =
+    columns.iterator.map(c => Clustering.of(snapshot, plans, Vector(c))).collectFirst { case Some(c) => c }
+
+  /** COUNT(*) without the data: from the manifest without a filter, else
+    * [[countIfDecided]]. */
+  def countRows: Option[Long] = filter match {
+    case None => Some(snapshot.countRows)
+    case Some(_) => countIfDecided
+  }
+
   /** COUNT(*) of the filter when statistics decide every row (each row is in a
     * no-match or an all-match range): all-match rows minus deleted ones. */
   def countIfDecided: Option[Long] =
