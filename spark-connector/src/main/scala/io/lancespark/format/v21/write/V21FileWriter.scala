@@ -17,7 +17,7 @@ import io.lancespark.format.v21.layout.StructuralPage
   * Only leaf fields get columns (a struct or list is folded into the
   * repetition and definition levels of the leaves below it, see
   * [[Shredder]]). Each column's rows are buffered until `maxRowsPerPage` rows
-  * or `maxPageBytes` bytes, then encoded as one page ([[PageWriter]]: layout
+  * or `maxPageBytes` bytes, then encoded as one page ([[EncodingChoice]]: layout
   * and codecs chosen from the data). Leaves outside lists also get
   * statistics (docs/page-statistics.md) per block of `statsBlockRows` rows
   * of each page, in a global buffer readers that do not know it (pylance)
@@ -43,7 +43,7 @@ final class V21FileWriter(
   require(maxRowsPerPage > 0, "maxRowsPerPage must be positive")
   require(statsBlockRows > 0, "statsBlockRows must be positive")
 
-  private val pageWriter = new PageWriter(minor, codecs)
+  private val encodings = new EncodingChoice(minor, codecs)
 
   /** The leaves, in the depth-first order of their columns. */
   private val leaves: Vector[LeafBuffer] = {
@@ -93,7 +93,7 @@ final class V21FileWriter(
 
   /** Encodes a leaf's buffered rows as a page and writes it. */
   private def flush(l: LeafBuffer): Unit = if (l.rows > 0) {
-    val page = pageWriter.encode(l)
+    val page = encodings.encode(l)
     val index = writePage(l.column, page.buffers.map(b => (b, b.length)), page.rows, firstRow(l.column),
       StructuralPage.LayoutType, page.layout.toByteString)
     if (stats.covers(l.field.id)) {
