@@ -6,10 +6,10 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
-import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
+import org.apache.arrow.vector.complex.StructVector
 
 import io.lancespark.schema.{LanceField, LanceSchema}
-import io.lancespark.format.file.{ContainerWriter, ExtraGlobals}
+import io.lancespark.format.file.{ContainerWriter, ExtraGlobals, VectorOffsets}
 import io.lancespark.format.stats.{StatsBuilder, StatsValues}
 import io.lancespark.proto.encodings.ArrayEncoding
 
@@ -96,12 +96,8 @@ final class V20FileWriter(
         f.children.zip(kids).foreach { case (c, k) => writeField(c, k, from, until, rowOf) }
       case l: ListEncoder =>
         l.append(v, from, until, rowOf)
-        val (offs, ow, data) = v match {
-          case lv: ListVector      => (lv.getOffsetBuffer, 4, lv.getDataVector)
-          case lv: LargeListVector => (lv.getOffsetBuffer, 8, lv.getDataVector)
-          case other => fail(s"column '${f.name}' is a list but its vector is ${other.getClass.getSimpleName}")
-        }
-        def off(i: Int): Long = if (ow == 4) offs.getInt(4L * i).toLong else offs.getLong(8L * i)
+        val (off, data) = VectorOffsets.ofList(v).getOrElse(
+          fail(s"column '${f.name}' is a list but its vector is ${v.getClass.getSimpleName}"))
         val a = off(from)
         val b = off(until)
         if (b > Int.MaxValue) fail(s"column '${f.name}': $b list items do not fit one batch")
