@@ -130,18 +130,7 @@ final class ConstantPage(meta: PageMeta, leaf: LeafColumn, layout: ConstantLayou
   private def entries(l: Levels, from: Long, until: Long, path: String): (Int, Int) =
     if (leaf.maxRep == 0) (from.toInt, until.toInt)
     else {
-      var k = -1L
-      var a = -1
-      var b = l.size
-      var i = 0
-      while (i < l.size && b == l.size) {
-        if (l.rep(i) == leaf.maxRep) {
-          k += 1
-          if (k == from) a = i
-          if (k == until) b = i
-        }
-        i += 1
-      }
+      val (a, b) = l.rowEntries(leaf.maxRep, from, until)
       if (a < 0) fail(path, s"row $from not found in the page's levels")
       (a, b)
     }

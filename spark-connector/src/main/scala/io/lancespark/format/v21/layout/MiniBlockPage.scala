@@ -289,20 +289,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       if (leaf.maxRep == 0) ((from - s.firstRow(a)).toInt, (until - s.firstRow(a)).toInt)
       else {
         // row k of chunk a's rows starts at the k-th entry with the highest repetition level
-        val want0 = from - s.firstRow(a)
-        val want1 = until - s.firstRow(a)
-        var start = -1
-        var end = lv.size
-        var k = -1L
-        var i = 0
-        while (i < lv.size && end == lv.size) {
-          if (lv.rep(i) == leaf.maxRep) {
-            k += 1
-            if (k == want0) start = i
-            if (k == want1) end = i
-          }
-          i += 1
-        }
+        val (start, end) = lv.rowEntries(leaf.maxRep, from - s.firstRow(a), until - s.firstRow(a))
         if (start < 0) fail(path, s"row $from not found in chunks $a to $b")
         (start, end)
       }
