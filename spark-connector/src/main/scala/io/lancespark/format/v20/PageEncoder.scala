@@ -2,10 +2,10 @@ package io.lancespark.format.v20
 
 import org.apache.arrow.memory.ArrowBuf
 import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BitVector, FieldVector}
-import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, ListVector}
+import org.apache.arrow.vector.complex.FixedSizeListVector
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
-import io.lancespark.format.file.{BitBuilder, ByteBuilder}
+import io.lancespark.format.file.{BitBuilder, ByteBuilder, VectorOffsets}
 import io.lancespark.format.stats.PageValues
 import io.lancespark.proto.encodings.{ArrayEncoding, Binary, Buffer => PbBuffer, FixedSizeList, Flat, Nullable, SimpleStruct}
 import io.lancespark.proto.encodings.{List => PbList}
@@ -96,12 +96,8 @@ private[v20] final class ListEncoder(field: LanceField, column: Int, sink: PageS
   private var nulls = 0L
 
   def append(vec: FieldVector, from: Int, until: Int, rowOf: Int => Long): Unit = {
-    val (offs, ow) = vec match {
-      case l: ListVector      => (l.getOffsetBuffer, 4)
-      case l: LargeListVector => (l.getOffsetBuffer, 8)
-      case other => throw new LanceFormatException(s"$where: a list needs a list vector, got ${other.getClass.getSimpleName}")
-    }
-    def off(i: Int): Long = if (ow == 4) offs.getInt(4L * i).toLong else offs.getLong(8L * i)
+    val off = VectorOffsets.ofList(vec).map(_._1).getOrElse(
+      throw new LanceFormatException(s"$where: a list needs a list vector, got ${vec.getClass.getSimpleName}"))
     val maxRowsByBytes = math.max(1L, sink.maxPageBytes / 8)
     var i = from
     while (i < until) {
@@ -223,8 +219,7 @@ private[v20] final class LeafEncoder(
       case Fixed(bits) => math.min(rowsLeft, bytesLeft * 8 / (bits + 1))
       case Fsl(dim, ib) => math.min(rowsLeft, bytesLeft * 8 / (dim.toLong * (ib + 1) + 1))
       case Var =>
-        val (offs, ow) = varOffsets(vec)
-        def off(j: Long): Long = if (ow == 4) offs.getInt(4L * j).toLong else offs.getLong(8L * j)
+        val off = varOffsets(vec)
         val base = off(i)
         def cost(n: Long): Long = off(i + n) - base + 8 * n + (n + 7) / 8
         var lo = 0L
@@ -238,11 +233,8 @@ private[v20] final class LeafEncoder(
     if (k <= 0 && rows == 0) 1 else math.max(k, 0L).toInt
   }
 
-  private def varOffsets(vec: FieldVector): (ArrowBuf, Int) = vec match {
-    case v: BaseVariableWidthVector      => (v.getOffsetBuffer, 4)
-    case v: BaseLargeVariableWidthVector => (v.getOffsetBuffer, 8)
-    case other => throw new LanceFormatException(s"$where: expected a variable-width vector, got ${other.getClass.getSimpleName}")
-  }
+  private def varOffsets(vec: FieldVector): VectorOffsets = VectorOffsets.ofVariable(vec).map(_._1).getOrElse(
+    throw new LanceFormatException(s"$where: expected a variable-width vector, got ${vec.getClass.getSimpleName}"))
 
   private def appendRange(vec: FieldVector, from: Int, until: Int): Unit = {
     val k = until - from
@@ -260,8 +252,7 @@ private[v20] final class LeafEncoder(
         if (ib == 1) appendBits(child.getDataBuffer, a, n)
         else values.append(child.getDataBuffer, a * (ib / 8), n * (ib / 8))
       case Var =>
-        val (offs, ow) = varOffsets(vec)
-        def off(j: Int): Long = if (ow == 4) offs.getInt(4L * j).toLong else offs.getLong(8L * j)
+        val off = varOffsets(vec)
         val base = off(from)
         val pageBase = values.size.toLong
         ends.ensure(8L * k)

@@ -18,7 +18,28 @@ object LayerKind {
   * every item layer has one level (null) and every list layer two (null,
   * empty) whether or not the page uses them; pages number only the levels
   * their layers need, and [[RepDef.canonical]] maps them. */
-final class Levels(val rep: Array[Int], val defs: Array[Int], val size: Int)
+final class Levels(val rep: Array[Int], val defs: Array[Int], val size: Int) {
+
+  /** The entries [a, b) of rows [from, until) (counted from the first row
+    * these levels start), a row starting at each entry of repetition level
+    * `maxRep`; `a` is -1 when row `from` is not found, `b` is `size` when
+    * the levels end before row `until`. */
+  def rowEntries(maxRep: Int, from: Long, until: Long): (Int, Int) = {
+    var k = -1L
+    var a = -1
+    var b = size
+    var i = 0
+    while (i < size && b == size) {
+      if (rep(i) == maxRep) {
+        k += 1
+        if (k == from) a = i
+        if (k == until) b = i
+      }
+      i += 1
+    }
+    (a, b)
+  }
+}
 
 /** What one layer of a leaf's path holds for the entries decoded: items (a
   * struct or the leaf: `count` of them, and which are valid) or lists (their

@@ -1,21 +1,18 @@
 package io.lancespark.format.v21
 
-import java.util.concurrent.Executor
-
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
-import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVector}
-
-import io.lancespark.format.DataFileReader
-import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
+import org.apache.arrow.vector.complex.StructVector
 import org.apache.arrow.vector.types.pojo.ArrowType
+
+import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.arrow.{Bits, DictionaryColumn, Slice, VectorLoader}
 import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, ListBlock, NullableBlock, PackedBlock, VarBlock}
-import io.lancespark.format.file.{FileContainer, Footer}
-import io.lancespark.format.input.{CoalescedReads, PlannedRead, RandomAccessSource, ReadArena, ReadPool}
+import io.lancespark.format.file.{ContainerReader, FileContainer, Footer}
+import io.lancespark.format.input.{CoalescedReads, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
 
 /** Reads one data file of file version 2.1 or 2.2.
@@ -33,36 +30,18 @@ import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
   * merged where close and issued together, the next batch's while this one
   * decodes, as for 2.0 files. `fieldColumns` maps a leaf field id to its column. */
 final class V21FileReader private (
-    val file: FileContainer,
+    container: FileContainer,
     schemaOverride: Option[LanceSchema],
     fieldColumnsOverride: Option[Map[Int, Int]])
-    extends DataFileReader {
+    extends ContainerReader(container, schemaOverride, fieldColumnsOverride) {
 
-  private val source: RandomAccessSource = file.source
-
-  override def path: String = source.path
-
-  def footer: Footer = file.footer
-
-  private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
-
-  def fileSchema: LanceSchema = file.fileSchema
-
-  lazy val schema: LanceSchema = schemaOverride.getOrElse(fileSchema)
-
-  /** Leaf field id -> column index: leaves in depth-first order when standalone. */
-  lazy val fieldColumns: Map[Int, Int] = fieldColumnsOverride.getOrElse(
-    fileSchema.fields.flatMap(V21FileReader.leaves).zipWithIndex.map { case (f, i) => f.id -> i }.toMap)
-
-  override def numRows: Long = file.numRows
+  /** Only leaves have columns (a packed struct or a blob is one). */
+  override protected def storedFields(field: LanceField): Seq[LanceField] = V21FileReader.leaves(field)
 
   private val pagesByColumn = mutable.Map.empty[Int, Vector[StructuralPage]]
 
   private def leafColumn(leaf: LanceField, path: Vector[LayerKind]): LeafColumn = {
-    val idx = fieldColumns.getOrElse(leaf.id,
-      fail(s"field '${leaf.name}' (id ${leaf.id}) is not stored in this file"))
-    if (idx < 0 || idx >= footer.numColumns)
-      fail(s"field '${leaf.name}' (id ${leaf.id}) maps to column $idx but the file has ${footer.numColumns} columns")
+    val idx = columnIndex(leaf)
     LeafColumn(leaf, idx, path, s"column $idx (field '${leaf.name}', id ${leaf.id})")
   }
 
@@ -101,7 +80,7 @@ final class V21FileReader private (
   private def overlapping(pages: Vector[StructuralPage], from: Long, until: Long): Vector[StructuralPage] =
     pages.filter(p => p.meta.length > 0 && p.meta.first < until && p.meta.end > from)
 
-  private def plan(field: LanceField, from: Long, until: Long): Seq[PlannedRead] =
+  override protected def plan(field: LanceField, from: Long, until: Long): Seq[PlannedRead] =
     if (until <= from) Nil
     else scala.util.Try(leavesOf(field)).toOption.toSeq.flatten.flatMap { leaf =>
       scala.util.Try(pages(leaf)).toOption.toSeq.flatMap { ps =>
@@ -115,14 +94,11 @@ final class V21FileReader private (
   /** Rows [from, until) of a leaf: its levels and visible values. */
   private def decodeLeaf(leaf: LeafColumn, from: Long, until: Long, io: PageIO): LeafRun = {
     val runs = overlapping(pages(leaf), from, until).map { p =>
-      decodedPages += 1
+      pageDecoded()
       p.decode(math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first, io)
     }
     if (runs.isEmpty) new LeafRun(new Levels(null, null, 0), Vector.empty) else LeafRun.concat(runs)
   }
-
-  private var decodedPages: Long = 0L
-  override def pagesDecoded: Long = decodedPages
 
   /** A leaf's layers, outermost first, and its values. */
   private final class Unravelled(val layers: Vector[LayerOut], val values: Vector[Slice])
@@ -148,14 +124,9 @@ final class V21FileReader private (
     if (isPacked(field) && V21FileReader.isBlobV2(field)) fillBlobV2(field, vec, u, layer, loader)
     else if (isPacked(field)) fillPacked(field, vec, u, layer, loader)
     else if (field.isStruct) {
-      val sv = vec match {
-        case s: StructVector => s
-        case other => fail(s"field '${field.name}' is a struct but its Arrow vector is ${other.getClass.getSimpleName}")
-      }
+      val sv = structVector(field, vec)
       loader.loadStruct(sv, layer.count, layer.validity)
-      val kids = sv.getChildrenFromFields.asScala
-      if (kids.size != field.children.size)
-        fail(s"struct field '${field.name}' has ${field.children.size} children but its vector has ${kids.size}")
+      val kids = structChildren(field, sv)
       field.children.zip(kids).foreach { case (f, v) => fill(f, v, depth + 1, leaves, loader) }
     } else if (field.isList || field.isMap) {
       val l = layer match {
@@ -163,12 +134,7 @@ final class V21FileReader private (
         case _ => fail(s"field '${field.name}' is a list but its levels say otherwise")
       }
       loader.loadList(vec, Seq(Slice(ListBlock(l.count, l.offsets, l.validity, 0), 0, l.count)))
-      val child = vec match {
-        case lv: ListVector => lv.getDataVector
-        case lv: LargeListVector => lv.getDataVector
-        case other => fail(s"field '${field.name}' is a list but its Arrow vector is ${other.getClass.getSimpleName}")
-      }
-      fill(field.children.head, child, depth + 1, leaves, loader)
+      fill(field.children.head, listItems(field, vec), depth + 1, leaves, loader)
     } else {
       if (depth != u.layers.size - 1) fail(s"field '${field.name}': a leaf at layer $depth of ${u.layers.size}")
       val slices = layer.validity match {
@@ -192,10 +158,7 @@ final class V21FileReader private (
   /** A packed struct: its validity from the levels, each field from its
     * share of the packed values (fields kept by a projection, by id). */
   private def fillPacked(field: LanceField, vec: FieldVector, u: Unravelled, layer: LayerOut, loader: VectorLoader): Unit = {
-    val sv = vec match {
-      case s: StructVector => s
-      case other => fail(s"field '${field.name}' is a struct but its Arrow vector is ${other.getClass.getSimpleName}")
-    }
+    val sv = structVector(field, vec)
     loader.loadStruct(sv, layer.count, layer.validity)
     val stored = schema.byId.get(field.id).map(_.children).getOrElse(field.children)
     field.children.zip(sv.getChildrenFromFields.asScala).foreach { case (c, cv) =>
@@ -277,78 +240,26 @@ final class V21FileReader private (
     }
   }
 
-  /** Page bytes of the batch being decoded and of the next one. */
-  private val arenas = Array(new ReadArena, new ReadArena)
-
-  private final class BatchReads(val fields: Seq[LanceField], val from: Long, val until: Long,
-                                 val reads: CoalescedReads, val arena: Int)
-
-  private var ahead: Option[BatchReads] = None
-  private var waitedNanos: Long = 0L
-
-  override def scratchBytes: Long = arenas.map(_.capacity).sum
-  override def storageWaitNanos: Long = waitedNanos
-  override def readRequests: Long = source.readRequests
-  override def bytesRead: Long = source.bytesRead
-
-  private def issue(fields: Seq[LanceField], from: Long, until: Long, arena: Int, pool: Executor): BatchReads = {
-    arenas(arena).reset()
-    new BatchReads(fields, from, until,
-      CoalescedReads.start(source, fields.flatMap(plan(_, from, until)), arenas(arena), pool), arena)
-  }
-
-  override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] =
-    read(fields, from, until, allocator, None)
-
-  override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
-                    next: Option[(Long, Long)]): Seq[FieldVector] = {
-    if (from < 0 || until < from || until > numRows)
-      fail(s"rows [$from, $until) are outside the file's $numRows rows")
-    val current = ahead match {
-      case Some(a) if a.from == from && a.until == until && a.fields == fields => a
-      case other =>
-        val t0 = System.nanoTime()
-        other.foreach(_.reads.awaitAll())
-        val issued = issue(fields, from, until, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller)
-        waitedNanos += System.nanoTime() - t0
-        issued
-    }
-    ahead = next.filter { case (f, u) => f >= 0 && f < u && u <= numRows }
-      .map { case (f, u) => issue(fields, f, u, 1 - current.arena, ReadPool.executor) }
+  override protected def decode(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
+                                reads: CoalescedReads, batch: BatchOutput): Unit = {
     dictionaries.clear()
-    val out = mutable.ArrayBuffer.empty[FieldVector]
-    val io = new PageIO(current.reads, source)
-    var decoding = ""
-    try {
-      fields.foreach { f =>
-        decoding = s"field '${f.name}' (id ${f.id}): "
-        val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, from, until, io))).toMap
-        val vec = f.toArrow.createVector(allocator)
-        out += vec
-        dictionaryColumn(f, leaves, until - from).foreach(d => dictionaries.put(vec, d))
-        val loader = new VectorLoader(vec.getAllocator, p => fail(s"field '${f.name}' (id ${f.id}): $p"))
-        val top = leaves.values.head.layers.head.count
-        if (top != until - from) fail(s"field '${f.name}' (id ${f.id}): decoded $top rows, expected ${until - from}")
-        fill(f, vec, 0, leaves, loader)
-      }
-      out.toSeq
-    } catch {
-      case e: Throwable =>
-        out.foreach(v => try v.close() catch { case _: Throwable => () })
-        e match {
-          case l: LanceFormatException => throw l
-          case _: IndexOutOfBoundsException | _: IllegalArgumentException | _: IllegalStateException |
-               _: ArithmeticException | _: NegativeArraySizeException | _: java.nio.BufferUnderflowException |
-               _: MatchError | _: ClassCastException | _: NoSuchElementException =>
-            throw LanceFormatException(path, s"${decoding}corrupt data: $e", e)
-          case _ => throw e
-        }
-    } finally {
-      current.reads.awaitAll()
-      waitedNanos += current.reads.waitNanos
-      source.attributeReads()
+    val io = new PageIO(reads, source)
+    fields.foreach { f =>
+      batch.at(s"field '${f.name}' (id ${f.id}): ")
+      val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, from, until, io))).toMap
+      val vec = f.toArrow.createVector(allocator)
+      batch.add(vec)
+      dictionaryColumn(f, leaves, until - from).foreach(d => dictionaries.put(vec, d))
+      val loader = new VectorLoader(vec.getAllocator, p => fail(s"field '${f.name}' (id ${f.id}): $p"))
+      val top = leaves.values.head.layers.head.count
+      if (top != until - from) fail(s"field '${f.name}' (id ${f.id}): decoded $top rows, expected ${until - from}")
+      fill(f, vec, 0, leaves, loader)
     }
   }
+
+  /** Decoders of 2.1+ pages also take a missing element for corrupt data. */
+  override protected def isCorruption(e: Throwable): Boolean =
+    super.isCorruption(e) || e.isInstanceOf[NoSuchElementException]
 
   private val dictionaries = new java.util.IdentityHashMap[FieldVector, DictionaryColumn]()
 
@@ -374,11 +285,6 @@ final class V21FileReader private (
         Some(new DictionaryColumn(ids, dicts.head.items))
       }
     }
-  }
-
-  override def close(): Unit = {
-    try ahead.foreach(_.reads.awaitAll())
-    finally { ahead = None; source.close() }
   }
 }
 

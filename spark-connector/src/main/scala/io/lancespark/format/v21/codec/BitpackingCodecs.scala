@@ -4,6 +4,7 @@ import java.nio.ByteBuffer
 
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.FixedBlock
+import io.lancespark.format.file.{ByteBuilder, RawBytes}
 import io.lancespark.proto.encodings21.{CompressiveEncoding, InlineBitpacking, OutOfLineBitpacking}
 
 /** Bit-packing with the width stored inline: groups of up to 1024 values,
@@ -146,9 +147,34 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
 }
 
 object InlineBitpackingCodec {
+  /** The values of `w` bytes bit-packed in groups of 1024, each at its own width. */
+  def encoding(w: Int): CompressiveEncoding = CompressiveEncoding.newBuilder()
+    .setInlineBitpacking(InlineBitpacking.newBuilder().setUncompressedBitsPerValue(8L * w)).build()
+
+  /** Values [v, v + n) of `w` bytes in `src` as one group (its tail zero). */
+  private[v21] def readGroup(src: Array[Byte], v: Int, n: Int, w: Int, group: Array[Long]): Unit = {
+    var i = 0
+    while (i < n) { group(i) = RawBytes.uintLE(src, (v + i) * w, w); i += 1 }
+    java.util.Arrays.fill(group, n, 1024, 0L)
+  }
+
+  /** Bytes of `n` values of `w` bytes bit-packed in groups of 1024, each at its own width. */
+  def packedBytes(src: Array[Byte], n: Int, w: Int): Long = {
+    val group = new Array[Long](1024)
+    var packed = 0L
+    var v = 0
+    while (v < n) {
+      val k = math.min(1024, n - v)
+      readGroup(src, v, k, w, group)
+      packed += w + 1024L * FastLanes.width(group, k) / 8
+      v += k
+    }
+    packed
+  }
+
   /** One group of up to 1024 `t`-bit values (`values`, the unused tail zero):
     * its width as a `t`-bit integer, then the values FastLanes-packed to it. */
-  def encodeGroup(values: Array[Long], t: Int, out: io.lancespark.format.file.ByteBuilder): Unit = {
+  def encodeGroup(values: Array[Long], t: Int, out: ByteBuilder): Unit = {
     val w = FastLanes.width(values, FastLanes.GroupSize)
     val bytes = t / 8
     var b = 0
@@ -160,10 +186,14 @@ object InlineBitpackingCodec {
 }
 
 object OutOfLineBitpackingCodec {
+  /** Levels (16-bit) packed to `w` bits. */
+  def levelsEncoding(w: Int): CompressiveEncoding = CompressiveEncoding.newBuilder().setOutOfLineBitpacking(
+    OutOfLineBitpacking.newBuilder().setUncompressedBitsPerValue(16).setValues(FlatCodec.encoding(w))).build()
+
   /** `n` unsigned 16-bit levels packed to `w` bits: whole groups of 1024, and a
     * last partial group packed (padded) only when that is strictly smaller
     * than storing it raw, so that the size tells a reader which it is. */
-  def encodeLevels(levels: Array[Int], from: Int, n: Int, w: Int, out: io.lancespark.format.file.ByteBuilder): Unit = {
+  def encodeLevels(levels: Array[Int], from: Int, n: Int, w: Int, out: ByteBuilder): Unit = {
     val group = new Array[Long](FastLanes.GroupSize)
     val groupBytes = FastLanes.packedBytes(w)
     val whole = n / FastLanes.GroupSize
@@ -185,5 +215,19 @@ object OutOfLineBitpackingCodec {
       var i = 0
       while (i < tail) { out.putShort(levels(from + whole * FastLanes.GroupSize + i)); i += 1 }
     }
+  }
+}
+
+/** Integers of `w` bytes bit-packed in groups of 1024, each with its own width. */
+private[v21] final class BitpackedValues(src: Array[Byte], w: Int) extends MiniBlockValues {
+  val encoding: CompressiveEncoding = InlineBitpackingCodec.encoding(w)
+  def buffersPerChunk: Int = 1
+  def preferred(v: Int): Int = 1024
+  def chunk(v: Int, n: Int): Seq[Array[Byte]] = {
+    val group = new Array[Long](1024)
+    InlineBitpackingCodec.readGroup(src, v, n, w, group)
+    val out = new ByteBuilder(8 * 1024 + 16)
+    InlineBitpackingCodec.encodeGroup(group, 8 * w, out)
+    Seq(out.toArray)
   }
 }

@@ -148,3 +148,20 @@ object Codec {
 final case class UnknownCodec(name: String) extends Codec {
   def describe: String = name
 }
+
+/** The write side of a codec in a mini-block page: how values [v, v + n) of
+  * the page are stored as one chunk's buffers (in the file of each codec). */
+private[v21] trait MiniBlockValues {
+  /** The encoding description of the stored values. */
+  def encoding: CompressiveEncoding
+  def buffersPerChunk: Int
+  /** The largest power-of-two count of values from `v` worth a chunk. */
+  def preferred(v: Int): Int
+  /** The value buffers of values [v, v + n). */
+  def chunk(v: Int, n: Int): Seq[Array[Byte]]
+}
+
+private[v21] object MiniBlockValues {
+  /** The largest power of two at most `x` (1 for `x` <= 1). */
+  def pow2AtMost(x: Int): Int = if (x <= 1) 1 else Integer.highestOneBit(x)
+}

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer
 
 import io.lancespark.format.arrow.{Bits, Block}
 import io.lancespark.format.arrow.Block.{FslBlock, NullableBlock}
+import io.lancespark.format.file.BitBuilder
 import io.lancespark.proto.encodings21.{CompressiveEncoding, FixedSizeList}
 
 /** Fixed-size lists (vectors) of fixed-width items, flattened: `dim` items
@@ -109,5 +110,36 @@ final case class FixedSizeListCodec(fsl: FixedSizeList) extends Codec {
     }
     wrap(n, bitmaps.map(b => new Bits(Codec.wrap(b), 0)),
       items.fixedPerValue(Codec.wrap(itemsOut), ctx.count(n * total, "items"), ctx))
+  }
+}
+
+object FixedSizeListCodec {
+  /** Fixed-size lists of `dim` items of `w` bytes (0: booleans), with a
+    * validity bitmap of their items when `validity`. */
+  def encoding(dim: Int, validity: Boolean, w: Int): CompressiveEncoding =
+    CompressiveEncoding.newBuilder().setFixedSizeList(FixedSizeList.newBuilder()
+      .setItemsPerValue(dim).setHasValidity(validity).setValues(FlatCodec.encoding(if (w == 0) 1L else 8L * w))).build()
+
+  /** Bits [from, from + count) of `b` as a bitmap of their own. */
+  def bits(b: BitBuilder, from: Long, count: Int): Array[Byte] = {
+    val out = new Array[Byte]((count + 7) / 8)
+    var i = 0
+    while (i < count) { if (b.get(from + i)) out(i >>> 3) = (out(i >>> 3) | (1 << (i & 7))).toByte; i += 1 }
+    out
+  }
+}
+
+/** Fixed-size lists of `dim` items of `w` bytes (`items`; booleans, `w` 0,
+  * in `itemBits`): a bitmap of their items' validity (when some are null),
+  * then the items. */
+private[v21] final class FixedSizeListValues(items: Array[Byte], itemBits: BitBuilder, itemValidity: Option[BitBuilder],
+                                             dim: Int, w: Int) extends MiniBlockValues {
+  val encoding: CompressiveEncoding = FixedSizeListCodec.encoding(dim, itemValidity.isDefined, w)
+  def buffersPerChunk: Int = if (itemValidity.isDefined) 2 else 1
+  def preferred(v: Int): Int = MiniBlockValues.pow2AtMost(math.max(1, 8186 / (dim * math.max(w, 1))))
+  def chunk(v: Int, n: Int): Seq[Array[Byte]] = {
+    val stored = if (w == 0) FixedSizeListCodec.bits(itemBits, v.toLong * dim, n * dim)
+      else java.util.Arrays.copyOfRange(items, v * dim * w, (v + n) * dim * w)
+    itemValidity.fold(Seq(stored))(b => Seq(FixedSizeListCodec.bits(b, v.toLong * dim, n * dim), stored))
   }
 }

@@ -4,7 +4,8 @@ import java.nio.ByteBuffer
 
 import io.lancespark.format.arrow.{Bits, Block}
 import io.lancespark.format.arrow.Block.{BitBlock, FixedBlock}
-import io.lancespark.proto.encodings21.Flat
+import io.lancespark.format.file.BitBuilder
+import io.lancespark.proto.encodings21.{CompressiveEncoding, Flat}
 
 /** Fixed-width values back to back: a bitmap (1 bit, LSB first) or whole
   * bytes per value, optionally compressed as one buffer (zstd, lz4). */
@@ -39,4 +40,31 @@ final case class FlatCodec(flat: Flat) extends Codec {
   override def fixedBits: Option[Long] = if (flat.hasData) None else Some(bits)
 
   override def fixedPerValue(data: ByteBuffer, n: Int, ctx: CodecContext): Block = values(data, n, ctx)
+}
+
+object FlatCodec {
+  /** Flat values of `bits` bits each. */
+  def encoding(bits: Long): CompressiveEncoding =
+    CompressiveEncoding.newBuilder().setFlat(Flat.newBuilder().setBitsPerValue(bits)).build()
+}
+
+/** Fixed-width values of `w` bytes stored as they are. */
+private[v21] final class FlatValues(src: Array[Byte], w: Int) extends MiniBlockValues {
+  val encoding: CompressiveEncoding = FlatCodec.encoding(8L * w)
+  def buffersPerChunk: Int = 1
+  def preferred(v: Int): Int = MiniBlockValues.pow2AtMost(math.max(1, 8186 / w))
+  def chunk(v: Int, n: Int): Seq[Array[Byte]] = Seq(java.util.Arrays.copyOfRange(src, v * w, (v + n) * w))
+}
+
+/** Booleans: a bitmap per chunk. */
+private[v21] final class BoolValues(bits: BitBuilder) extends MiniBlockValues {
+  val encoding: CompressiveEncoding = FlatCodec.encoding(1)
+  def buffersPerChunk: Int = 1
+  def preferred(v: Int): Int = 8192
+  def chunk(v: Int, n: Int): Seq[Array[Byte]] = {
+    val out = new Array[Byte]((n + 7) / 8)
+    var i = 0
+    while (i < n) { if (bits.get(v + i)) out(i >>> 3) = (out(i >>> 3) | (1 << (i & 7))).toByte; i += 1 }
+    Seq(out)
+  }
 }

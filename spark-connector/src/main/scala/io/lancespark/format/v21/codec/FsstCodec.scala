@@ -5,7 +5,7 @@ import java.nio.{ByteBuffer, ByteOrder}
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.VarBlock
 import io.lancespark.format.file.RawBytes
-import io.lancespark.proto.encodings21.Fsst
+import io.lancespark.proto.encodings21.{CompressiveEncoding, Fsst}
 
 /** FSST: strings compressed with a symbol table of up to 255 symbols of 1 to
   * 8 bytes, one table per page (in the encoding description). A code byte
@@ -152,6 +152,11 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
 }
 
 object FsstCodec {
+  /** `plain` values compressed with the symbol table `table`. */
+  def encoding(plain: CompressiveEncoding, table: Array[Byte]): CompressiveEncoding =
+    CompressiveEncoding.newBuilder().setFsst(Fsst.newBuilder().setValues(plain)
+      .setSymbolTable(com.google.protobuf.ByteString.copyFrom(table))).build()
+
   val Magic: Long = 0x46535354L // "FSST"
   val Escape: Int = 255
 

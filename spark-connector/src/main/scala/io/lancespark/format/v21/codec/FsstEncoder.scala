@@ -244,3 +244,53 @@ object FsstEncoder {
     table
   }
 }
+
+/** Compresses the pages of string columns with FSST, as the reference does
+  * when values reach 5 bytes and the page 32 KiB, if that makes them smaller.
+  * A column's table is learnt from one page and used for its next ones (each
+  * page stores its table) while it compresses them nearly as well (a
+  * learning costs a sixth of a page's compression), and learnt again at
+  * least every `RelearnPages` pages. One per file writer: it keeps each
+  * column's last table. */
+private[v21] final class FsstPages {
+
+  /** A column's last table: `ratio` is what it made of the page it was
+    * learnt from, `pages` how many pages used it. */
+  private final class LearntTable(val encoder: FsstEncoder, val serialized: Array[Byte], val ratio: Double,
+                                  var pages: Int)
+  private val learnt = scala.collection.mutable.LongMap.empty[LearntTable]
+
+  /** Pages a learnt table serves at most, and how much worse than on the
+    * page it was learnt from it may compress the next ones. */
+  private val RelearnPages = 16
+  private val ReuseSlack = 1.03
+
+  /** The `n` values of a page of `column` (value i ends at `end(i)` in
+    * `data`; `total` bytes, the longest `maxLen`) FSST-compressed: the
+    * table, the codes, each value's end. */
+  def compress(column: Int, data: Array[Byte], end: Int => Long, n: Int, maxLen: Long,
+               total: Long): Option[(Array[Byte], Array[Byte], Array[Long])] = {
+    if (maxLen < FsstEncoder.MinMaxLength || total < FsstEncoder.MinInputBytes) return None
+    def startOf(i: Int): Int = if (i == 0) 0 else end(i - 1).toInt
+    def endOf(i: Int): Int = end(i).toInt
+    def compressWith(enc: FsstEncoder): (ByteBuilder, Array[Long]) = {
+      val out = new ByteBuilder((total / 2).toInt + 1024)
+      val ends = new Array[Long](n)
+      var i = 0
+      while (i < n) { enc.compress(data, startOf(i), endOf(i), out); ends(i) = out.size; i += 1 }
+      (out, ends)
+    }
+    val reused = learnt.get(column.toLong).filter(_.pages < RelearnPages).flatMap { t =>
+      val (out, ends) = compressWith(t.encoder)
+      if (out.size <= total * t.ratio * ReuseSlack) { t.pages += 1; Some((t.serialized, out, ends)) } else None
+    }
+    val (table, out, ends) = reused.getOrElse {
+      val enc = FsstEncoder.train(data, startOf, endOf, n)
+      val (out, ends) = compressWith(enc)
+      val serialized = enc.serialized
+      learnt.update(column.toLong, new LearntTable(enc, serialized, out.size.toDouble / total, 1))
+      (serialized, out, ends)
+    }
+    if (out.size + FsstEncoder.TableBytes < 0.9 * total) Some((table, out.arr, ends)) else None
+  }
+}

@@ -8,7 +8,7 @@ import io.airlift.compress.zstd.ZstdDecompressor
 
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.VarBlock
-import io.lancespark.proto.encodings21.{BufferCompression, CompressionScheme, General}
+import io.lancespark.proto.encodings21.{BufferCompression, CompressiveEncoding, CompressionScheme, General}
 
 /** General-purpose compression over the output of another codec:
   *  - mini-block chunk: the chunk's first value buffer is compressed;
@@ -54,6 +54,11 @@ final case class GeneralCodec(general: General) extends Codec {
 }
 
 object GeneralCodec {
+  /** `values` compressed by `scheme`. */
+  def encoding(scheme: CompressionScheme, values: CompressiveEncoding): CompressiveEncoding =
+    CompressiveEncoding.newBuilder().setGeneral(General.newBuilder()
+      .setCompression(BufferCompression.newBuilder().setScheme(scheme)).setValues(values)).build()
+
   /** `len` bytes of `src` compressed for a general encoding: lz4 as its
     * uncompressed size (u32) and an LZ4 block; zstd as its size (u64) and a frame. */
   def compress(scheme: CompressionScheme, src: Array[Byte], from: Int, len: Int): Array[Byte] = scheme match {
@@ -127,5 +132,19 @@ object GeneralCodec {
     val got = if (size == 0) 0 else new Lz4Decompressor().decompress(in, 4, in.length - 4, out, 0, out.length)
     if (got != size) ctx.fail(s"lz4 data decompressed to $got bytes, expected $size")
     out
+  }
+}
+
+/** Another storage's chunks with their first buffer compressed by `scheme`
+  * (wide values that neither bit-pack nor repeat, e.g. decimal prices),
+  * `perChunk` values a chunk. */
+private[v21] final class CompressedValues(inner: MiniBlockValues, perChunk: Int, scheme: CompressionScheme)
+    extends MiniBlockValues {
+  val encoding: CompressiveEncoding = GeneralCodec.encoding(scheme, inner.encoding)
+  def buffersPerChunk: Int = inner.buffersPerChunk
+  def preferred(v: Int): Int = perChunk
+  def chunk(v: Int, n: Int): Seq[Array[Byte]] = {
+    val buffers = inner.chunk(v, n)
+    buffers.updated(0, GeneralCodec.compress(scheme, buffers.head, 0, buffers.head.length))
   }
 }

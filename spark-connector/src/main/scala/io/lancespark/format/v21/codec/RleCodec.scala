@@ -4,6 +4,7 @@ import java.nio.ByteBuffer
 
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.FixedBlock
+import io.lancespark.format.file.ByteBuilder
 import io.lancespark.proto.encodings21.{CompressiveEncoding, Rle}
 
 /** Run-length encoding: the run values (fixed width) and the run lengths
@@ -82,7 +83,7 @@ object RleCodec {
   /** The runs of `n` values of `w` bytes at `from` in `src`: the run values,
     * and the run lengths (u8: longer runs are split). */
   def encode(src: Array[Byte], from: Int, n: Int, w: Int,
-             values: io.lancespark.format.file.ByteBuilder, lengths: io.lancespark.format.file.ByteBuilder): Unit = {
+             values: ByteBuilder, lengths: ByteBuilder): Unit = {
     var i = 0
     while (i < n) {
       var j = i + 1
@@ -118,5 +119,19 @@ object RleCodec {
       case 1 => src(a) == src(b)
       case _ => java.util.Arrays.equals(src, a, a + w, src, b, b + w)
     }
+  }
+}
+
+/** Runs of equal values of `w` bytes: run values, then u8 run lengths. */
+private[v21] final class RleValues(src: Array[Byte], w: Int) extends MiniBlockValues {
+  val encoding: CompressiveEncoding = CompressiveEncoding.newBuilder().setRle(Rle.newBuilder()
+    .setValues(FlatCodec.encoding(8L * w)).setRunLengths(FlatCodec.encoding(8))).build()
+  def buffersPerChunk: Int = 2
+  def preferred(v: Int): Int = 2048
+  def chunk(v: Int, n: Int): Seq[Array[Byte]] = {
+    val values = new ByteBuilder()
+    val lengths = new ByteBuilder()
+    RleCodec.encode(src, v * w, n, w, values, lengths)
+    Seq(values.toArray, lengths.toArray)
   }
 }

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer
 
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.VarBlock
+import io.lancespark.format.file.ByteBuilder
 import io.lancespark.proto.encodings21.{CompressiveEncoding, Variable}
 
 /** Variable-width values: offsets and the values' bytes.
@@ -85,5 +86,57 @@ final case class VariableCodec(variable: Variable) extends Codec {
   override def variablePerValue(stored: VarBlock, ctx: CodecContext): Block = {
     if (variable.hasValues) ctx.unsupported(describe, "full-zip page")
     stored
+  }
+}
+
+object VariableCodec {
+  /** Variable-width values with `offsetBits`-bit offsets. */
+  def encoding(offsetBits: Int): CompressiveEncoding =
+    CompressiveEncoding.newBuilder().setVariable(Variable.newBuilder().setOffsets(FlatCodec.encoding(offsetBits))).build()
+
+  /** Items of variable width as one block buffer (a dictionary): item k is
+    * bytes [start(items(k)), end(items(k))) of `data`. The block holds its
+    * offset width in bits and where its bytes start (`ob`-byte words), the
+    * items' `items.length + 1` offsets into the bytes, then the bytes. */
+  def block(data: Array[Byte], start: Int => Int, end: Int => Int, items: Array[Int], ob: Int): Array[Byte] = {
+    val head = 2 * ob + ob * (items.length + 1)
+    val out = new ByteBuilder(head + data.length / 4)
+    putOffset(out, ob, 8L * ob); putOffset(out, ob, head)
+    var at = 0L
+    putOffset(out, ob, 0)
+    items.foreach { v => at += end(v) - start(v); putOffset(out, ob, at) }
+    items.foreach(v => out.put(data, start(v), end(v) - start(v)))
+    out.toArray
+  }
+
+  /** Appends an offset of `ob` bytes (4 or 8). */
+  def putOffset(out: ByteBuilder, ob: Int, x: Long): Unit = if (ob == 8) out.putLong(x) else out.putInt(x.toInt)
+}
+
+/** Variable-width values: n + 1 offsets into the chunk (`ob` bytes each),
+  * the bytes, padding to a multiple of `ob` (readers take the chunk as
+  * offset words). `encoding` says what the bytes are (plain, or FSST codes);
+  * value i ends at `end(i)` in `data`. */
+private[v21] final class VariableValues(data: Array[Byte], end: Int => Long, ob: Int, val encoding: CompressiveEncoding,
+                                   val values: Int) extends MiniBlockValues {
+  def buffersPerChunk: Int = 1
+  private def start(v: Int): Long = if (v == 0) 0L else end(v - 1)
+  def preferred(v: Int): Int = {
+    // the most values (a power of two) whose offsets and bytes stay within 4 KiB
+    var k = 1
+    while (k < (1 << 14) && start(math.min(v + 2 * k, values)) - start(v) + ob.toLong * (2 * k + 1) <= 4096 &&
+      v + k < values) k *= 2
+    k
+  }
+  def chunk(v: Int, n: Int): Seq[Array[Byte]] = {
+    val s = start(v)
+    val bytes = (start(v + n) - s).toInt
+    val head = ob * (n + 1)
+    val out = new ByteBuilder(head + bytes + 8)
+    var i = 0
+    while (i <= n) { VariableCodec.putOffset(out, ob, head + start(v + i) - s); i += 1 }
+    out.put(data, s.toInt, bytes)
+    out.putZeros((ob - (head + bytes) % ob) % ob)
+    Seq(out.toArray)
   }
 }

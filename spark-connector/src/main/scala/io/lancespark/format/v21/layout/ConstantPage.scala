@@ -5,11 +5,12 @@ import java.nio.ByteBuffer
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.{AllNullBlock, BitBlock, FixedBlock, FslBlock, VarBlock}
 import io.lancespark.format.arrow.Bits
-import io.lancespark.format.file.PageMeta
+import io.lancespark.format.file.{ByteBuilder, PageMeta}
 import io.lancespark.format.input.{PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.{LeafColumn, LeafRun, Levels, RepDef}
+import io.lancespark.format.v21.write.{LeafBuffer, ValueKind}
 import io.lancespark.format.v21.codec.Codec
-import io.lancespark.proto.encodings21.ConstantLayout
+import io.lancespark.proto.encodings21.{ConstantLayout, PageLayout}
 
 /** The constant layout (2.1's "all null" layout uses the same message): every
   * visible valid entry has the same value, or there is none (all null).
@@ -129,18 +130,7 @@ final class ConstantPage(meta: PageMeta, leaf: LeafColumn, layout: ConstantLayou
   private def entries(l: Levels, from: Long, until: Long, path: String): (Int, Int) =
     if (leaf.maxRep == 0) (from.toInt, until.toInt)
     else {
-      var k = -1L
-      var a = -1
-      var b = l.size
-      var i = 0
-      while (i < l.size && b == l.size) {
-        if (l.rep(i) == leaf.maxRep) {
-          k += 1
-          if (k == from) a = i
-          if (k == until) b = i
-        }
-        i += 1
-      }
+      val (a, b) = l.rowEntries(leaf.maxRep, from, until)
       if (a < 0) fail(path, s"row $from not found in the page's levels")
       (a, b)
     }
@@ -184,5 +174,55 @@ final class ConstantPage(meta: PageMeta, leaf: LeafColumn, layout: ConstantLayou
     var i = 0
     while (i < n) { System.arraycopy(v, 0, out, i * v.length, v.length); i += 1 }
     Codec.wrap(out)
+  }
+}
+
+private[v21] object ConstantPage {
+
+  /** Every value null (or every list empty): a constant page with levels. */
+  def allNull(lb: LeafBuffer, levels: PageLevels): EncodedPage = {
+    val rep = levels.rep
+    val defs = levels.defs
+    val layout = ConstantLayout.newBuilder()
+    levels.layers.foreach(layout.addLayers)
+    val buffers =
+      if (rep == null && defs == null) Nil
+      else Seq(if (rep == null) Array.emptyByteArray else u16s(rep), if (defs == null) Array.emptyByteArray else u16s(defs))
+    EncodedPage(buffers, PageLayout.newBuilder().setConstantLayout(layout).build(), lb.rows)
+  }
+
+  /** Every valid value `value`: a constant page holding it inline, with levels. */
+  def withValue(lb: LeafBuffer, value: Array[Byte], levels: PageLevels): EncodedPage = {
+    val page = allNull(lb, levels)
+    val layout = page.layout.getConstantLayout.toBuilder.setInlineValue(com.google.protobuf.ByteString.copyFrom(value))
+    EncodedPage(page.buffers, PageLayout.newBuilder().setConstantLayout(layout).build(), page.rows)
+  }
+
+  /** The value, when every valid value is the same fixed-width value of at
+    * most 32 bytes outside lists (2.2 stores it once, in the page's description). */
+  def valueOf(lb: LeafBuffer): Option[Array[Byte]] = lb.kind match {
+    case ValueKind.Fixed(w) if w <= 32 && lb.values > 0 && lb.rep == null =>
+      // (outside lists, value i is entry i: valid where its level is 0)
+      val a = lb.fixed.arr
+      (0 until lb.values).find(i => lb.defs(i) == 0).filter { f =>
+        var i = f + 1
+        var same = true
+        while (same && i < lb.values) {
+          if (lb.defs(i) == 0) {
+            var b = 0
+            while (b < w && a(i * w + b) == a(f * w + b)) b += 1
+            same = b == w
+          }
+          i += 1
+        }
+        same
+      }.map(f => java.util.Arrays.copyOfRange(a, f * w, f * w + w))
+    case _ => None
+  }
+
+  private def u16s(levels: Array[Int]): Array[Byte] = {
+    val out = new ByteBuilder(2 * levels.length + 16)
+    levels.foreach(out.putShort)
+    out.toArray
   }
 }

@@ -2,13 +2,17 @@ package io.lancespark.format.v21.layout
 
 import java.nio.ByteBuffer
 
+import scala.collection.mutable.ArrayBuffer
+
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.VarBlock
-import io.lancespark.format.file.PageMeta
+import io.lancespark.format.file.{ByteBuilder, PageMeta}
 import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.{LeafColumn, LeafRun, RepDef}
-import io.lancespark.format.v21.codec.{Codec, CodecContext}
-import io.lancespark.proto.encodings21.FullZipLayout
+import io.lancespark.format.v21.codec.{Codec, CodecContext, FixedSizeListCodec, FlatCodec, VariableCodec}
+import io.lancespark.format.v21.write.{LeafBuffer, ValueKind}
+import io.lancespark.proto.encodings21.{CompressiveEncoding, FullZipLayout, PageLayout}
 
 /** The full-zip layout, for wide values (strings over a few hundred bytes,
   * large vectors): each entry is stored whole, so any row is found without
@@ -204,5 +208,99 @@ final class FullZipPage(meta: PageMeta, leaf: LeafColumn, layout: FullZipLayout)
     var d = 0
     while (d < map.length) { if (map(d) <= leaf.maxVisibleDef) m = d; d += 1 }
     m
+  }
+}
+
+private[v21] object FullZipPage {
+  /** Wide values: each entry a control word (its levels) and, when visible,
+    * its value (variable-width ones, when valid, after their size, 32 or 64 bits), with a
+    * repetition index of where each row starts. Variable-width values are
+    * stored as `perValue(offsetBits)` has them: (bytes, end of each value,
+    * encoding). */
+  def write(lb: LeafBuffer, levels: PageLevels,
+            perValue: Int => (Array[Byte], Int => Long, CompressiveEncoding)): EncodedPage = {
+    val layers = levels.layers
+    val rep = levels.rep
+    val defs = levels.defs
+    val maxDef = levels.maxDef
+    val maxVisible = levels.maxVisible
+    val bitsRep = if (rep == null) 0 else PageLevels.bitsFor(lb.maxRep)
+    val bitsDef = if (defs == null) 0 else PageLevels.bitsFor(maxDef)
+    val cw = { val t = bitsRep + bitsDef; if (t == 0) 0 else if (t <= 8) 1 else if (t <= 16) 2 else 4 }
+    val entries = if (rep == null && defs == null) lb.values else lb.defs.size
+    val out = new ByteBuilder(lb.fixed.size + entries * (cw + 4) + 64)
+    val rowStarts = new ByteBuilder()
+    val layout = FullZipLayout.newBuilder().setBitsRep(bitsRep).setBitsDef(bitsDef)
+    val (fixedBytes, encoding, writeValue): (Int, CompressiveEncoding, Int => Unit) = lb.kind match {
+      case ValueKind.Var(bits) =>
+        // as the reference: zstd per value when values pass 32 KiB, else FSST when it pays
+        val (data, end, enc) = perValue(bits)
+        def start(i: Int): Int = if (i == 0) 0 else end(i - 1).toInt
+        (-bits, enc, (i: Int) => {
+          val s = start(i)
+          val len = end(i).toInt - s
+          VariableCodec.putOffset(out, bits / 8, len)
+          out.put(data, s, len)
+        })
+      case ValueKind.Fsl(dim, w) if w > 0 =>
+        val validity = lb.itemNulls > 0
+        val vbytes = (dim + 7) / 8
+        val enc = FixedSizeListCodec.encoding(dim, validity, w)
+        ((if (validity) vbytes else 0) + dim * w, enc, (i: Int) => {
+          if (validity) out.put(FixedSizeListCodec.bits(lb.itemValidity, i.toLong * dim, dim), 0, vbytes)
+          out.put(lb.fixed.arr, i * dim * w, dim * w)
+        })
+      case ValueKind.Fixed(w) => (w, FlatCodec.encoding(8L * w), (i: Int) => out.put(lb.fixed.arr, i * w, w))
+      case other => throw new LanceFormatException(s"${lb.where}: no full-zip layout for $other values")
+    }
+    // (fixedBytes < 0: variable-width values, -fixedBytes bits of length before each)
+    if (fixedBytes >= 0) layout.setBitsPerValue(8 * fixedBytes) else layout.setBitsPerOffset(-fixedBytes)
+    var value = 0
+    var visible = 0
+    var e = 0
+    while (e < entries) {
+      val r = if (rep == null) 0 else rep(e)
+      val d = if (defs == null) 0 else defs(e)
+      if (rep == null || r == lb.maxRep) rowStarts.putLong(out.size.toLong)
+      if (cw > 0) {
+        val word = (r << bitsDef) | d
+        cw match {
+          case 1 => out.putByte(word)
+          case 2 => out.putShort(word)
+          case _ => out.putInt(word)
+        }
+      }
+      if (d <= maxVisible) {
+        visible += 1
+        if (fixedBytes >= 0) writeValue(value)
+        else if (d == 0) writeValue(value)
+        value += 1
+      }
+      e += 1
+    }
+    rowStarts.putLong(out.size.toLong)
+    layout.setNumItems(entries).setNumVisibleItems(visible).setValueCompression(encoding)
+    layers.foreach(layout.addLayers)
+    val buffers = ArrayBuffer(out.toArray)
+    if (fixedBytes < 0 || rep != null) {
+      // the repetition index: row starts packed to the fewest bytes that hold them
+      val rows = rowStarts.size / 8
+      val max = rowStarts.getLong(rows - 1)
+      val width = if (max < (1L << 8)) 1 else if (max < (1L << 16)) 2 else if (max < (1L << 32)) 4 else 8
+      val idx = new ByteBuilder(rows * width)
+      var k = 0
+      while (k < rows) {
+        val x = rowStarts.getLong(k)
+        width match {
+          case 1 => idx.putByte(x.toInt)
+          case 2 => idx.putShort(x.toInt)
+          case 4 => idx.putInt(x.toInt)
+          case _ => idx.putLong(x)
+        }
+        k += 1
+      }
+      buffers += idx.toArray
+    }
+    EncodedPage(buffers.toSeq, PageLayout.newBuilder().setFullZipLayout(layout).build(), lb.rows)
   }
 }

@@ -2,13 +2,17 @@ package io.lancespark.format.v21.layout
 
 import java.nio.ByteBuffer
 
+import scala.collection.mutable.ArrayBuffer
+
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.arrow.{AllNullValues, Block, DictionaryItems, DictionaryValues, FixedValues, VarValues}
 import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, FixedDictBlock, VarBlock}
-import io.lancespark.format.file.PageMeta
+import io.lancespark.format.file.{ByteBuilder, PageMeta}
 import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.{LeafColumn, LeafRun, Levels, RepDef}
-import io.lancespark.format.v21.codec.{Codec, CodecContext}
-import io.lancespark.proto.encodings21.MiniBlockLayout
+import io.lancespark.format.v21.codec.{Codec, CodecContext, MiniBlockValues, OutOfLineBitpackingCodec}
+import io.lancespark.format.v21.write.LeafBuffer
+import io.lancespark.proto.encodings21.{CompressiveEncoding, MiniBlockLayout, PageLayout}
 
 /** The mini-block layout: the page's values cut into chunks of a few KiB
   * (up to 64 KiB and more in 2.2), each chunk decoded whole.
@@ -285,20 +289,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       if (leaf.maxRep == 0) ((from - s.firstRow(a)).toInt, (until - s.firstRow(a)).toInt)
       else {
         // row k of chunk a's rows starts at the k-th entry with the highest repetition level
-        val want0 = from - s.firstRow(a)
-        val want1 = until - s.firstRow(a)
-        var start = -1
-        var end = lv.size
-        var k = -1L
-        var i = 0
-        while (i < lv.size && end == lv.size) {
-          if (lv.rep(i) == leaf.maxRep) {
-            k += 1
-            if (k == want0) start = i
-            if (k == want1) end = i
-          }
-          i += 1
-        }
+        val (start, end) = lv.rowEntries(leaf.maxRep, from - s.firstRow(a), until - s.firstRow(a))
         if (start < 0) fail(path, s"row $from not found in chunks $a to $b")
         (start, end)
       }
@@ -310,5 +301,117 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     val rep = if (lv.rep == null) null else java.util.Arrays.copyOfRange(lv.rep, ls, le)
     val defs = if (lv.defs == null) null else java.util.Arrays.copyOfRange(lv.defs, ls, le)
     new LeafRun(new Levels(rep, defs, le - ls), LeafRun.sliceValues(values, vs, ve))
+  }
+}
+
+private[v21] object MiniBlockPage {
+  /** Most bytes in a mini-block chunk (2.1's 12-bit words allow 32 KiB). */
+  private val MaxChunk = 32 * 1024
+
+  /** A mini-block page of `values` (their storage chosen from the data)
+    * with `dictionary` (its encoding, its buffer, its items) if they are its
+    * indices; 2.2's (`large`) chunk words and buffer sizes are 32-bit. None
+    * if its entries cannot be cut into chunks (a chunk holds at most 65535
+    * levels). */
+  def write(lb: LeafBuffer, levels: PageLevels, values: MiniBlockValues,
+            dict: Option[(CompressiveEncoding, Array[Byte], Int)], large: Boolean): Option[EncodedPage] = {
+    val layers = levels.layers
+    val rep = levels.rep
+    val defs = levels.defs
+    val maxDef = levels.maxDef
+    val maxVisible = levels.maxVisible
+    val entries = if (rep == null && defs == null) lb.values else lb.defs.size
+    val totalValues = lb.values
+    // the entry of each value (entries are values when there are no levels)
+    val entryOf: Int => Int =
+      if (rep == null && defs == null) identity
+      else {
+        val table = new Array[Int](totalValues + 1)
+        var v = 0
+        var e = 0
+        while (e < entries) {
+          val d = if (defs == null) 0 else defs(e)
+          if (d <= maxVisible) { table(v) = e; v += 1 }
+          e += 1
+        }
+        if (v != totalValues) throw new LanceFormatException(s"${lb.where}: $v value slots for ${totalValues} values")
+        table(totalValues) = entries
+        table
+      }
+    val maxRep = lb.maxRep
+    val repW = if (rep == null) 0 else math.max(1, PageLevels.bitsFor(maxRep))
+    val defW = if (defs == null) 0 else math.max(1, PageLevels.bitsFor(maxDef))
+    val chunks = new ByteBuilder(lb.fixed.size / 2 + 1024)
+    val words = new ByteBuilder()
+    val repIndex = new ByteBuilder()
+    var v = 0
+    var e = 0
+    var chunkIndex = 0
+    while (v < totalValues) {
+      var count = math.min(values.preferred(v), totalValues - v)
+      if (v + count < totalValues) count = MiniBlockValues.pow2AtMost(count)
+      var encoded: ByteBuilder = null
+      while (encoded == null) {
+        val last = v + count == totalValues
+        val e1 = if (last) entries else entryOf(v + count)
+        val chunk = if (e1 - e > 65535) null else serializeChunk(values, v, count, rep, defs, e, e1, repW, defW, large)
+        if (chunk != null && (chunk.size <= MaxChunk || count == 1)) {
+          if (chunk.size > (if (large) Int.MaxValue else 4096 * 8)) return None
+          encoded = chunk
+          if (rep != null) {
+            // repetition index: rows ending in the chunk, entries of a row continuing into the next
+            var starts = 0
+            var lastStart = -1
+            var k = e
+            while (k < e1) { if (rep(k) == maxRep) { starts += 1; lastStart = k }; k += 1 }
+            val preamble = rep(e) != maxRep
+            val trailer = e1 < entries && rep(e1) != maxRep
+            repIndex.putLong(starts - (if (trailer) 1 else 0) + (if (preamble) 1 else 0))
+            repIndex.putLong(if (trailer) e1 - math.max(lastStart, e) else 0)
+          }
+          val log = if (last) 0 else Integer.numberOfTrailingZeros(count)
+          val word = ((chunk.size / 8 - 1).toLong << 4) | log
+          if (large) words.putInt(word.toInt) else words.putShort(word.toInt)
+          chunks.put(chunk.arr, 0, chunk.size)
+          v += count
+          e = e1
+        } else if (count == 1) return None
+        else count = MiniBlockValues.pow2AtMost(count / 2)
+      }
+      chunkIndex += 1
+    }
+    val layout = MiniBlockLayout.newBuilder().setValueCompression(values.encoding)
+      .setNumBuffers(values.buffersPerChunk).setNumItems(totalValues).setHasLargeChunk(large)
+    layers.foreach(layout.addLayers)
+    if (rep != null) layout.setRepCompression(OutOfLineBitpackingCodec.levelsEncoding(repW)).setRepetitionIndexDepth(1)
+    if (defs != null) layout.setDefCompression(OutOfLineBitpackingCodec.levelsEncoding(defW))
+    val buffers = ArrayBuffer(words.toArray, chunks.toArray)
+    dict.foreach { case (enc, bytes, count) =>
+      layout.setDictionary(enc).setNumDictionaryItems(count)
+      buffers += bytes
+    }
+    if (rep != null) buffers += repIndex.toArray
+    Some(EncodedPage(buffers.toSeq, PageLayout.newBuilder().setMiniBlockLayout(layout).build(), lb.rows))
+  }
+
+  /** One chunk: its header, levels and value buffers, each padded to 8 bytes. */
+  private def serializeChunk(values: MiniBlockValues, v: Int, n: Int, rep: Array[Int], defs: Array[Int], e0: Int,
+                             e1: Int, repW: Int, defW: Int, large: Boolean): ByteBuilder = {
+    val repBytes = if (rep == null) null else { val b = new ByteBuilder(); OutOfLineBitpackingCodec.encodeLevels(rep, e0, e1 - e0, repW, b); b }
+    val defBytes = if (defs == null) null else { val b = new ByteBuilder(); OutOfLineBitpackingCodec.encodeLevels(defs, e0, e1 - e0, defW, b); b }
+    val bufs = values.chunk(v, n)
+    if (!large && (bufs.exists(_.length > 65535) || (repBytes != null && repBytes.size > 65535) ||
+        (defBytes != null && defBytes.size > 65535))) return null
+    if (repBytes != null && repBytes.size > 65535 || defBytes != null && defBytes.size > 65535) return null
+    val out = new ByteBuilder()
+    out.putShort(if (rep == null && defs == null) 0 else e1 - e0)
+    if (repBytes != null) out.putShort(repBytes.size)
+    if (defBytes != null) out.putShort(defBytes.size)
+    bufs.foreach(b => if (large) out.putInt(b.length) else out.putShort(b.length))
+    out.padTo(8)
+    if (repBytes != null) { out.put(repBytes.arr, 0, repBytes.size); out.padTo(8) }
+    if (defBytes != null) { out.put(defBytes.arr, 0, defBytes.size); out.padTo(8) }
+    bufs.foreach { b => out.put(b, 0, b.length); out.padTo(8) }
+    out
   }
 }

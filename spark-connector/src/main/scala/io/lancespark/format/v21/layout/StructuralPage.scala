@@ -18,6 +18,9 @@ import io.lancespark.proto.encodings21.{CompressiveEncoding, PageLayout, RepDefL
   * dictionary), read once per page. */
 final class PageIO(val input: ByteReader, val source: RandomAccessSource)
 
+/** A page as a layout's writer encodes it: its buffers, its layout and rows. */
+private[v21] final case class EncodedPage(buffers: Seq[Array[Byte]], layout: PageLayout, rows: Long)
+
 /** One page of a 2.1/2.2 leaf column, in the file of its layout: how it plans
   * the reads of rows [from, until) (counted from the page's first row) and
   * how it decodes them into levels and values. */

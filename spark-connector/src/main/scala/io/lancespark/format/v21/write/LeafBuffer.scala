@@ -1,11 +1,11 @@
 package io.lancespark.format.v21.write
 
-import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, BitVector, FieldVector, NullVector}
+import org.apache.arrow.vector.{BaseFixedWidthVector, BitVector, FieldVector, NullVector}
 import org.apache.arrow.vector.complex.FixedSizeListVector
 import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LogicalType}
-import io.lancespark.format.file.{BitBuilder, ByteBuilder, IntBuilder}
+import io.lancespark.format.file.{BitBuilder, ByteBuilder, IntBuilder, VectorOffsets}
 import io.lancespark.format.v21.{LayerKind, RepDef}
 
 /** How a leaf's values are stored while a page fills. */
@@ -118,12 +118,8 @@ private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val 
         case other => fail(s"a ${other.getClass.getSimpleName} for booleans")
       }
       case ValueKind.Var(_) =>
-        val (offs, ow, data) = v match {
-          case s: BaseVariableWidthVector => (s.getOffsetBuffer, 4, s.getDataBuffer)
-          case s: BaseLargeVariableWidthVector => (s.getOffsetBuffer, 8, s.getDataBuffer)
-          case other => fail(s"a ${other.getClass.getSimpleName} for variable-width values")
-        }
-        def off(i: Int): Long = if (ow == 4) offs.getInt(4L * i).toLong else offs.getLong(8L * i)
+        val (off, data) = VectorOffsets.ofVariable(v).getOrElse(
+          fail(s"a ${v.getClass.getSimpleName} for variable-width values"))
         val start = off(a)
         val base = varEnd
         fixed.append(data, start, off(b) - start)
