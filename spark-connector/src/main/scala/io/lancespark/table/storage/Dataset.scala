@@ -67,10 +67,7 @@ object Dataset {
   def manifestPath(storage: DatasetStorage, naming: ManifestNaming, version: Long): Path =
     new Path(new Path(storage.root, ManifestNaming.Dir), naming.fileName(version))
 
-  /** Whether `uri` holds a dataset: a manifest under `_versions/` (a lazy
-    * listing that stops at the first one). */
-  def isDataset(uri: String, conf: Configuration): Boolean = {
-    val storage = DatasetStorage(uri, conf)
-    storage.listNames(ManifestNaming.Dir).exists(n => ManifestNaming.parse(n).isDefined)
-  }
+  /** Whether `uri` holds a dataset: a manifest under `_versions/` (the
+    * hint's, else the first of a lazy listing). */
+  def isDataset(uri: String, conf: Configuration): Boolean = VersionLookup.anyManifest(DatasetStorage(uri, conf))
 }

@@ -15,16 +15,18 @@ import io.lancespark.schema.LanceFormatException
   * for a time) however long the history is:
   *
   *  - '''latest''': an external manifest store, when configured, is the
-  *    authority: its newest record is the start. Else, on a store that lists in
-  *    key order (S3, GCS, HDFS) with V2 naming (`{u64::MAX - version:020}`,
-  *    newest first), the first name of a lazy listing (its first page). Else the
-  *    version `_versions/latest_version_hint.json` names (`{"version":N}`,
-  *    written by every commit of pylance and of this connector, best effort).
-  *    From a start N whose manifest exists, its successors are probed
-  *    (N+1, N+2, N+4, ... then a bisection) until absent, so a stale hint costs
-  *    O(log(how stale)) existence checks. Without a usable start (no hint, its
-  *    version gone, a V1-named dataset on an unsorted store without hint) the
-  *    directory is listed, as before.
+  *    authority: its newest record is the start. Else the version
+  *    `_versions/latest_version_hint.json` names (`{"version":N}`, written by
+  *    every commit of pylance and of this connector, best effort). From a start
+  *    N whose manifest exists, its successors are probed (N+1, N+2, N+4, ...
+  *    then a bisection) until absent, so a stale hint costs O(log(how stale))
+  *    existence checks (one HEAD each on S3A) and no listing. Without a usable
+  *    start (no hint, its version gone), on a store that lists in key order
+  *    (S3, GCS, HDFS) with V2 naming (`{u64::MAX - version:020}`, newest
+  *    first), the first name of a lazy listing (S3A fetches its first page,
+  *    and may prefetch the next: a bounded number of requests). Else (V1
+  *    names, or the local file system, whose listing order is the directory's)
+  *    the directory is listed, as before.
   *    The probes assume the versions after a start are all present: versions
   *    are committed one after the other and a cleanup never removes the latest.
   *    A stale start whose successor a cleanup removed while keeping the start
@@ -49,13 +51,19 @@ object VersionLookup {
   def latest(storage: DatasetStorage): Option[Latest] = {
     val recorded = storage.manifestStore.flatMap(ExternalManifestCommit.finishLatest(storage, _))
     recorded.flatMap(fromStart(storage, _))
-      .orElse(if (storage.sortedListing) firstListed(storage) else None)
       .orElse(readHint(storage).flatMap(fromStart(storage, _)))
+      .orElse(if (storage.sortedListing) firstListed(storage) else None)
       .orElse {
         val (naming, all) = Dataset.listAll(storage)
         all.lastOption.map(Latest(naming, _))
       }
   }
+
+  /** Whether the directory holds a manifest: the hint's version, else a lazy
+    * listing that stops at the first manifest. */
+  def anyManifest(storage: DatasetStorage): Boolean =
+    readHint(storage).exists(namingOf(storage, _).isDefined) ||
+      storage.listNames(ManifestNaming.Dir).exists(n => ManifestNaming.parse(n).isDefined)
 
   /** The version the hint names; None if it is absent or unreadable. */
   def readHint(storage: DatasetStorage): Option[Long] =
