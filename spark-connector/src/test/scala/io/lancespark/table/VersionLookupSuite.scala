@@ -140,7 +140,7 @@ class VersionLookupSuite extends AnyFunSuite {
 
   private def checkAll(s: DatasetStorage, present: Seq[Long], time: Long => Instant): Unit =
     targets(present, time).foreach { at =>
-      assert(VersionLookup.versionAt(s, t => !t.isAfter(at)) == linear(present, time, at), s"at $at")
+      assert(VersionLookup.versionAt(s, at, t => !t.isAfter(at)) == linear(present, time, at), s"at $at")
     }
 
   test("TIMESTAMP AS OF by bisection equals the linear definition: before the first, at and between versions, after the last") {
@@ -162,12 +162,12 @@ class VersionLookupSuite extends AnyFunSuite {
     decoy(s)  // no listing: the earliest present version (638) is found by existence checks
     val present = 638L to 1000L
     Seq(time(638), time(638).plusSeconds(5), time(700).plusSeconds(5), time(999), time(1000)).foreach { at =>
-      assert(VersionLookup.versionAt(s, t => !t.isAfter(at)) == linear(present, time, at), s"at $at")
+      assert(VersionLookup.versionAt(s, at, t => !t.isAfter(at)) == linear(present, time, at), s"at $at")
     }
     // a time before it: versions below may have survived (tagged), so it lists them
     Files.delete(dir(s).resolve("999999999.manifest"))
     Seq(time(1), time(637), time(638).minusNanos(1)).foreach { at =>
-      assert(VersionLookup.versionAt(s, t => !t.isAfter(at)).isEmpty, s"at $at")
+      assert(VersionLookup.versionAt(s, at, t => !t.isAfter(at)).isEmpty, s"at $at")
     }
   }
 
@@ -179,18 +179,25 @@ class VersionLookupSuite extends AnyFunSuite {
     checkAll(s, present, time)
   }
 
-  test("timestamps going backwards where the search reads them: the linear definition") {
-    // version 151 (the first midpoint of 1..301) says it was committed after the last one
+  test("a time out of order with its brackets: at or before the target, its successor after it") {
+    // version 151 says it was committed after the last one
     val time: Long => Instant = v => Instant.ofEpochSecond(Base + 10 * (if (v == 151) 400 else v))
     val s = history(301, time = time, hint = Some(301))
-    checkAll(s, 1L to 301L, time)
+    targets(1L to 301L, time).foreach { at =>
+      VersionLookup.versionAt(s, at, t => !t.isAfter(at)) match {
+        case Some(v) => assert(!time(v).isAfter(at) && (v == 301 || time(v + 1).isAfter(at)), s"at $at: $v")
+        case None => assert(time(1).isAfter(at), s"at $at")
+      }
+    }
+    val at = time(150).plusSeconds(5)
+    assert(VersionLookup.versionAt(s, at, t => !t.isAfter(at)).contains(150L))
   }
 
   test("timestamps going backwards elsewhere: a version at or before the time whose successor is after it") {
     val time: Long => Instant = v => if (v == 77) Instant.ofEpochSecond(Base + 10 * 200) else Instant.ofEpochSecond(Base + 10 * v)
     val s = history(301, time = time, hint = Some(301))
     targets(1L to 301L, time).foreach { at =>
-      val r = VersionLookup.versionAt(s, t => !t.isAfter(at))
+      val r = VersionLookup.versionAt(s, at, t => !t.isAfter(at))
       r match {
         case Some(v) => assert(!time(v).isAfter(at) && (v == 301 || time(v + 1).isAfter(at)), s"at $at: $v")
         case None => assert(time(1).isAfter(at), s"at $at")

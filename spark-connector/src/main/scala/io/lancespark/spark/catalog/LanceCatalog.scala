@@ -125,7 +125,8 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
     val storage = DatasetStorage(location(ident), conf)
     // a path that holds no dataset: an error naming it; else a bisection by manifest time
     // (about log2(versions) manifest reads), compared in microseconds
-    val at = VersionLookup.versionAt(storage, t => t.getEpochSecond * 1000000L + t.getNano / 1000 <= timestamp)
+    val target = java.time.Instant.ofEpochSecond(Math.floorDiv(timestamp, 1000000L), Math.floorMod(timestamp, 1000000L) * 1000L)
+    val at = VersionLookup.versionAt(storage, target, t => t.getEpochSecond * 1000000L + t.getNano / 1000 <= timestamp)
       .getOrElse(throw new IllegalArgumentException(
         s"${storage.uri}: no version was committed at or before the requested timestamp"))
     load(ident, Some(at))
