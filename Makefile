@@ -65,10 +65,11 @@ test: test-scala test-python test-integration
 
 # The randomized differential tests at length (make test runs 150 seeds per case and 20
 # Delta sequences), every commit point a writer can be killed at (make test kills it at
-# two), and the whole pylance read matrix (make test reads 4 of its 7 datasets).
+# two), the whole pylance read matrix (make test reads 4 of its 7 datasets), and a history
+# of 10,000 versions (make test: 2,000).
 test-long: python
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 $(PY) -m pytest -q -k differential integration-tests
-	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or test_read_interop or old_release_damage" integration-tests
+	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or test_read_interop or old_release_damage or long_history" integration-tests
 
 demo: python
 	$(PY) examples/demo.py

@@ -112,7 +112,7 @@ final class TagProcedure(tables: TableResolver, action: String) extends LancePro
   override protected def run(args: Args): InternalRow = {
     val s = storage(args)
     val tag = args.need("tag", args.string("tag"))
-    def version: Long = args.long("version").getOrElse(Dataset.versions(s)._2.lastOption.getOrElse(
+    def version: Long = args.long("version").getOrElse(Dataset.latest(s).map(_.version).getOrElse(
       throw new IllegalArgumentException(s"${s.uri}: not a Lance dataset")))
     action match {
       case "create" =>

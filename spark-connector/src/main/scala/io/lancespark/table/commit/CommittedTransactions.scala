@@ -12,16 +12,28 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage, ManifestFile, Manif
   * each manifest only the transaction file's name is decoded. One instance per
   * commit: a dataset replaced at the same path is seen afresh by the next. */
 final class CommittedTransactions(storage: DatasetStorage) {
-  private val byVersion = mutable.Map.empty[Long, Option[Transaction]]
 
-  /** Version `v`'s transaction (None: its manifest names none, or the file is missing or unreadable). */
-  def apply(scheme: ManifestNaming, v: Long): Option[Transaction] =
-    byVersion.getOrElseUpdate(v, TransactionFile.read(storage,
-      ManifestFile.transactionFileOf(storage, Dataset.manifestPath(storage, scheme, v))))
+  // Some(None): the manifest names no transaction (or its file is unreadable); None: the manifest is absent
+  private val byVersion = mutable.Map.empty[Long, Option[Option[Transaction]]]
+
+  /** Version `v`'s transaction: None if its manifest is absent (a cleanup
+    * removed it), Some(None) if it names none or the file is missing or
+    * unreadable. */
+  def apply(scheme: ManifestNaming, v: Long): Option[Option[Transaction]] =
+    byVersion.getOrElseUpdate(v, {
+      val path = Dataset.manifestPath(storage, scheme, v)
+      storage.readIfPresent(path).map(b => TransactionFile.read(storage, ManifestFile.transactionFileOf(b, path.toString)))
+    })
+
+  /** The versions after `readVersion` up to `latest` whose manifests exist,
+    * each with its transaction, read by name (no listing of `_versions/`). */
+  def between(scheme: ManifestNaming, readVersion: Long, latest: Long): Seq[(Long, Option[Transaction])] =
+    ((readVersion + 1) to latest).flatMap(v => apply(scheme, v).map(v -> _))
 
   /** The versions committed after `readVersion`, each with its transaction. */
-  def since(readVersion: Long): Seq[(Long, Option[Transaction])] = {
-    val (scheme, versions) = Dataset.versions(storage)
-    versions.filter(_ > readVersion).map(v => v -> apply(scheme, v))
-  }
+  def since(readVersion: Long): Seq[(Long, Option[Transaction])] =
+    Dataset.latest(storage) match {
+      case Some(l) => between(l.naming, readVersion, l.version)
+      case None => Nil
+    }
 }

@@ -11,7 +11,7 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
 import io.lancespark.table.model.{DataFileVersion, FeatureFlags, Snapshot}
-import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, ManifestFile, ManifestMigration, ManifestNaming, RowDeletions, TransactionFile}
+import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, ManifestFile, ManifestMigration, ManifestNaming, RowDeletions, TransactionFile, VersionLookup}
 
 /** A data file a task wrote, before the commit gives it a fragment id. */
 final case class WrittenFragment(
@@ -119,10 +119,11 @@ object Committer {
   @tailrec
   private def attempt(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
       settings: CommitSettings, known: CommittedTransactions, n: Int): Snapshot = {
-    val (scheme, versions) = Dataset.versions(storage)
-    val latest = versions.lastOption
-    val disjoint = checkConflicts(storage, readVersion, latest, scheme, versions, probe(readVersion.getOrElse(0L), op),
-      known)
+    // the latest version without listing _versions/; the versions after the read one by name
+    val found = Dataset.latest(storage)
+    val latest = found.map(_.version)
+    val scheme = found.map(_.naming).getOrElse(ManifestNaming.V2)
+    val disjoint = checkConflicts(storage, readVersion, latest, scheme, probe(readVersion.getOrElse(0L), op), known)
     val base = latest.map(v => baseOf(storage, scheme, v))
     val naming = if (latest.isEmpty) (if (settings.v2ManifestNaming) ManifestNaming.V2 else ManifestNaming.V1) else scheme
     val version = latest.getOrElse(0L) + 1
@@ -194,8 +195,7 @@ object Committer {
     * changes also touched where ours may only land if the rows differ, each
     * with the first such version. */
   private def checkConflicts(storage: DatasetStorage, readVersion: Option[Long], latest: Option[Long],
-      scheme: ManifestNaming, versions: Seq[Long], txn: Transaction,
-      known: CommittedTransactions): Map[Long, Long] = readVersion match {
+      scheme: ManifestNaming, txn: Transaction, known: CommittedTransactions): Map[Long, Long] = readVersion match {
     case None =>
       latest.foreach { v =>
         throw new CommitConflictException(
@@ -203,8 +203,8 @@ object Committer {
       }
       Map.empty
     case Some(read) =>
-      versions.filter(_ > read).foldLeft(Map.empty[Long, Long]) { (disjoint, v) =>
-        ConflictChecker.check(txn, known(scheme, v)) match {
+      known.between(scheme, read, latest.getOrElse(read)).foldLeft(Map.empty[Long, Long]) { case (disjoint, (v, theirs)) =>
+        ConflictChecker.check(txn, theirs) match {
           case ConflictChecker.Compatible => disjoint
           case ConflictChecker.CompatibleIfRowsDisjoint(frags) =>
             frags.foldLeft(disjoint)((acc, f) => if (acc.contains(f)) acc else acc.updated(f, v))
@@ -332,10 +332,11 @@ object Committer {
       readVersion: Long, version: Long, settings: CommitSettings): Built = {
     val prev = latest.map(_.manifest).getOrElse(
       throw new LanceFormatException(s"${storage.uri}: not a Lance dataset; nothing to restore"))
-    val (_, present) = Dataset.versions(storage)
-    if (!present.contains(old))
+    if (!VersionLookup.exists(storage, scheme, old)) {
+      val (_, present) = Dataset.versions(storage)  // a listing, only for the message
       throw new LanceFormatException(
         s"${storage.uri}: cannot restore version $old: it does not exist (versions ${present.head} to ${present.last} are present)")
+    }
     val source = baseOf(storage, scheme, old)
     val b = stamp(source.manifest.toBuilder, version, settings)
       .setNextRowId(math.max(source.manifest.getNextRowId, prev.getNextRowId))
@@ -409,11 +410,7 @@ object Committer {
     t.build()
   }
 
-  /** `_versions/latest_version_hint.json`, which newer reference readers consult; best effort. */
-  private def writeHint(storage: DatasetStorage, version: Long): Unit =
-    try {
-      val out = storage.fs.create(new org.apache.hadoop.fs.Path(new org.apache.hadoop.fs.Path(storage.root,
-        ManifestNaming.Dir), "latest_version_hint.json"), true)
-      try out.write(s"""{"version":$version}""".getBytes("UTF-8")) finally out.close()
-    } catch { case _: java.io.IOException => () }
+  /** `_versions/latest_version_hint.json` as pylance writes it (`{"version":N}`):
+    * where lookups of the latest version start; best effort. */
+  private def writeHint(storage: DatasetStorage, version: Long): Unit = VersionLookup.writeHint(storage, version)
 }

@@ -9,7 +9,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.fs.{FileStatus, Path}
 
 import io.lancespark.proto.table.{IndexSection, Manifest}
-import io.lancespark.table.storage.{Dataset, DatasetStorage, DeletionVector, ExternalManifestCommit, ManifestFile, ManifestNaming, TransactionFile}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, DeletionVector, ExternalManifestCommit, ManifestFile, ManifestNaming, TransactionFile, VersionLookup}
 
 /** What a cleanup removes: versions committed before `olderThan` (never the
   * latest, never a tagged one) and the files only they reference.
@@ -114,6 +114,10 @@ object Cleanup {
           throw new java.io.IOException(s"${storage.uri}: could not delete $p")
       }
       pruneEmptyDirs(storage, garbage.filter(_.kind == "index").map(_.path))
+      // a stale hint (a writer that writes none committed since) would start the
+      // latest-version probes at a version kept below removed ones: point it at the latest
+      if (removed.nonEmpty && VersionLookup.readHint(storage).forall(_ < latest))
+        VersionLookup.writeHint(storage, latest)
     }
     CleanupResult(removed.map(_.version), manifests ++ garbage,
       kept.filter(i => old(i) && tagged.contains(i.version)).map(_.version), policy.dryRun)

@@ -5,7 +5,7 @@ import java.time.Instant
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.table.commit.{CommitSettings, Committer, RestoreVersion}
 import io.lancespark.table.model.Snapshot
-import io.lancespark.table.storage.{Dataset, DatasetStorage, ManifestFile}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, VersionLookup}
 
 /** What a restore committed. */
 final case class RestoreResult(restoredVersion: Long, previousVersion: Long, newVersion: Long, rows: Long, fragments: Int)
@@ -15,8 +15,7 @@ final case class RestoreResult(restoredVersion: Long, previousVersion: Long, new
 object Restore {
 
   def toVersion(storage: DatasetStorage, version: Long, settings: CommitSettings = CommitSettings()): RestoreResult = {
-    val (_, versions) = Dataset.versions(storage)
-    val latest = versions.lastOption.getOrElse(
+    val latest = Dataset.latest(storage).map(_.version).getOrElse(
       throw new LanceFormatException(s"${storage.uri}: not a Lance dataset (no manifests under _versions/)"))
     val s: Snapshot = Committer.commit(storage, Some(latest), RestoreVersion(version), settings)
     RestoreResult(version, latest, s.version, s.countRows, s.fragments.size)
@@ -28,12 +27,9 @@ object Restore {
   def toTag(storage: DatasetStorage, tag: String, settings: CommitSettings = CommitSettings()): RestoreResult =
     toVersion(storage, Tags.versionOf(storage, tag), settings)
 
-  /** The newest version committed at or before `at`. */
-  def versionAt(storage: DatasetStorage, at: Instant): Long = {
-    val (naming, versions) = Dataset.versions(storage)
-    versions.reverseIterator.find { v =>
-      val m = ManifestFile.read(storage, Dataset.manifestPath(storage, naming, v))
-      m.hasTimestamp && !Instant.ofEpochSecond(m.getTimestamp.getSeconds, m.getTimestamp.getNanos.toLong).isAfter(at)
-    }.getOrElse(throw new LanceFormatException(s"${storage.uri}: no version was committed at or before $at"))
-  }
+  /** The newest version committed at or before `at` (a bisection by manifest
+    * time: [[VersionLookup.versionAt]]). */
+  def versionAt(storage: DatasetStorage, at: Instant): Long =
+    VersionLookup.versionAt(storage, at, t => !t.isAfter(at))
+      .getOrElse(throw new LanceFormatException(s"${storage.uri}: no version was committed at or before $at"))
 }

@@ -11,7 +11,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode
 import org.apache.hadoop.fs.Path
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.table.storage.{Dataset, DatasetStorage}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, VersionLookup}
 
 /** A named version of a dataset, as the reference stores it in
   * `_refs/tags/<name>.json`. `branch` None is the main branch (the only one
@@ -111,11 +111,12 @@ object Tags {
   }
 
   private def manifestSize(storage: DatasetStorage, version: Long, tag: String): Long = {
-    val (naming, versions) = Dataset.versions(storage)
-    if (!versions.contains(version))
+    val naming = VersionLookup.namingOf(storage, version).getOrElse {
+      val (_, versions) = Dataset.versions(storage)  // a listing, only for the message
       throw new TagException(
         s"${storage.uri}: cannot tag version $version as '$tag': it does not exist" +
           (if (versions.isEmpty) "" else s" (versions ${versions.head} to ${versions.last} are present)"))
+    }
     storage.fs.getFileStatus(Dataset.manifestPath(storage, naming, version)).getLen
   }
 

@@ -55,6 +55,41 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
     try fs.listStatus(new Path(root, dir)).toSeq.filter(_.isFile)
     catch { case _: FileNotFoundException => Nil }
 
+  /** The names of the files directly under `dir`, listed lazily: object stores
+    * (S3A) fetch a page (1,000 keys on S3) when the iterator reaches it, so a
+    * caller that stops early does not pay for the whole directory. In key
+    * order only where [[sortedListing]]. */
+  def listNames(dir: String): Iterator[String] = {
+    val it = try fs.listStatusIterator(new Path(root, dir))
+      catch { case _: FileNotFoundException => return Iterator.empty }
+    new Iterator[String] {
+      private var nextName: Option[String] = None
+      private def advance(): Unit =
+        while (nextName.isEmpty && (try it.hasNext catch { case _: FileNotFoundException => false })) {
+          val st = it.next()
+          if (st.isFile) nextName = Some(st.getPath.getName)
+        }
+      override def hasNext: Boolean = { advance(); nextName.isDefined }
+      override def next(): String = { advance(); val n = nextName.get; nextName = None; n }
+    }
+  }
+
+  /** Whether this store lists a directory in key (byte) order: S3 (S3A),
+    * Google Cloud Storage and HDFS do; the local file system does not (the
+    * order of the directory on disk). */
+  def sortedListing: Boolean = DatasetStorage.SortedListingSchemes.contains(
+    Option(root.toUri.getScheme).getOrElse(fs.getUri.getScheme))
+
+  /** Whether `path` is a file: one metadata request (a HEAD on S3A, without
+    * the directory listing `exists` adds for an absent key). */
+  @scala.annotation.nowarn("cat=deprecation")
+  def isFile(path: Path): Boolean = fs.isFile(path)
+
+  /** `path`'s bytes, None if it does not exist. */
+  def readIfPresent(path: Path): Option[Array[Byte]] =
+    try Some(readFully(path))
+    catch { case e: LanceFormatException if e.getCause.isInstanceOf[FileNotFoundException] => None }
+
   /** Ranges of one batch at most this far apart are read as one request:
     * `lance.read.coalesce-gap` (bytes, `k`/`m` suffixes), by default a storage
     * block on local disks and 1 MiB on object stores and other remote file
@@ -78,8 +113,14 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
         throw LanceFormatException(path.toString, "file is missing (referenced by the dataset)", e)
     }
 
+  /** The whole of `path`. On remote stores its length is asked once and the
+    * file opened with it (one metadata request, not one for the length and
+    * one more when the file is opened). */
   def readFully(path: Path): Array[Byte] = {
-    val src = open(path)
+    val known = if (isLocal) 0L else
+      try fs.getFileStatus(path).getLen
+      catch { case e: FileNotFoundException => throw LanceFormatException(path.toString, "file is missing (referenced by the dataset)", e) }
+    val src = open(path, known)
     try {
       val b = src.read(0, src.size)
       val out = new Array[Byte](b.remaining())
@@ -100,6 +141,8 @@ object DatasetStorage {
   /** Hadoop configuration key (`spark.hadoop.` prefix, or a session SQL conf) of [[DatasetStorage.coalesceGap]]. */
   val CoalesceGapKey: String = "lance.read.coalesce-gap"
   val RemoteCoalesceGap: Long = 1L << 20
+  /** URI schemes whose directory listings come back in key order. */
+  val SortedListingSchemes: Set[String] = Set("s3a", "s3", "gs", "hdfs")
   def apply(uri: String, conf: Configuration): DatasetStorage = {
     val p = new Path(new URI(normalize(uri)))
     val fs = p.getFileSystem(conf) match {

@@ -67,9 +67,11 @@ object ManifestFile {
   /** Only the name of the transaction file a manifest names ("" for none),
     * without building its fragments: what a conflict check needs of every
     * version committed since it read, however many fragments they hold. */
-  def transactionFileOf(storage: DatasetStorage, path: Path): String = {
-    val bytes = storage.readFully(path)
-    val (pos, len) = body(bytes, path.toString)
+  def transactionFileOf(storage: DatasetStorage, path: Path): String =
+    transactionFileOf(storage.readFully(path), path.toString)
+
+  def transactionFileOf(bytes: Array[Byte], where: String): String = {
+    val (pos, len) = body(bytes, where)
     try {
       val in = com.google.protobuf.CodedInputStream.newInstance(bytes, pos + 4, len)
       var name = ""
@@ -83,9 +85,35 @@ object ManifestFile {
       name
     } catch {
       case e: InvalidProtocolBufferException =>
-        throw LanceFormatException(path.toString, s"corrupt manifest: ${e.getMessage}", e)
+        throw LanceFormatException(where, s"corrupt manifest: ${e.getMessage}", e)
     }
   }
+
+  /** Only the commit time a manifest records (None: it records none), without
+    * building its fragments: what a search by time needs of each version it
+    * looks at. */
+  def timestampOf(bytes: Array[Byte], where: String): Option[java.time.Instant] = {
+    val (pos, len) = body(bytes, where)
+    try {
+      val in = com.google.protobuf.CodedInputStream.newInstance(bytes, pos + 4, len)
+      var found: Option[java.time.Instant] = None
+      var done = false
+      while (!done) {
+        val tag = in.readTag()
+        if (tag == 0) done = true
+        else if (tag == TimestampTag) {
+          val t = com.google.protobuf.Timestamp.parseFrom(in.readBytes())
+          found = Some(java.time.Instant.ofEpochSecond(t.getSeconds, t.getNanos.toLong))
+        } else if (!in.skipField(tag)) done = true
+      }
+      found
+    } catch {
+      case e: InvalidProtocolBufferException =>
+        throw LanceFormatException(where, s"corrupt manifest: ${e.getMessage}", e)
+    }
+  }
+
+  private val TimestampTag: Int = (Manifest.TIMESTAMP_FIELD_NUMBER << 3) | 2
 
   // field 12 (transaction_file), length-delimited
   private val TransactionFileTag: Int = (Manifest.TRANSACTION_FILE_FIELD_NUMBER << 3) | 2
