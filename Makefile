@@ -46,6 +46,7 @@ wheel: venv jar
 	@ls python/dist/*.whl
 
 fixtures: venv
+	$(PY) python/gen_protos.py   # old_releases.py edits manifests with our protos
 	$(PY) tests/fixtures/codec_fixtures.py $(FIXTURES)   # first: it empties the directory
 	$(PY) tests/fixtures/v2_fixtures.py $(FIXTURES)
 	$(PY) tests/fixtures/v21_fixtures.py $(FIXTURES)
@@ -53,7 +54,7 @@ fixtures: venv
 	$(PY) tests/fixtures/old_releases.py $(FIXTURES)/old_releases
 
 test-scala: venv fixtures
-	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "connector/test" < /dev/null
+	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "connector/test" "++2.12.20 core/test" < /dev/null
 
 test-python: python
 	$(PY) -m pytest -q tests

@@ -1,8 +1,18 @@
 // lance_spark: a JVM-native Spark DataSourceV2 for the Lance format.
-// Versions are pinned here; sparkVersion must equal the pyspark pin in python/pyproject.toml.
+//
+// Projects:
+//  - core: the Spark-free codec and table layer (format/, table/, schema/ and
+//    the generated protobuf classes), one source tree built for Scala 2.12 and
+//    2.13 (`++2.12 core/test` runs its suites under 2.12).
+//  - connector: the Spark layer (spark-connector/) and its bundle jar, for
+//    Spark 4.2 / Scala 2.13.
+// sparkVersion must equal the pyspark pin in requirements-dev.txt.
 ThisBuild / organization := "io.lancespark"
 ThisBuild / version      := "0.1.0"
-ThisBuild / scalaVersion := "2.13.18"
+
+val scala212 = "2.12.20"
+val scala213 = "2.13.18"
+ThisBuild / scalaVersion := scala213
 
 val sparkVersion    = "4.2.0"
 val protobufVersion = "4.33.5"
@@ -10,26 +20,44 @@ val arrowVersion    = "19.0.0"  // what Spark 4.2.0 ships
 val roaringVersion  = "1.6.10"  // what Spark 4.2.0 ships
 val awsSdkVersion   = "2.35.4"  // the AWS SDK v2 of Spark 4.2.0's Hadoop 3.5.0 (hadoop-aws); only compiled against
 val aircompressorVersion = "2.0.3" // what Spark 4.2.0 ships: pure-Java zstd and lz4 (file versions 2.1/2.2)
+val hadoopVersion   = "3.5.0"   // what Spark 4.2.0 ships; only compiled against (the core's FileSystem API); Spark brings its own
+val compatVersion   = "2.12.0"  // scala-collection-compat: 2.13 collection API on 2.12
+
+def scalacFor(scala: String): Seq[String] =
+  Seq("-release", "17", "-deprecation", "-feature", "-unchecked") ++
+    (if (scala.startsWith("2.12")) Seq("-Ywarn-unused:imports", "-Xsource:2.13") else Seq("-Wunused:imports"))
+
+val testJavaOptions = Seq(
+  "-Xmx3g",
+  "--add-opens=java.base/java.nio=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang=ALL-UNNAMED",
+  "--add-opens=java.base/java.util=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED"
+)
 
 lazy val root = (project in file("."))
-  .aggregate(connector)
-  .settings(publish / skip := true)
+  .aggregate(core, connector)
+  .settings(publish / skip := true, crossScalaVersions := Nil)
 
-lazy val connector = (project in file("spark-connector"))
+lazy val core = (project in file("core"))
   .settings(
-    name := "lance-spark",
+    name := "lance-spark-core",
+    crossScalaVersions := Seq(scala213, scala212),
     javacOptions ++= Seq("--release", "17"),
-    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Wunused:imports"),
+    scalacOptions ++= scalacFor(scalaVersion.value),
     libraryDependencies ++= Seq(
-      "org.apache.spark"  %% "spark-sql"        % sparkVersion   % Provided,
       "org.apache.arrow"   % "arrow-vector"     % arrowVersion   % Provided,
       "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
       "org.apache.arrow"   % "arrow-compression" % arrowVersion % Provided,  // zstd/lz4 IPC (pylance compresses .arrow deletion files)
       "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
       "io.airlift"         % "aircompressor"    % aircompressorVersion % Provided,
+      "org.apache.hadoop"  % "hadoop-client-api" % hadoopVersion % Provided,
       "software.amazon.awssdk" % "dynamodb"     % awsSdkVersion  % Provided,  // the DynamoDB external manifest store
+      "org.scala-lang.modules" %% "scala-collection-compat" % compatVersion,
       "com.google.protobuf" % "protobuf-java"   % protobufVersion,
       "com.google.protobuf" % "protobuf-java"   % protobufVersion % "protobuf", // well-known types for protoc
+      "org.apache.hadoop"  % "hadoop-client-runtime" % hadoopVersion % Test,
       "org.scalatest"     %% "scalatest"        % "3.2.19"       % Test
     ),
     // Generate Java classes from our own protos/ at build time; never committed.
@@ -37,19 +65,34 @@ lazy val connector = (project in file("spark-connector"))
     Compile / PB.targets := Seq(PB.gens.java(protobufVersion) -> (Compile / sourceManaged).value),
     PB.protocVersion := protobufVersion,
     Test / fork := true,
-    Test / javaOptions ++= Seq(
-      "-Xmx3g",
-      "--add-opens=java.base/java.nio=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang=ALL-UNNAMED",
-      "--add-opens=java.base/java.util=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED"
+    Test / javaOptions ++= testJavaOptions
+  )
+
+lazy val connector = (project in file("spark-connector"))
+  .dependsOn(core % "compile->compile;test->test")
+  .settings(
+    name := "lance-spark",
+    crossScalaVersions := Seq(scala213),
+    javacOptions ++= Seq("--release", "17"),
+    scalacOptions ++= scalacFor(scalaVersion.value),
+    libraryDependencies ++= Seq(
+      "org.apache.spark"  %% "spark-sql"        % sparkVersion   % Provided,
+      "org.apache.arrow"   % "arrow-vector"     % arrowVersion   % Provided,
+      "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
+      "org.apache.arrow"   % "arrow-compression" % arrowVersion % Provided,
+      "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
+      "io.airlift"         % "aircompressor"    % aircompressorVersion % Provided,
+      "software.amazon.awssdk" % "dynamodb"     % awsSdkVersion  % Provided,
+      "org.scalatest"     %% "scalatest"        % "3.2.19"       % Test
     ),
-    // The bundle jar for spark-submit --jars: our classes + relocated protobuf only.
+    Test / fork := true,
+    Test / javaOptions ++= testJavaOptions,
+    // The bundle jar for spark-submit --jars: our classes + relocated protobuf and collection-compat.
     assembly / assemblyJarName := s"lance-spark-bundle_2.13-${version.value}.jar",
     assembly / assemblyOption ~= (_.withIncludeScala(false)),
     assembly / assemblyShadeRules := Seq(
-      ShadeRule.rename("com.google.protobuf.**" -> "io.lancespark.shaded.protobuf.@1").inAll
+      ShadeRule.rename("com.google.protobuf.**" -> "io.lancespark.shaded.protobuf.@1").inAll,
+      ShadeRule.rename("scala.collection.compat.**" -> "io.lancespark.shaded.compat.@1").inAll
     ),
     assembly / assemblyMergeStrategy := {
       case PathList("META-INF", "services", _*) => MergeStrategy.concat
