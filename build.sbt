@@ -4,9 +4,9 @@
 //  - core: the Spark-free codec and table layer (format/, table/, schema/ and
 //    the generated protobuf classes), one source tree built for Scala 2.12 and
 //    2.13 (`++2.12 core/test` runs its suites under 2.12).
-//  - connector: the Spark layer (spark-connector/) and its bundle jar, for
-//    Spark 4.2 / Scala 2.13.
-// sparkVersion must equal the pyspark pin in requirements-dev.txt.
+//  - spark41, spark42: the Spark layer (spark-connector/) and its bundle jar
+//    for each Spark line (target/bundles/lance-spark-bundle-<line>_<scala>-<version>.jar).
+// The 4.2 line's Spark version must equal the pyspark pin in requirements-dev.txt.
 ThisBuild / organization := "io.lancespark"
 ThisBuild / version      := "0.1.0"
 
@@ -14,7 +14,6 @@ val scala212 = "2.12.20"
 val scala213 = "2.13.18"
 ThisBuild / scalaVersion := scala213
 
-val sparkVersion    = "4.2.0"
 val protobufVersion = "4.33.5"
 val arrowVersion    = "19.0.0"  // what Spark 4.2.0 ships
 val roaringVersion  = "1.6.10"  // what Spark 4.2.0 ships
@@ -37,7 +36,7 @@ val testJavaOptions = Seq(
 )
 
 lazy val root = (project in file("."))
-  .aggregate(core, connector)
+  .aggregate(core, spark41, spark42)
   .settings(publish / skip := true, crossScalaVersions := Nil)
 
 lazy val core = (project in file("core"))
@@ -68,36 +67,61 @@ lazy val core = (project in file("core"))
     Test / javaOptions ++= testJavaOptions
   )
 
-lazy val connector = (project in file("spark-connector"))
-  .dependsOn(core % "compile->compile;test->test")
-  .settings(
-    name := "lance-spark",
-    crossScalaVersions := Seq(scala213),
-    javacOptions ++= Seq("--release", "17"),
-    scalacOptions ++= scalacFor(scalaVersion.value),
-    libraryDependencies ++= Seq(
-      "org.apache.spark"  %% "spark-sql"        % sparkVersion   % Provided,
-      "org.apache.arrow"   % "arrow-vector"     % arrowVersion   % Provided,
-      "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
-      "org.apache.arrow"   % "arrow-compression" % arrowVersion % Provided,
-      "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
-      "io.airlift"         % "aircompressor"    % aircompressorVersion % Provided,
-      "software.amazon.awssdk" % "dynamodb"     % awsSdkVersion  % Provided,
-      "org.scalatest"     %% "scalatest"        % "3.2.19"       % Test
-    ),
-    Test / fork := true,
-    Test / javaOptions ++= testJavaOptions,
-    // The bundle jar for spark-submit --jars: our classes + relocated protobuf and collection-compat.
-    assembly / assemblyJarName := s"lance-spark-bundle_2.13-${version.value}.jar",
-    assembly / assemblyOption ~= (_.withIncludeScala(false)),
-    assembly / assemblyShadeRules := Seq(
-      ShadeRule.rename("com.google.protobuf.**" -> "io.lancespark.shaded.protobuf.@1").inAll,
-      ShadeRule.rename("scala.collection.compat.**" -> "io.lancespark.shaded.compat.@1").inAll
-    ),
-    assembly / assemblyMergeStrategy := {
-      case PathList("META-INF", "services", _*) => MergeStrategy.concat
-      case PathList("META-INF", _*)             => MergeStrategy.discard
-      case x if x.endsWith(".proto")            => MergeStrategy.discard
-      case _                                    => MergeStrategy.first
-    }
-  )
+// One bundle per Spark line: the shared Spark layer (spark-connector/src/main/scala)
+// plus the line's shim directories (spark-connector/src/main/<shim>/scala),
+// compiled against that line's own Spark. docs/dev/spark-lines.md has the plan
+// for the lines still to come (3.5 on Scala 2.12/2.13, 4.0).
+val sparkLines = Seq(
+  SparkLine("4.1", "4.1.3", Seq(scala213), Seq("spark-4.1+")),
+  SparkLine("4.2", "4.2.0", Seq(scala213), Seq("spark-4.1+"))
+)
+
+/** Where every line's bundle jar is put: setup.py packs them all into the wheel. */
+val bundleDir = settingKey[File]("directory of the bundle jars")
+ThisBuild / bundleDir := (ThisBuild / baseDirectory).value / "target" / "bundles"
+
+def sparkProject(line: SparkLine): Project = {
+  val shared = file("spark-connector").getAbsoluteFile
+  Project(s"spark${line.id.replace(".", "")}", file(s"spark-connector/v${line.id}"))
+    .dependsOn(core % "compile->compile;test->test")
+    .settings(
+      name := s"lance-spark-${line.id}",
+      crossScalaVersions := line.scalas,
+      scalaVersion := line.scalas.last,
+      javacOptions ++= Seq("--release", "17"),
+      scalacOptions ++= scalacFor(scalaVersion.value),
+      Compile / unmanagedSourceDirectories := (shared / "src/main/scala") +:
+        line.shims.map(s => shared / s"src/main/$s/scala"),
+      Compile / unmanagedResourceDirectories := Seq(shared / "src/main/resources"),
+      Test / unmanagedSourceDirectories := Seq(shared / "src/test/scala"),
+      libraryDependencies ++= Seq(
+        "org.apache.spark"  %% "spark-sql"        % line.spark     % Provided,
+        "org.apache.arrow"   % "arrow-vector"     % arrowVersion   % Provided,
+        "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
+        "org.apache.arrow"   % "arrow-compression" % arrowVersion % Provided,
+        "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
+        "io.airlift"         % "aircompressor"    % aircompressorVersion % Provided,
+        "software.amazon.awssdk" % "dynamodb"     % awsSdkVersion  % Provided,
+        "org.scalatest"     %% "scalatest"        % "3.2.19"       % Test
+      ),
+      Test / fork := true,
+      Test / javaOptions ++= testJavaOptions,
+      // The bundle jar for spark-submit --jars: our classes + relocated protobuf and collection-compat.
+      assembly / assemblyJarName := s"lance-spark-bundle-${line.id}_${scalaBinaryVersion.value}-${version.value}.jar",
+      assembly / assemblyOutputPath := (ThisBuild / bundleDir).value / (assembly / assemblyJarName).value,
+      assembly / assemblyOption ~= (_.withIncludeScala(false)),
+      assembly / assemblyShadeRules := Seq(
+        ShadeRule.rename("com.google.protobuf.**" -> "io.lancespark.shaded.protobuf.@1").inAll,
+        ShadeRule.rename("scala.collection.compat.**" -> "io.lancespark.shaded.compat.@1").inAll
+      ),
+      assembly / assemblyMergeStrategy := {
+        case PathList("META-INF", "services", _*) => MergeStrategy.concat
+        case PathList("META-INF", _*)             => MergeStrategy.discard
+        case x if x.endsWith(".proto")            => MergeStrategy.discard
+        case _                                    => MergeStrategy.first
+      }
+    )
+}
+
+lazy val spark41 = sparkProject(sparkLines(0))
+lazy val spark42 = sparkProject(sparkLines(1))

@@ -13,8 +13,8 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 DATA_DIR = BENCH / "data"
 RESULTS_DIR = BENCH / "results"
-JAR_NAME = "lance-spark-bundle_2.13-0.1.0.jar"
-BUILT_JAR = REPO / "spark-connector" / "target" / "scala-2.13" / JAR_NAME
+JAR_NAME = "lance-spark-bundle-4.2_2.13-0.1.0.jar"  # the line of the pyspark pin
+BUILT_JAR = REPO / "target" / "bundles" / JAR_NAME
 
 
 def use_in_tree_package() -> str:

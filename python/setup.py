@@ -2,9 +2,10 @@
 
 build_py:
   * generates lance_spark/_proto/*_pb2.py from ../protos/*.proto (gen_protos.generate);
-  * copies the connector bundle jar (build/sbt connector/assembly) into lance_spark/jars/.
-Set LANCE_SPARK_BUNDLE_JAR=/path/to.jar to take the jar from elsewhere, or LANCE_SPARK_SKIP_JAR=1
-to build without it (jar_path() then needs LANCE_SPARK_JAR at run time).
+  * copies the connector's bundle jars, one per Spark line (`make jar`, which puts them in
+    ../target/bundles/lance-spark-bundle-<line>_<scala>-<version>.jar), into lance_spark/jars/.
+Set LANCE_SPARK_BUNDLE_DIR=/path/to/dir to take the jars from elsewhere, or LANCE_SPARK_SKIP_JAR=1
+to build without them (jar_path() then needs LANCE_SPARK_JAR at run time).
 """
 from __future__ import annotations
 
@@ -18,9 +19,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-JAR_NAME = "lance-spark-bundle_2.13-0.1.0.jar"
-JAR_SRC = Path(os.environ.get("LANCE_SPARK_BUNDLE_JAR")
-               or REPO / "spark-connector" / "target" / "scala-2.13" / JAR_NAME)
+BUNDLE_DIR = Path(os.environ.get("LANCE_SPARK_BUNDLE_DIR") or REPO / "target" / "bundles")
 
 
 def _generate_protos() -> None:
@@ -42,12 +41,16 @@ class BuildPyWithProtosAndJar(build_py):
         _generate_protos()
         jars = HERE / "lance_spark" / "jars"
         if os.environ.get("LANCE_SPARK_SKIP_JAR") != "1":
-            if not JAR_SRC.is_file():
+            bundles = sorted(BUNDLE_DIR.glob("lance-spark-bundle-*.jar"))
+            if not bundles:
                 raise FileNotFoundError(
-                    f"{JAR_SRC} not found: run `build/sbt connector/assembly` first "
-                    "(or set LANCE_SPARK_SKIP_JAR=1 to build a wheel without the jar)")
-            jars.mkdir(exist_ok=True)
-            shutil.copy2(JAR_SRC, jars / JAR_NAME)
+                    f"no bundle jars in {BUNDLE_DIR}: run `make jar` first "
+                    "(or set LANCE_SPARK_SKIP_JAR=1 to build a wheel without them)")
+            if jars.is_dir():
+                shutil.rmtree(jars)  # no bundle of an earlier build is left behind
+            jars.mkdir()
+            for jar in bundles:
+                shutil.copy2(jar, jars / jar.name)
         super().run()
 
 

@@ -33,7 +33,7 @@ def test_jar_path_env_pointing_nowhere(monkeypatch, tmp_path):
 def test_jar_path_without_packaged_jar(monkeypatch, tmp_path):
     monkeypatch.delenv("LANCE_SPARK_JAR", raising=False)
     monkeypatch.setattr(_spark, "__file__", str(tmp_path / "lance_spark" / "_spark.py"))
-    with pytest.raises(FileNotFoundError, match=r"build/sbt connector/assembly"):
+    with pytest.raises(FileNotFoundError, match=r"make jar"):
         lance_spark.jar_path()
 
 

@@ -12,6 +12,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import scala.jdk.CollectionConverters._
 
 import io.lancespark.spark.options.{ReadOptions, ReadTarget}
+import io.lancespark.spark.shim.WritableTypes
 import io.lancespark.spark.write.LanceWriteJob
 import io.lancespark.table.model.Snapshot
 import io.lancespark.table.maintenance.Tags
@@ -24,7 +25,8 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage}
   * CreatableRelationProvider, the one route Spark offers path-based sources for
   * every save mode (error-if-exists, ignore, append, overwrite); the write
   * itself is a Spark job of ours that commits one Lance version. */
-final class LanceDataSource extends TableProvider with DataSourceRegister with CreatableRelationProvider {
+final class LanceDataSource extends TableProvider with DataSourceRegister with CreatableRelationProvider
+    with WritableTypes {
 
   override def shortName(): String = "lance"
 

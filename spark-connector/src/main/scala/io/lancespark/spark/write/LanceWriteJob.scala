@@ -10,6 +10,7 @@ import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
+import io.lancespark.spark.shim.TimeTypes
 import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
 import io.lancespark.table.commit.{AppendFragments, CommitSettings, Committer, OverwriteDataset, PendingOperation, WrittenFragment}
 import io.lancespark.table.model.{DataFileVersion, Snapshot}
@@ -76,7 +77,14 @@ object LanceWriteJob {
     (data.select(target.fieldNames.toIndexedSeq.map(col): _*), s.schema)
   }
 
-  private def sameShape(a: DataType, b: DataType): Boolean = withoutNullability(a) == withoutNullability(b)
+  /** Whether `incoming` data can be stored in a column of type `stored`: the
+    * same type but for nullability, or a TIME of no more fractional digits than
+    * the column's (stored to the nanosecond, TIME reads back as TIME(6)). */
+  private def sameShape(incoming: DataType, stored: DataType): Boolean =
+    (TimeTypes.precision(incoming), TimeTypes.precision(stored)) match {
+      case (Some(p), Some(q)) => p <= q
+      case _ => withoutNullability(incoming) == withoutNullability(stored)
+    }
 
   private def withoutNullability(t: DataType): DataType = t match {
     case ArrayType(e, _) => ArrayType(withoutNullability(e), containsNull = true)

@@ -1,0 +1,103 @@
+"""What every supported Spark line must do, in one short module: `make test`
+runs it in the primary venv with the other suites, and `make test-lines` again
+in a venv of each other line's pip pyspark (issue 36). Each result is compared
+with pylance (the oracle) or with a model computed here in Python."""
+from __future__ import annotations
+
+import os
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_spark
+from compare import assert_same, oracle_rows, spark_rows
+from datagen import rich_table
+from lance_datasets import build_history
+
+FILE_VERSIONS = ["legacy", "2.0", "2.1", "2.2"]
+
+
+def test_the_bundle_is_the_running_line(spark):
+    """configure() put the bundle of this Spark line on the session."""
+    line = ".".join(spark.version.split(".")[:2])
+    bundle_line = {"4.3": "4.2"}.get(line, line)
+    jars = spark.conf.get("spark.jars")
+    assert f"lance-spark-bundle-{bundle_line}_" in jars or (
+        bundle_line == "4.2" and "lance-spark-bundle_2.13" in jars), (spark.version, jars)
+    assert os.path.basename(lance_spark.jar_path()) in jars
+
+
+@pytest.mark.parametrize("version", FILE_VERSIONS)
+def test_reads_every_file_version_as_pylance(spark, tmp_path, version):
+    path = tmp_path / f"h_{version}"
+    build_history(path, version, v2_paths=version != "legacy", stable_row_ids=False)
+    expected = lance.dataset(str(path)).to_table()
+    df = spark.read.format("lance").load(str(path))
+    assert df.count() == expected.num_rows
+    assert_same(spark_rows(df), oracle_rows(expected), f"file version {version}")
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_writes_that_pylance_reads(spark, tmp_path, version):
+    source = str(tmp_path / "src")
+    lance.write_dataset(rich_table(3000, seed=5), source, data_storage_version="2.1")
+    src = spark.read.format("lance").load(source)
+    path = str(tmp_path / f"w_{version}")
+    src.where("id < 2000").write.format("lance").option("fileVersion", version).save(path)
+    src.where("id >= 2000").write.format("lance").mode("append").save(path)
+    written = lance.dataset(path)
+    assert written.data_storage_version == version
+    assert written.count_rows() == 3000
+    back = spark_rows(spark.read.format("lance").load(path))
+    assert_same(back, oracle_rows(written.to_table()), f"written at {version}: Spark and pylance read it alike")
+    assert_same(back, spark_rows(src), f"written at {version}: the rows written")
+
+
+def test_delete_update_merge_against_a_model(spark, tmp_path):
+    path = str(tmp_path / "dml")
+    ids = list(range(200))
+    lance.write_dataset(pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([i * 10 for i in ids], pa.int64())}),
+                        path, max_rows_per_file=50)
+    model = {i: i * 10 for i in ids}
+    t = f"lance.`{path}`"
+    spark.sql(f"DELETE FROM {t} WHERE id % 7 = 0")
+    model = {k: v for k, v in model.items() if k % 7 != 0}
+    spark.sql(f"UPDATE {t} SET v = v + 1 WHERE id % 5 = 0")
+    model = {k: v + 1 if k % 5 == 0 else v for k, v in model.items()}
+    spark.createDataFrame([(i, -i) for i in range(150, 260, 3)], "id long, v long").createOrReplaceTempView("src")
+    spark.sql(f"""MERGE INTO {t} t USING src s ON t.id = s.id
+                  WHEN MATCHED AND s.id % 2 = 0 THEN DELETE
+                  WHEN MATCHED THEN UPDATE SET v = s.v
+                  WHEN NOT MATCHED THEN INSERT *
+                  WHEN NOT MATCHED BY SOURCE AND t.id < 20 THEN DELETE""")
+    src = {i: -i for i in range(150, 260, 3)}
+    merged = {}
+    for k, v in model.items():
+        if k in src:
+            if k % 2 != 0:
+                merged[k] = src[k]
+        elif k >= 20:
+            merged[k] = v
+    for k, v in src.items():
+        if k not in model:
+            merged[k] = v
+    got = lance.dataset(path).to_table().to_pydict()
+    assert dict(zip(got["id"], got["v"])) == merged
+    rows = spark.sql(f"SELECT id, v FROM {t}").collect()
+    assert {r.id: r.v for r in rows} == merged
+
+
+def test_a_procedure_and_a_metadata_table(spark, tmp_path):
+    path = str(tmp_path / "maint")
+    for i in range(4):
+        lance.write_dataset(pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64())}), path,
+                            mode="append" if i else "create")
+    t = f"`{path}`"
+    row = spark.sql(f"CALL lance.system.compact(table => '{t}')").collect()[0]
+    assert row.fragments_removed == 4 and row.fragments_added == 1, row
+    assert len(lance.dataset(path).get_fragments()) == 1
+    assert sorted(lance.dataset(path).to_table()["id"].to_pylist()) == list(range(40))
+    history = spark.sql(f"SELECT version, operation FROM lance.{t}.history ORDER BY version").collect()
+    assert [r.version for r in history] == [v["version"] for v in lance.dataset(path).versions()]
+    assert history[-1].operation == "Rewrite"
