@@ -5,9 +5,8 @@ import org.apache.spark.sql.connector.write._
 
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.{OptionSource, WriteOptions}
-import io.lancespark.table.commit.{AppendFragments, CommitSettings, Committer, OverwriteDataset, WrittenFragment}
+import io.lancespark.table.commit.{AppendFragments, CommitSettings, Commits, OverwriteDataset, WrittenFragment}
 import io.lancespark.table.model.Snapshot
-import io.lancespark.table.storage.{DatasetStorage, FragmentWriter}
 
 /** What one task reports: the data files it wrote (not yet visible). */
 final case class LanceCommitMessage(files: Seq[WrittenFragment]) extends WriterCommitMessage
@@ -46,12 +45,7 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
     val op =
       if (overwrite) OverwriteDataset(files, snapshot.schema.toProto, snapshot.schema.metadata, version)
       else AppendFragments(files)
-    try Committer.commit(snapshot.storage, Some(snapshot.version), op, CommitSettings())
-    catch {
-      case e: Throwable =>
-        LanceBatchWrite.delete(snapshot.storage, files)
-        throw e
-    }
+    Commits.commitOrDiscard(snapshot.storage, Some(snapshot.version), op, CommitSettings())
   }
 
   private val version = opts.versionFor(Some(snapshot), overwrite)
@@ -59,17 +53,10 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
     opts.maxRowsPerFile, opts.maxRowsPerPage, version, opts.disabledCodecs)
 
   override def abort(messages: Array[WriterCommitMessage]): Unit = {
-    LanceBatchWrite.delete(snapshot.storage,
+    Commits.discardFiles(snapshot.storage,
       Option(messages).toSeq.flatten.collect { case LanceCommitMessage(f) => f }.flatten)
-    LanceBatchWrite.sweep(snapshot.storage, task.filePrefix)
+    Commits.sweep(snapshot.storage, task.filePrefix)
   }
-}
-
-object LanceBatchWrite {
-  def delete(storage: DatasetStorage, files: Seq[WrittenFragment]): Unit =
-    files.foreach(f => FragmentWriter.delete(storage, f.path))
-
-  def sweep(storage: DatasetStorage, prefix: String): Unit = FragmentWriter.sweep(storage, prefix)
 }
 
 final case class LanceDataWriterFactory(task: WriteTask) extends DataWriterFactory {

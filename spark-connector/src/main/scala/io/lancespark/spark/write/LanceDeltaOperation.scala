@@ -1,6 +1,5 @@
 package io.lancespark.spark.write
 
-import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -9,14 +8,13 @@ import org.apache.spark.sql.connector.expressions.{Expression, Expressions, Name
 import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
-import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.spark.{LanceTable, MetadataColumns, SerializableHadoopConf}
 import io.lancespark.spark.options.{OptionSource, WriteOptions}
 import io.lancespark.spark.read.LanceScanBuilder
-import io.lancespark.table.commit.{CommitSettings, Committer, RowLevelChange, WrittenFragment}
+import io.lancespark.table.commit.{CommitSettings, Commits, RowLevelPart, RowLevelRead, RowLevelWrites, TaskDeletions}
 import io.lancespark.table.model.Snapshot
-import io.lancespark.table.storage.{DatasetStorage, FragmentDeletion, FragmentState, RowDeletions}
+import io.lancespark.table.storage.DatasetStorage
 
 /** DELETE / UPDATE / MERGE as merge-on-read (SupportsDelta): the row id is
   * `_rowaddr`. The write asks Spark to cluster rows by `_fragid`, so each
@@ -65,8 +63,7 @@ final class LanceDeltaOperation(table: LanceTable, cmd: RowLevelOperation.Comman
 }
 
 /** One task's changes: the deletion files it prepared, and new data files. */
-final case class LanceDeltaMessage(deletions: Seq[FragmentDeletion], files: Seq[WrittenFragment])
-    extends WriterCommitMessage
+final case class LanceDeltaMessage(part: RowLevelPart) extends WriterCommitMessage
 
 final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, conf: SerializableHadoopConf,
     cmd: RowLevelOperation.Command) extends DeltaBatchWrite {
@@ -74,49 +71,28 @@ final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, con
   private val opts = WriteOptions.conf(Map.empty, OptionSource.activeSession, snapshot.config)
   private val task = WriteTask(snapshot.storage.uri, conf, snapshot.schema, info.schema(),
     opts.maxRowsPerFile, opts.maxRowsPerPage, opts.versionFor(Some(snapshot), overwrite = false), opts.disabledCodecs)
-  private val fragments: Map[Long, FragmentState] =
-    snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap
 
   override def createBatchWriterFactory(physical: PhysicalWriteInfo): DeltaWriterFactory =
-    LanceDeltaWriterFactory(task, snapshot.version, fragments)
+    LanceDeltaWriterFactory(task, RowLevelRead(snapshot))
 
   override def useCommitCoordinator(): Boolean = false
 
-  override def commit(messages: Array[WriterCommitMessage]): Unit = {
-    val ms = messages.toSeq.collect { case m: LanceDeltaMessage => m }
-    val files = ms.flatMap(_.files)
-    val prepared = ms.flatMap(_.deletions)
-    try {
-      // Spark clusters by _fragid, so a fragment normally comes from one task;
-      // should it come from several, their files are combined here.
-      val deletions = prepared.groupBy(_.fragmentId).values.map(_.reduce((a, b) =>
-        RowDeletions.combine(snapshot.storage, a, b, snapshot.version))).toSeq.sortBy(_.fragmentId)
-      if (deletions.nonEmpty || files.nonEmpty)  // else nothing matched: no new version
-        Committer.commit(snapshot.storage, Some(snapshot.version),
-          RowLevelChange(deletions, files, cmd.toString), CommitSettings())
-    } catch {
-      case e: Throwable =>
-        LanceBatchWrite.delete(snapshot.storage, files)
-        prepared.foreach(RowDeletions.discard(snapshot.storage, _))
-        throw e
-    }
-  }
+  // Spark clusters by _fragid, so a fragment normally comes from one task;
+  // should it come from several, their files are combined at commit.
+  override def commit(messages: Array[WriterCommitMessage]): Unit =
+    RowLevelWrites.commitOrDiscard(snapshot.storage, snapshot.version,
+      messages.toSeq.collect { case LanceDeltaMessage(p) => p }, cmd.toString, CommitSettings())
 
   override def abort(messages: Array[WriterCommitMessage]): Unit = {
-    val ms = Option(messages).toSeq.flatten.collect { case m: LanceDeltaMessage => m }
-    LanceBatchWrite.delete(snapshot.storage, ms.flatMap(_.files))
-    ms.flatMap(_.deletions).foreach(RowDeletions.discard(snapshot.storage, _))
-    LanceBatchWrite.sweep(snapshot.storage, task.filePrefix)
+    RowLevelWrites.discard(snapshot.storage, Option(messages).toSeq.flatten.collect { case LanceDeltaMessage(p) => p })
+    Commits.sweep(snapshot.storage, task.filePrefix)
   }
 }
 
-final case class LanceDeltaWriterFactory(task: WriteTask, readVersion: Long, fragments: Map[Long, FragmentState])
-    extends DeltaWriterFactory {
+final case class LanceDeltaWriterFactory(task: WriteTask, read: RowLevelRead) extends DeltaWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DeltaWriter[InternalRow] = new DeltaWriter[InternalRow] {
     private var data: Option[LanceDataWriter] = None
-    private val deleted = mutable.Map.empty[Long, RoaringBitmap]
-    private val written = mutable.ArrayBuffer.empty[FragmentDeletion]
-    private lazy val storage: DatasetStorage = DatasetStorage(task.uri, task.hadoopConf.value)
+    private val deletions = new TaskDeletions(read, () => DatasetStorage(task.uri, task.hadoopConf.value))
 
     private def writer: LanceDataWriter = data.getOrElse {
       val w = new LanceDataWriter(task)
@@ -124,10 +100,7 @@ final case class LanceDeltaWriterFactory(task: WriteTask, readVersion: Long, fra
       w
     }
 
-    override def delete(metadata: InternalRow, id: InternalRow): Unit = {
-      val addr = id.getLong(0)
-      deleted.getOrElseUpdate(addr >>> 32, new RoaringBitmap()).add((addr & 0xffffffffL).toInt)
-    }
+    override def delete(metadata: InternalRow, id: InternalRow): Unit = deletions.delete(id.getLong(0))
 
     override def update(metadata: InternalRow, id: InternalRow, row: InternalRow): Unit = {
       delete(metadata, id)
@@ -139,17 +112,11 @@ final case class LanceDeltaWriterFactory(task: WriteTask, readVersion: Long, fra
     override def insert(row: InternalRow): Unit = writer.write(row)
 
     /** Writes each touched fragment's merged deletion file, then closes the data files. */
-    override def commit(): WriterCommitMessage = {
-      deleted.toSeq.sortBy(_._1).foreach { case (frag, offsets) =>
-        val state = fragments.getOrElse(frag, throw new IllegalStateException(
-          s"${task.uri}: row address names fragment $frag, which version $readVersion does not have"))
-        written += RowDeletions.prepare(storage, frag, state.physicalRows, state.deletion, offsets, readVersion)
-      }
-      LanceDeltaMessage(written.toSeq, data.map(_.commit()).getOrElse(Nil))
-    }
+    override def commit(): WriterCommitMessage =
+      LanceDeltaMessage(deletions.prepare(data.map(_.commit()).getOrElse(Nil)))
 
     override def abort(): Unit = {
-      written.foreach(RowDeletions.discard(storage, _))
+      deletions.discard()
       data.foreach(_.abort())
     }
 

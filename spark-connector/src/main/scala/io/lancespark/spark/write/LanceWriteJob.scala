@@ -12,7 +12,7 @@ import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
 import io.lancespark.spark.shim.TimeTypes
 import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
-import io.lancespark.table.commit.{AppendFragments, CommitSettings, Committer, OverwriteDataset, PendingOperation, WrittenFragment}
+import io.lancespark.table.commit.{AppendFragments, CommitSettings, Commits, OverwriteDataset, WrittenFragment}
 import io.lancespark.table.model.{DataFileVersion, Snapshot}
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
@@ -43,7 +43,7 @@ object LanceWriteJob {
         val (input, schema) = alignForAppend(data, s)
         val version = opts.versionFor(existing, overwrite = false)
         val files = writeFiles(input, schema, version, storage, opts, new SerializableHadoopConf(conf))
-        Some(commitOrClean(storage, files, Some(s.version), AppendFragments(files), opts))
+        Some(Commits.commitOrDiscard(storage, Some(s.version), AppendFragments(files), settings(opts)))
       case (_, base) =>
         val version = opts.versionFor(base, overwrite = true)
         val schema = LanceSchema.fromArrow(SparkToArrow.schema(data.schema, opts.vectorColumns, version))
@@ -53,7 +53,7 @@ object LanceWriteJob {
         }
         val files = writeFiles(data, schema, version, storage, opts, new SerializableHadoopConf(conf))
         val op = OverwriteDataset(files, schema.toProto, schema.metadata, version)
-        Some(commitOrClean(storage, files, base.map(_.version), op, opts))
+        Some(Commits.commitOrDiscard(storage, base.map(_.version), op, settings(opts)))
     }
   }
 
@@ -106,10 +106,10 @@ object LanceWriteJob {
         0 until rdd.getNumPartitions, (partition: Int, files: Seq[WrittenFragment]) => results(partition) = files)
     } catch {
       case e: Throwable =>
-        deleteQuietly(storage, results.values.flatten.toSeq)
-        LanceBatchWrite.sweep(storage, task.filePrefix)
+        Commits.discardFiles(storage, results.values.flatten.toSeq)
+        Commits.sweep(storage, task.filePrefix)
         Thread.sleep(1000)  // tasks being killed may still be closing files: sweep once more
-        LanceBatchWrite.sweep(storage, task.filePrefix)
+        Commits.sweep(storage, task.filePrefix)
         throw e
     }
     (0 until rdd.getNumPartitions).flatMap(p => results.getOrElse(p, Nil))
@@ -127,16 +127,6 @@ object LanceWriteJob {
     } finally writer.close()
   }
 
-  private def commitOrClean(storage: DatasetStorage, files: Seq[WrittenFragment], readVersion: Option[Long],
-      op: PendingOperation, opts: WriteConf): Snapshot =
-    try Committer.commit(storage, readVersion, op,
-      CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths))
-    catch {
-      case e: Throwable =>
-        deleteQuietly(storage, files)
-        throw e
-    }
-
-  private def deleteQuietly(storage: DatasetStorage, files: Seq[WrittenFragment]): Unit =
-    LanceBatchWrite.delete(storage, files)
+  private def settings(opts: WriteConf): CommitSettings =
+    CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths)
 }

@@ -5,9 +5,8 @@ import org.apache.spark.sql.connector.expressions.filter.Predicate
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.read.PredicateTranslation
 import io.lancespark.table.filter.{Filter, FragmentPruner}
-import io.lancespark.table.commit.{CommitSettings, Committer, RowLevelChange}
+import io.lancespark.table.commit.{CommitSettings, RowLevelWrites}
 import io.lancespark.table.model.{FragmentInfo, Snapshot}
-import io.lancespark.table.storage.FragmentDeletion
 
 /** DELETE whose condition statistics or `_fragid` prove to cover whole
   * fragments: the fragments are dropped from the manifest, no job runs. */
@@ -21,8 +20,6 @@ object MetadataDelete {
   }
 
   def commit(snapshot: Snapshot, drop: Seq[FragmentInfo]): Unit = if (drop.nonEmpty) {
-    val deletions = drop.map(f => FragmentDeletion(f.id, f.physicalRows, f.deletion, None))
-    Committer.commit(snapshot.storage, Some(snapshot.version),
-      RowLevelChange(deletions, Nil, "DELETE (whole fragments)"), CommitSettings())
+    RowLevelWrites.dropFragments(snapshot, drop, "DELETE (whole fragments)", CommitSettings())
   }
 }
