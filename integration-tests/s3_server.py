@@ -148,6 +148,25 @@ class S3Server:
         with urllib.request.urlopen(self.endpoint + COUNTS_PATH, timeout=30) as r:
             return json.loads(r.read())
 
+    def requests_under(self, prefix: str, action) -> dict[str, int]:
+        """The requests `action` made for keys under `prefix`, by kind: LIST, GET, HEAD, PUT, ...
+        (needs a server started with LANCE_S3_COUNT_PATHS=1, which counts by path too)."""
+        def counted() -> dict[str, int]:
+            return {k: v for k, v in self.request_counts().items() if " " in k}
+        before = counted()
+        action()
+        after = counted()
+        kinds: dict[str, int] = {}
+        for key, n in after.items():
+            n -= before.get(key, 0)
+            method, _, rest = key.partition(" ")
+            path, _, query = rest.partition("?")
+            if n <= 0 or not (prefix in path or prefix.replace("/", "%2F") in query):
+                continue
+            kind = "LIST" if method == "GET" and "list-type" in query else method
+            kinds[kind] = kinds.get(kind, 0) + n
+        return kinds
+
     def dynamodb(self) -> Any:
         """A DynamoDB client of the same server (moto serves DynamoDB on the same port)."""
         import boto3

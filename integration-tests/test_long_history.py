@@ -132,22 +132,7 @@ def test_after_vacuum_and_an_append(spark, table):
 
 
 def _requests(s3, prefix: str, action) -> dict[str, int]:
-    """The requests `action` made for keys under `prefix`, by kind: LIST, GET, HEAD, PUT, ..."""
-    def counted() -> dict[str, int]:
-        return {k: v for k, v in s3.request_counts().items() if " " in k}
-    before = counted()
-    action()
-    after = counted()
-    kinds: dict[str, int] = {}
-    for key, n in after.items():
-        n -= before.get(key, 0)
-        method, _, rest = key.partition(" ")
-        path, _, query = rest.partition("?")
-        if n <= 0 or not (prefix in path or prefix.replace("/", "%2F") in query):
-            continue
-        kind = "LIST" if method == "GET" and "list-type" in query else method
-        kinds[kind] = kinds.get(kind, 0) + n
-    return kinds
+    return s3.requests_under(prefix, action)
 
 
 def test_s3_opening_and_committing_do_not_grow_with_the_history(spark, s3):
