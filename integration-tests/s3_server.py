@@ -150,7 +150,7 @@ class S3Server:
 
     def requests_under(self, prefix: str, action) -> dict[str, int]:
         """The requests `action` made for keys under `prefix`, by kind: LIST, GET, HEAD, PUT, ...
-        (needs a server started with LANCE_S3_COUNT_PATHS=1, which counts by path too)."""
+        (needs a server started with count_paths=True, which counts by path too)."""
         def counted() -> dict[str, int]:
             return {k: v for k, v in self.request_counts().items() if " " in k}
         before = counted()
@@ -196,13 +196,16 @@ class S3Server:
         self.log.unlink(missing_ok=True)
 
 
-def start(latency_ms: float = 0.0, bucket: str = "lance", timeout: float = 60.0) -> S3Server:
+def start(latency_ms: float = 0.0, bucket: str = "lance", timeout: float = 60.0,
+          count_paths: bool = False) -> S3Server:
     import tempfile
 
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="lance-s3-server-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), str(port), str(latency_ms)],
-                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                 **({"LANCE_S3_COUNT_PATHS": "1"} if count_paths else {})})
     server = S3Server(port, proc, bucket, Path(log.name))
     deadline = time.monotonic() + timeout
     while True:

@@ -31,11 +31,7 @@ N = 10_000 if os.environ.get("LANCE_LONG_TESTS") == "1" else 2_000
 
 @pytest.fixture(scope="module")
 def s3():
-    os.environ["LANCE_S3_COUNT_PATHS"] = "1"   # the server counts requests by path, too
-    try:
-        server = s3_server.start()
-    finally:
-        del os.environ["LANCE_S3_COUNT_PATHS"]
+    server = s3_server.start(count_paths=True)   # the server counts requests by path, too
     yield server
     server.stop()
 

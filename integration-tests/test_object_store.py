@@ -25,11 +25,7 @@ UNSAFE_BUCKET = "unsafe"
 
 @pytest.fixture(scope="module")
 def s3():
-    os.environ["LANCE_S3_COUNT_PATHS"] = "1"   # the server counts requests by path, too
-    try:
-        server = s3_server.start()
-    finally:
-        del os.environ["LANCE_S3_COUNT_PATHS"]
+    server = s3_server.start(count_paths=True)   # the server counts requests by path, too
     server.client().create_bucket(Bucket=UNSAFE_BUCKET)
     yield server
     server.stop()

@@ -1,6 +1,7 @@
 package io.lancespark.table.storage
 
 import io.lancespark.format.DataFileReader
+import io.lancespark.format.file.Footer
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.format.v01.LegacyFileReader
 import io.lancespark.format.v20.V20FileReader
@@ -24,7 +25,7 @@ object DataFiles {
     if (source.size < 8) throw LanceFormatException(source.path, s"not a Lance file: only ${source.size} bytes")
     val b = source.read(source.size - 8, 8).order(java.nio.ByteOrder.LITTLE_ENDIAN)
     val magic = Array(b.get(4), b.get(5), b.get(6), b.get(7))
-    if (!java.util.Arrays.equals(magic, "LANC".getBytes("US-ASCII")))
+    if (!java.util.Arrays.equals(magic, Footer.Magic))
       throw LanceFormatException(source.path, "not a Lance file: no \"LANC\" at its end")
     (b.getShort(0) & 0xffff, b.getShort(2) & 0xffff)
   }

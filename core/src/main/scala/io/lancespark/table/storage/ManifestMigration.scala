@@ -81,8 +81,7 @@ object ManifestMigration {
   /** The version of every data file of `m` (None without files); files of
     * different versions are refused, as the reference refuses them. */
   def inferredVersion(m: Manifest, where: String): Option[String] = {
-    val versions = m.getFragmentsList.asScala.iterator.flatMap(_.getFilesList.asScala)
-      .map(d => DataFileRef.of(d).versionName).toSet
+    val versions = fileVersions(m)
     if (versions.size > 1)
       throw new LanceFormatException(
         s"$where: the manifest names no data format and its data files have different versions " +
@@ -95,10 +94,13 @@ object ManifestMigration {
   private def legacyOverNewerFiles(m: Manifest): Option[String] =
     if (!m.hasDataFormat || !isLegacyName(m.getDataFormat.getVersion)) None
     else {
-      val versions = m.getFragmentsList.asScala.iterator.flatMap(_.getFilesList.asScala)
-        .map(d => DataFileRef.of(d).versionName).toSet
+      val versions = fileVersions(m)
       if (versions.size == 1 && versions.head != LegacyVersion) versions.headOption else None
     }
+
+  /** The versions of `m`'s data files, as users name them ("0.1", "2.0", ...). */
+  private def fileVersions(m: Manifest): Set[String] =
+    m.getFragmentsList.asScala.iterator.flatMap(_.getFilesList.asScala).map(d => DataFileRef.of(d).versionName).toSet
 
   def isLegacyName(v: String): Boolean = v == LegacyVersion || v.equalsIgnoreCase("legacy") || v == "0.2"
 }
