@@ -60,7 +60,7 @@ test-python: python
 	$(PY) -m pytest -q tests
 
 test-integration: python
-	$(PY) -m pytest -q integration-tests
+	$(PY) -m pytest -q --durations=30 integration-tests
 
 # Each further Spark line, in a venv with that line's pip pyspark (issue 36): the real-Spark
 # subset of integration-tests/test_spark_line.py with the bundle configure() picks for it
@@ -84,10 +84,10 @@ test: test-scala test-python test-integration test-lines
 # The randomized differential tests at length (make test runs 150 seeds per case and 20
 # Delta sequences), every commit point a writer can be killed at (make test kills it at
 # two), the whole pylance read matrix (make test reads 4 of its 7 datasets), and a history
-# of 10,000 versions (make test: 2,000).
+# of 10,000 versions (make test: 2,000), a table of 100,000 fragments (make test: 10,000).
 test-long: python
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 $(PY) -m pytest -q -k differential integration-tests
-	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or test_read_interop or old_release_damage or long_history" integration-tests
+	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or test_read_interop or old_release_damage or long_history or many_fragments" integration-tests
 
 demo: python
 	$(PY) examples/demo.py

@@ -121,6 +121,12 @@ def _facts_lines(rec: Dict[str, Any]) -> List[str]:
                    f"`readAhead=true`, which overlaps the reads with the decode on the read pool, "
                    f"but took {f['ahead_s']:.3f} s in a single run against {rec['this_s']:.3f} s: "
                    "on 2 busy cores, page-cache reads are CPU work that competes with the decode.")
+    if rec["name"] == "spark_plan_100k_fragments" and "per fragment (bytes)" in f:
+        out.append(f"Driver heap kept by one planned scan over {f['fragments']:,} fragments (after full "
+                   f"collections, with and without one held): "
+                   f"**{f['driver heap kept by one planned scan (MiB)']} MiB**, about "
+                   f"{f['per fragment (bytes)']:,} bytes per fragment: the bound grows linearly with the "
+                   "fragments, as the manifest does.")
     if rec["name"] == "spark_projection":
         ib = rec.get("input_bytes") or {}
         out.append(f"Column `{'l05'}` on disk: Lance {_mib(f.get('lance_column_bytes'))} of "

@@ -94,7 +94,7 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
   def config: Map[String, String] = manifest.getConfigMap.asScala.toMap
 
   private def dataFile(d: DataFile): DataFileRef = {
-    storage.dataFile(d.getPath)  // refuses escapes early
+    storage.checkRelative(s"${DatasetStorage.DataDir}/${d.getPath}", "data file")  // refuses escapes early
     DataFileRef.of(d)
   }
 }

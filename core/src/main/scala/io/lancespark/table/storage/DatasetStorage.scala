@@ -41,13 +41,18 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
   def dataFile(name: String): Path = resolve(s"${DatasetStorage.DataDir}/$name", "data file")
 
   /** Resolves `relative` (e.g. "data/x.lance") under the root, refusing escapes. */
-  def resolve(relative: String, what: String): Path = {
+  def resolve(relative: String, what: String): Path = new Path(root, checkRelative(relative, what).mkString("/"))
+
+  /** The parts of `relative`, checked as [[resolve]] checks them, without
+    * building a Hadoop path (which parses a URI: too slow for every file of
+    * a manifest of 100,000 fragments). */
+  def checkRelative(relative: String, what: String): Array[String] = {
     val parts = relative.split('/').filter(_.nonEmpty)
     if (relative.startsWith("/") || relative.contains("\\") || parts.exists(p => p == ".." || p == ".") ||
         relative.contains(":"))
       throw new LanceFormatException(
         s"$uri: $what path '$relative' escapes the dataset directory; refusing to read it")
-    new Path(root, parts.mkString("/"))
+    parts
   }
 
   /** Files directly under `dir` (relative); empty if the directory is absent. */
