@@ -55,7 +55,7 @@ object FragmentStats {
   /** Reads the page statistics of a data file: lance_spark's for 2.0 files
     * (see docs/page-statistics.md) in 2.x files, pylance's in 0.1 files. */
   private def readFile(storage: DatasetStorage, ref: DataFileRef): Option[PageStatistics] = {
-    val source = storage.open(storage.resolve(ref.relativePath, "data file"), ref.sizeBytes)
+    val source = storage.openForMetadata(ref.relativePath, "data file", ref.sizeBytes)
     try {
       // a file the manifest calls legacy that is not (Lance 0.15-0.16's 2.0 files): no statistics
       if (ref.isLegacy) try LegacyStatistics.read(source) catch { case _: LanceFormatException => None }
