@@ -1,4 +1,5 @@
-"""Scans that use the scalar indices pylance builds (BTREE, BITMAP): seeded
+"""Scans that use the scalar indices pylance builds (BTREE, BITMAP, ZONEMAP,
+BLOOMFILTER): seeded
 differential over random tables and random filters (=, IN, ranges, IS NULL,
 AND/OR/NOT, nulls), with deletes, appends and an update after the build:
 Spark with indices == Spark with useIndex=false == pylance. The index is
@@ -32,6 +33,7 @@ def _table(rnd: random.Random, start: int, n: int) -> pa.Table:
         "k": pa.array([maybe(rnd.randint(0, 9)) for _ in ids], pa.int32()),
         "s": pa.array([maybe(rnd.choice(WORDS)) for _ in ids], pa.string()),
         "v": pa.array([maybe(round(rnd.uniform(-50, 50), 2)) for _ in ids], pa.float64()),
+        "r": pa.array([maybe(start + j // 3, 0.05) for j in range(n)], pa.int64()),   # clustered: zone maps prune
         "pay": pa.array([f"payload-{i}" for i in ids], pa.string()),
     })
 
@@ -45,6 +47,10 @@ def _build(path: str, seed: int) -> None:
     ds.create_scalar_index("v", "BTREE")
     ds.create_scalar_index("k", "BITMAP")
     ds.create_scalar_index("s", "BITMAP")
+    ds.create_scalar_index("r", "ZONEMAP")
+    ds.create_scalar_index("v", "ZONEMAP", name="v_zones")
+    ds.create_scalar_index("pay", "BLOOMFILTER")
+    ds.create_scalar_index("k", "BLOOMFILTER", name="k_bloom")
     ds = lance.dataset(path)
     ds.delete(f"id % {rnd.randint(7, 15)} = 3")                    # deletes after the build
     lance.write_dataset(_table(rnd, n, 700), path, mode="append")  # a fragment no index covers
@@ -57,21 +63,24 @@ def _lit(rnd: random.Random, col: str) -> str:
         return str(rnd.randint(-5, 7000))
     if col == "k":
         return str(rnd.randint(-1, 11))
+    if col == "r":
+        return str(rnd.randint(-5, 2500))
     if col == "v":
         return str(round(rnd.uniform(-55, 55), rnd.choice([0, 2])))
     return "'" + rnd.choice(WORDS + ["q"]) + "'"
 
 
 def _leaf(rnd: random.Random) -> str:
-    col = rnd.choice(["id", "id", "k", "s", "v", "pay"])
+    col = rnd.choice(["id", "id", "k", "s", "v", "r", "pay"])
     if col == "pay":
-        return f"pay {rnd.choice(['=', '<>'])} 'payload-{rnd.randint(0, 7000)}'"
+        v = ", ".join(f"'payload-{rnd.randint(0, 7000)}'" for _ in range(rnd.randint(1, 3)))
+        return rnd.choice([f"pay = {v.split(', ')[0]}", f"pay <> {v.split(', ')[0]}", f"pay IN ({v})"])
     kind = rnd.random()
     if kind < 0.3:
         return f"{col} = {_lit(rnd, col)}"
     if kind < 0.5:
         return f"{col} IN ({', '.join(_lit(rnd, col) for _ in range(rnd.randint(1, 6)))})"
-    if kind < 0.8 and col in ("id", "v", "k"):
+    if kind < 0.8 and col in ("id", "v", "k", "r"):
         return f"{col} {rnd.choice(['<', '<=', '>', '>='])} {_lit(rnd, col)}"
     if kind < 0.9:
         return f"{col} IS NULL"
@@ -106,7 +115,7 @@ def test_indexed_scans_equal_unindexed_and_pylance(spark, tmp_path, seed):
     path = str(tmp_path / "t")
     _build(path, seed)
     ds = lance.dataset(path)
-    assert len(ds.describe_indices()) == 4
+    assert len(ds.describe_indices()) == 8
     on = spark.read.format("lance").load(path)
     off = spark.read.format("lance").option("useIndex", "false").load(path)
     rnd = random.Random(1000 + seed)
@@ -141,6 +150,19 @@ def test_point_lookup_uses_the_btree_and_reads_a_fraction(spark, tmp_path):
     print("point lookup bytes", m["lanceBytesRead"], "full scan", full["lanceBytesRead"],
           "unindexed lookup", off["lanceBytesRead"])
     assert m["lanceBytesRead"] < 0.01 * full["lanceBytesRead"], (m, full)
+
+
+def test_a_zone_map_prunes_fragments_of_a_range(spark, tmp_path):
+    path = str(tmp_path / "zm")
+    rnd = random.Random(5)
+    lance.write_dataset(_table(rnd, 0, 8000), path, max_rows_per_file=2000)
+    ds = lance.dataset(path)
+    ds.create_scalar_index("r", "ZONEMAP")
+    f = "r >= 100 AND r < 120"
+    want = sorted(ds.to_table(columns=["id"], filter=f).column("id").to_pylist())
+    m = scan_metrics(spark.read.format("lance").load(path).where(f).select("id"))
+    assert _ids(m["rows"]) == want
+    assert m["fragmentsDecidedByIndex"] == 4 and m["fragmentsPrunedByIndex"] == 3, m
 
 
 def test_a_bitmap_equality_selects_its_rows(spark, tmp_path):

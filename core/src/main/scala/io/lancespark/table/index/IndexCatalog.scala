@@ -72,6 +72,10 @@ object IndexCatalog {
       if (f.id == id) Some(Vector(f.name)) else path(f.children, id).map(f.name +: _)
     }.collectFirst { case Some(p) => p }
 
+  /** The field with id `id`, at any depth. */
+  def field(fields: Seq[LanceField], id: Int): Option[LanceField] =
+    fields.iterator.map(f => if (f.id == id) Some(f) else field(f.children, id)).collectFirst { case Some(f) => f }
+
   /** Whether the dataset has the system index that remaps row addresses after
     * a compaction whose index remap was deferred: the addresses other indices
     * hold are then not current. */

@@ -72,7 +72,7 @@ final class IndexSelection private (snapshot: Snapshot, filter: Filter, indices:
           case Some(rows) =>
             used += ix.entry.name
             // only the fragments it covers, and only where it names no row beyond the fragment's
-            val known = ix.entry.covered.clone()
+            val known = ix.trusted.clone()
             known.toArray.foreach { frag =>
               val r = rows.getOrElse(frag, IndexSelection.Empty)
               if (!r.isEmpty && (r.last() & 0xffffffffL) >= rowsOf.getOrElse(frag, 0L)) {
@@ -122,7 +122,7 @@ object IndexSelection {
     } else {
       val rowsOf: Map[Int, Long] = snapshot.fragments.map(f => f.id.toInt -> f.physicalRows).toMap
       val allocator = new RootAllocator()
-      val opened = relevant.flatMap(e => ScalarIndex.open(snapshot.storage, e, f => rowsOf.getOrElse(f, 0L), allocator))
+      val opened = relevant.flatMap(e => ScalarIndex.open(snapshot.storage, snapshot.schema, e, f => rowsOf.getOrElse(f, 0L), allocator))
       if (opened.isEmpty) { allocator.close(); None }
       else {
         val sel = new IndexSelection(snapshot, filter, opened)

@@ -2,6 +2,7 @@ package io.lancespark.table.index
 
 import org.apache.arrow.memory.BufferAllocator
 
+import io.lancespark.schema.LanceSchema
 import io.lancespark.table.filter.Filter
 import io.lancespark.table.filter.Filter._
 import io.lancespark.table.storage.DatasetStorage
@@ -18,6 +19,9 @@ trait ScalarIndex extends AutoCloseable {
     * or reading it would not pay (most of the index would be read). */
   def rows(leaf: Filter, outcome: Boolean): Option[RowAddrMap.Rows]
 
+  /** The fragments whose rows [[rows]] decides: those the index covers, by default. */
+  def trusted: org.roaringbitmap.RoaringBitmap = entry.covered
+
   /** Bytes read from the index's files so far. */
   def bytesRead: Long
 }
@@ -26,10 +30,12 @@ object ScalarIndex {
   /** Index types read, by the last part of their details' type URL. */
   val BTree = "BTreeIndexDetails"
   val Bitmap = "BitmapIndexDetails"
-  val Supported: Set[String] = Set(BTree, Bitmap)
+  val ZoneMap = "ZoneMapIndexDetails"
+  val BloomFilter = "BloomFilterIndexDetails"
+  val Supported: Set[String] = Set(BTree, Bitmap, ZoneMap, BloomFilter)
 
   /** The reader of `entry`, if its type and version are read here (else a log line). */
-  def open(storage: DatasetStorage, entry: IndexEntry, rowsOf: Int => Long,
+  def open(storage: DatasetStorage, schema: LanceSchema, entry: IndexEntry, rowsOf: Int => Long,
            allocator: BufferAllocator): Option[ScalarIndex] =
     if (!Supported.contains(entry.kind)) { IndexCatalog.skip(s"${entry.describe}: type not read"); None }
     else if (entry.indexVersion != 0) {
@@ -39,6 +45,9 @@ object ScalarIndex {
     } else entry.kind match {
       case BTree => BTreeIndex.open(storage, entry, allocator)
       case Bitmap => Some(new BitmapIndex(storage, entry, rowsOf, allocator))
+      case ZoneMap => Some(ZoneMapIndex.open(storage, entry, rowsOf, allocator))
+      case BloomFilter => IndexCatalog.field(schema.fields, entry.fieldIds.head).map(f =>
+        BloomFilterIndex.open(storage, entry, f.arrowType, rowsOf, allocator))
       case _ => None
     }
 

@@ -50,7 +50,8 @@ class ScalarIndexSuite extends AnyFunSuite {
         |    return pa.table({"id": pa.array(ids, pa.int64()),
         |        "k": pa.array([None if i % 9 == 0 else i % 7 for i in ids], pa.int32()),
         |        "s": pa.array([None if i % 11 == 0 else "w%d" % (i % 5) for i in ids]),
-        |        "v": pa.array([None if i % 13 == 0 else (i % 100) / 4.0 for i in ids], pa.float64())})
+        |        "v": pa.array([None if i % 13 == 0 else (i % 100) / 4.0 for i in ids], pa.float64()),
+        |        "p": pa.array([None if i % 17 == 0 else "a payload longer than thirty-two bytes #%d" % i for i in ids])})
         |lance.write_dataset(tab(0, 5000), path, max_rows_per_file=1000)
         |ds = lance.dataset(path)
         |ds.create_scalar_index("id", "BTREE")
@@ -58,6 +59,8 @@ class ScalarIndexSuite extends AnyFunSuite {
         |ds.create_scalar_index("k", "BITMAP")
         |ds.create_scalar_index("s", "BITMAP")
         |ds.create_scalar_index("v", "ZONEMAP", name="v_zones")
+        |ds.create_scalar_index("p", "BLOOMFILTER")
+        |ds.create_scalar_index("id", "BLOOMFILTER", name="id_bloom")
         |ds = lance.dataset(path)
         |ds.delete("id % 10 = 4")
         |lance.write_dataset(tab(5000, 500), path, mode="append")
@@ -89,7 +92,12 @@ class ScalarIndexSuite extends AnyFunSuite {
     Not(Compare(col("k"), CompareOp.NotEq, long(2))) -> "NOT (k <> 2)",
     And(Compare(col("k"), CompareOp.Eq, long(1)), Not(IsNull(col("s")))) -> "k = 1 AND NOT (s IS NULL)",
     Or(Compare(col("id"), CompareOp.Lt, long(5)), Compare(col("v"), CompareOp.Eq, Lit.DoubleLit(3.25))) ->
-      "id < 5 OR v = 3.25")
+      "id < 5 OR v = 3.25",
+    Compare(col("p"), CompareOp.Eq, Lit.string("a payload longer than thirty-two bytes #2222")) ->
+      "p = 'a payload longer than thirty-two bytes #2222'",
+    In(col("p"), Vector(Lit.string("a payload longer than thirty-two bytes #7"), Lit.string("nope"))) ->
+      "p IN ('a payload longer than thirty-two bytes #7', 'nope')",
+    IsNull(col("p")) -> "p IS NULL")
 
   /** pylance's matching row addresses and ids of each case. */
   private lazy val oracle: Seq[(Seq[Long], Seq[Long])] = {
@@ -110,7 +118,8 @@ class ScalarIndexSuite extends AnyFunSuite {
   test("indices are listed with their types and fragment coverage; appended fragments are not covered") {
     val snap = snapshot
     val entries = IndexCatalog.load(snap)
-    assert(entries.map(_.kind).toSet == Set("BTreeIndexDetails", "BitmapIndexDetails", "ZoneMapIndexDetails"))
+    assert(entries.map(_.kind).toSet == Set("BTreeIndexDetails", "BitmapIndexDetails", "ZoneMapIndexDetails",
+      "BloomFilterIndexDetails"))
     entries.foreach(e => assert(e.covered.toArray.toSeq == Seq(0, 1, 2, 3, 4), e.describe))
     assert(snap.fragments.map(_.id.toInt).toSet.size == 7)
     assert(entries.forall(e => Files.isDirectory(dir.resolve(e.dir))))
@@ -127,6 +136,19 @@ class ScalarIndexSuite extends AnyFunSuite {
         byFrag.getOrElse(frag, Nil).foreach(a => assert(rows.contains((a & 0xffffffffL).toInt), s"fragment $frag row $a"))
       }
     } }
+  }
+
+  test("XXH64 of known inputs") {
+    assert(XxHash64.hash(Array.emptyByteArray) == 0xEF46DB3751D8E999L)
+    assert(XxHash64.hash("abc".getBytes(UTF_8)) == 0x44BC2CF5AD770999L)
+  }
+
+  test("a bloom filter lookup prunes the fragments whose filters cannot hold the value") {
+    val p = ScanPlanner(snapshot, Some(Compare(col("p"), CompareOp.Eq,
+      Lit.string("a payload longer than thirty-two bytes #2222"))))
+    assert(p.indicesUsed == Vector("p_idx"))
+    assert(p.fragmentsDecidedByIndex == 5)
+    assert(p.fragmentsPrunedByIndex >= 3, "a 1000-row zone's filter at the default false positive rate")
   }
 
   test("a point lookup selects one row of one fragment and prunes the others") {
