@@ -51,7 +51,8 @@ class ScalarIndexSuite extends AnyFunSuite {
         |        "k": pa.array([None if i % 9 == 0 else i % 7 for i in ids], pa.int32()),
         |        "s": pa.array([None if i % 11 == 0 else "w%d" % (i % 5) for i in ids]),
         |        "v": pa.array([None if i % 13 == 0 else (i % 100) / 4.0 for i in ids], pa.float64()),
-        |        "p": pa.array([None if i % 17 == 0 else "a payload longer than thirty-two bytes #%d" % i for i in ids])})
+        |        "p": pa.array([None if i % 17 == 0 else "a payload longer than thirty-two bytes #%d" % i for i in ids]),
+        |        "tags": pa.array([None if i % 19 == 0 else ["t%d" % (i % 3)] for i in ids], pa.list_(pa.string()))})
         |lance.write_dataset(tab(0, 5000), path, max_rows_per_file=1000)
         |ds = lance.dataset(path)
         |ds.create_scalar_index("id", "BTREE")
@@ -61,6 +62,7 @@ class ScalarIndexSuite extends AnyFunSuite {
         |ds.create_scalar_index("v", "ZONEMAP", name="v_zones")
         |ds.create_scalar_index("p", "BLOOMFILTER")
         |ds.create_scalar_index("id", "BLOOMFILTER", name="id_bloom")
+        |ds.create_scalar_index("tags", "LABEL_LIST")
         |ds = lance.dataset(path)
         |ds.delete("id % 10 = 4")
         |lance.write_dataset(tab(5000, 500), path, mode="append")
@@ -97,7 +99,11 @@ class ScalarIndexSuite extends AnyFunSuite {
       "p = 'a payload longer than thirty-two bytes #2222'",
     In(col("p"), Vector(Lit.string("a payload longer than thirty-two bytes #7"), Lit.string("nope"))) ->
       "p IN ('a payload longer than thirty-two bytes #7', 'nope')",
-    IsNull(col("p")) -> "p IS NULL")
+    IsNull(col("p")) -> "p IS NULL",
+    Not(Compare(col("p"), CompareOp.Eq, Lit.string("a payload longer than thirty-two bytes #2222"))) ->
+      "NOT (p = 'a payload longer than thirty-two bytes #2222')",
+    And(StartsWith(col("s"), "w1".getBytes(UTF_8)), Compare(col("id"), CompareOp.Lt, long(2000))) ->
+      "s LIKE 'w1%' AND id < 2000")
 
   /** pylance's matching row addresses and ids of each case. */
   private lazy val oracle: Seq[(Seq[Long], Seq[Long])] = {
@@ -119,7 +125,7 @@ class ScalarIndexSuite extends AnyFunSuite {
     val snap = snapshot
     val entries = IndexCatalog.load(snap)
     assert(entries.map(_.kind).toSet == Set("BTreeIndexDetails", "BitmapIndexDetails", "ZoneMapIndexDetails",
-      "BloomFilterIndexDetails"))
+      "BloomFilterIndexDetails", "LabelListIndexDetails"))
     entries.foreach(e => assert(e.covered.toArray.toSeq == Seq(0, 1, 2, 3, 4), e.describe))
     assert(snap.fragments.map(_.id.toInt).toSet.size == 7)
     assert(entries.forall(e => Files.isDirectory(dir.resolve(e.dir))))
@@ -127,15 +133,27 @@ class ScalarIndexSuite extends AnyFunSuite {
 
   test("what the indices select of each covered fragment holds every row pylance returns there") {
     val snap = snapshot
+    var used = 0
     cases.zip(oracle).foreach { case ((f, sql), (addrs, _)) => withClue(sql) {
       val sel = IndexSelection(snap, f).getOrElse(fail("no index used"))
-      assert(sel.indicesUsed.nonEmpty)
+      if (sel.indicesUsed.nonEmpty) used += 1
       assert(sel.selected.keySet.subsetOf(Set(0, 1, 2, 3, 4)))
       val byFrag = addrs.groupBy(a => (a >>> 32).toInt)
       sel.selected.foreach { case (frag, rows) =>
         byFrag.getOrElse(frag, Nil).foreach(a => assert(rows.contains((a & 0xffffffffL).toInt), s"fragment $frag row $a"))
       }
     } }
+    // all but NOT (p = ...): a bloom filter cannot tell where a value is absent
+    assert(used == cases.size - 1)
+  }
+
+  test("an index of a type not read (LABEL_LIST) is ignored; the scan plans every row") {
+    val snap = snapshot
+    val f = IsNull(col("tags"))
+    assert(IndexSelection(snap, f).isEmpty)
+    val p = ScanPlanner(snap, Some(f))
+    assert(p.indicesUsed.isEmpty && p.fragmentsDecidedByIndex == 0)
+    assert(p.plans.map(_.mayMatch.count).sum == snap.fragments.map(_.physicalRows).sum)
   }
 
   test("XXH64 of known inputs") {
