@@ -25,6 +25,9 @@ def scan_metrics(df) -> dict:
         if m.contains("readRequests"):
             metrics = {k: int(m.get(k).get().value()) for k in
                        ("pagesRead", "lanceBytesRead", "readRequests", "storageWaitMs")}
+            for k in ("rowsSelectedByIndex", "fragmentsPrunedByIndex", "fragmentsDecidedByIndex"):
+                if m.contains(k):
+                    metrics[k] = int(m.get(k).get().value())
     assert metrics is not None, qe.executedPlan().toString()
     new = [s for k, s in stages().items() if k not in before]
     metrics["input_bytes"] = sum(int(s.inputBytes()) for s in new)

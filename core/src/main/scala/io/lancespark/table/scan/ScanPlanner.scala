@@ -1,6 +1,7 @@
 package io.lancespark.table.scan
 
 import io.lancespark.table.filter.{ColumnStats, Filter, FragmentStats, RowRanges, StatsPruner}
+import io.lancespark.table.index.IndexSelection
 import io.lancespark.table.model.{FragmentInfo, Snapshot}
 import io.lancespark.table.storage.DeletionVector
 
@@ -10,16 +11,33 @@ final case class FragmentPlan(fragment: FragmentInfo, mayMatch: RowRanges, allMa
 
 /** Planning-time pruning: for each fragment, the statistics of the filter's
   * columns (read from the tail of each data file, never the data) give the row
-  * ranges worth reading. Fragments with none are pruned. */
-final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter]) {
+  * ranges worth reading; with `useIndex`, the dataset's scalar indices
+  * ([[IndexSelection]]) narrow them to the rows they select. Fragments with
+  * none are pruned. */
+final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean = true) {
 
-  private final case class Planned(plan: FragmentPlan, statsPages: Long, prunedPages: Long)
+  private final case class Planned(plan: FragmentPlan, statsPages: Long, prunedPages: Long,
+                                   byIndex: Option[Long] = None, prunedByIndex: Boolean = false)
+
+  /** What the scalar indices answer of the filter (read once, at planning). */
+  lazy val indexSelection: Option[IndexSelection] =
+    if (!useIndex) None else filter.flatMap(f => IndexSelection(snapshot, f))
 
   private lazy val planned: Vector[Planned] = {
     val fragments = snapshot.fragments.filter(_.numRows > 0)
     filter.foreach(f => FragmentStats.prefetch(snapshot.storage, f.columns, snapshot.schema, fragments))
-    fragments.map(plan)
+    fragments.map(plan).map(narrow)
   }
+
+  /** The planned ranges less the rows the indices rule out. */
+  private def narrow(p: Planned): Planned =
+    indexSelection.flatMap(_.ranges(p.plan.fragment.id.toInt)) match {
+      case None => p
+      case Some(selected) =>
+        val may = p.plan.mayMatch.intersect(ScanPlanner.coalesce(selected, p.plan.fragment.physicalRows))
+        p.copy(plan = p.plan.copy(mayMatch = may, allMatch = p.plan.allMatch.intersect(may)),
+          byIndex = Some(selected.count), prunedByIndex = p.plan.mayMatch.nonEmpty && may.isEmpty)
+    }
 
   private def plan(frag: FragmentInfo): Planned = {
     val rows = frag.physicalRows
@@ -39,6 +57,18 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter]) {
   def plans: Vector[FragmentPlan] = planned.map(_.plan).filter(_.mayMatch.nonEmpty)
 
   def fragmentsPruned: Int = planned.count(_.plan.mayMatch.isEmpty)
+
+  /** Fragments that statistics kept but the indices showed hold no matching row. */
+  def fragmentsPrunedByIndex: Int = planned.count(_.prunedByIndex)
+
+  /** Rows the indices selected in the fragments they decide (deleted ones included). */
+  def rowsSelectedByIndex: Long = planned.flatMap(_.byIndex).sum
+
+  /** Fragments whose rows the indices decided. */
+  def fragmentsDecidedByIndex: Int = planned.count(_.byIndex.isDefined)
+
+  /** Names of the indices that answered part of the filter. */
+  def indicesUsed: Vector[String] = indexSelection.map(_.indicesUsed).getOrElse(Vector.empty)
 
   /** Pages of the filter's columns that no candidate range touches. */
   def pagesPruned: Long = planned.map(_.prunedPages).sum
@@ -97,4 +127,18 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter]) {
 
 object ScanPlanner {
   def apply(snapshot: Snapshot, filter: Option[Filter]): ScanPlanner = new ScanPlanner(snapshot, filter)
+  def apply(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean): ScanPlanner =
+    new ScanPlanner(snapshot, filter, useIndex)
+
+  /** Rows apart by at most this many are read as one range: reading a few
+    * rows more costs less than another read request. */
+  val CoalesceGap: Long = 32L
+
+  /** `r` with gaps of at most [[CoalesceGap]] rows closed (within [0, rows)). */
+  def coalesce(r: RowRanges, rows: Long): RowRanges = {
+    val out = new RowRanges.Builder
+    r.ranges.foreach { case (s, e) => out.add(s, math.min(rows, e + CoalesceGap)) }
+    out.result().intersect(RowRanges.all(rows)).intersect(RowRanges(r.ranges.headOption.map(_._1).getOrElse(0L),
+      r.ranges.lastOption.map(_._2).getOrElse(0L)))
+  }
 }

@@ -7,7 +7,8 @@ final case class ReadConf(
     splitRows: Option[Long] = None,
     pushdown: Boolean = true,
     readAhead: Option[Boolean] = None,
-    aggregatePushdown: Boolean = true)
+    aggregatePushdown: Boolean = true,
+    useIndex: Boolean = true)
 
 /** Which dataset a read opens: its path and version or tag (only from the
   * read's own options; at most one of the two). */
@@ -32,6 +33,8 @@ object ReadOptions {
   /** false: aggregates (SUM, COUNT, MIN, MAX, AVG; grouped or not) are
     * computed by Spark, not partially by the scan. */
   val AggregatePushdown: LanceOption[Boolean] = LanceOption.boolean("aggregatePushdown")
+  /** false: the scan does not use the dataset's scalar indices (docs/indices.md). */
+  val UseIndex: LanceOption[Boolean] = LanceOption.boolean("useIndex")
   /** true: storage reads run on the read pool, the next batch's while the
     * current one decodes; false: each task reads a batch, then decodes it;
     * auto (default): true except for local files, whose reads are CPU work
@@ -39,7 +42,7 @@ object ReadOptions {
   val ReadAhead: LanceOption[Option[Boolean]] =
     LanceOption.choice("readAhead", "auto" -> None, "true" -> Some(true), "false" -> Some(false))
 
-  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead, AggregatePushdown)
+  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead, AggregatePushdown, UseIndex)
 
   val DefaultBatchSize: Int = 8192
 
@@ -57,7 +60,8 @@ object ReadOptions {
     splitRows = source.get(SplitRows),
     pushdown = source.getOrElse(Pushdown, true),
     readAhead = source.get(ReadAhead).flatten,
-    aggregatePushdown = source.getOrElse(AggregatePushdown, true))
+    aggregatePushdown = source.getOrElse(AggregatePushdown, true),
+    useIndex = source.getOrElse(UseIndex, true))
 
   /** A read's settings from its own options, the session and the table's properties. */
   def conf(explicit: Map[String, String], session: String => Option[String],

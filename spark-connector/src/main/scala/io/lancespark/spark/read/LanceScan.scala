@@ -60,7 +60,8 @@ final class LanceScan(
   override def description(): String =
     s"LanceScan(${snapshot.storage.uri}, version=${snapshot.version}, " +
       s"columns=[${outputSchema.fieldNames.mkString(", ")}], fragments=${snapshot.fragments.size}" +
-      filter.fold("")(f => s", pushedFilters=[$f]") + limit.fold("")(n => s", limit=$n") + ")"
+      filter.fold("")(f => s", pushedFilters=[$f]") +
+      (if (planner.indicesUsed.isEmpty) "" else planner.indicesUsed.mkString(", indices=[", ", ", "]")) + limit.fold("")(n => s", limit=$n") + ")"
 
   /** The input partitions (see [[PartitionPlanner.partitions]]); without a
     * filter, a LIMIT leaves out those it does not need. */
@@ -78,7 +79,10 @@ final class LanceScan(
     else Array(
       ScanMetrics.value(ScanMetrics.FragmentsPruned, planner.fragmentsPruned.toLong),
       ScanMetrics.value(ScanMetrics.PagesPruned, planner.pagesPruned),
-      ScanMetrics.value(ScanMetrics.RowsSkippedByStats, planner.rowsSkipped))
+      ScanMetrics.value(ScanMetrics.RowsSkippedByStats, planner.rowsSkipped),
+      ScanMetrics.value(ScanMetrics.FragmentsPrunedByIndex, planner.fragmentsPrunedByIndex.toLong),
+      ScanMetrics.value(ScanMetrics.FragmentsDecidedByIndex, planner.fragmentsDecidedByIndex.toLong),
+      ScanMetrics.value(ScanMetrics.RowsSelectedByIndex, planner.rowsSelectedByIndex))
 
   /** Made once per scan: Spark asks each copy of the scan's plan node (each
     * its own batch) for it while it plans (to know whether the scan is columnar). */

@@ -79,7 +79,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   private var completable: Option[(Aggregation, Clustering)] = None
 
   /** Statistics are read once: by COUNT(*) pushdown if it asks, then by the scan. */
-  private lazy val planner: ScanPlanner = ScanPlanner(snapshot, filter)
+  private lazy val planner: ScanPlanner = ScanPlanner(snapshot, filter, options.useIndex)
 
   /** COUNT(*)s answered without the data; or an aggregation the scan
     * computes whose GROUP BY includes a column that the statistics show

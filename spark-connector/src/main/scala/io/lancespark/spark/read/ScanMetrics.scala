@@ -14,11 +14,15 @@ object ScanMetrics {
   val PeakTaskMemory = "peakTaskMemory"
   val ReadRequests = "readRequests"
   val StorageWait = "storageWaitMs"
+  val FragmentsPrunedByIndex = "fragmentsPrunedByIndex"
+  val FragmentsDecidedByIndex = "fragmentsDecidedByIndex"
+  val RowsSelectedByIndex = "rowsSelectedByIndex"
 
   def all: Array[CustomMetric] = Array(
     new FragmentsPrunedMetric, new FragmentsScannedMetric, new PagesPrunedMetric,
     new PagesReadMetric, new BytesReadMetric, new RowsSkippedMetric, new PeakTaskMemoryMetric,
-    new ReadRequestsMetric, new StorageWaitMetric)
+    new ReadRequestsMetric, new StorageWaitMetric, new FragmentsPrunedByIndexMetric,
+    new FragmentsDecidedByIndexMetric, new RowsSelectedByIndexMetric)
 
   def value(metricName: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metricName
@@ -41,6 +45,12 @@ final class ReadRequestsMetric extends LanceSumMetric(ScanMetrics.ReadRequests, 
 /** Milliseconds the scan's tasks waited for storage: reads that had not completed
   * when the decode needed their bytes, and reads made on the spot. */
 final class StorageWaitMetric extends LanceSumMetric(ScanMetrics.StorageWait, "time waiting for storage (ms)")
+final class FragmentsPrunedByIndexMetric
+    extends LanceSumMetric(ScanMetrics.FragmentsPrunedByIndex, "fragments pruned by scalar indices")
+final class FragmentsDecidedByIndexMetric
+    extends LanceSumMetric(ScanMetrics.FragmentsDecidedByIndex, "fragments whose rows scalar indices selected")
+final class RowsSelectedByIndexMetric
+    extends LanceSumMetric(ScanMetrics.RowsSelectedByIndex, "rows selected by scalar indices")
 final class RowsSkippedMetric extends LanceSumMetric(ScanMetrics.RowsSkippedByStats, "rows skipped by statistics")
 
 /** The most memory one task's reader held at once: the peak of its Arrow

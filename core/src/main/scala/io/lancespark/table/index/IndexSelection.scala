@@ -1,0 +1,150 @@
+package io.lancespark.table.index
+
+import scala.collection.mutable
+
+import org.apache.arrow.memory.RootAllocator
+import org.roaringbitmap.RoaringBitmap
+
+import io.lancespark.table.filter.{Filter, RowRanges}
+import io.lancespark.table.filter.Filter._
+import io.lancespark.table.model.Snapshot
+
+/** What the scalar indices of a dataset version answer of a filter: for
+  * each fragment they decide, the offsets of the rows that may match (a
+  * superset of the matching rows: the filter is still evaluated on the rows
+  * read). A fragment no index on the filter's columns covers (appended or
+  * rewritten after the build) is not decided: every row is read. Deleted
+  * rows are left to the scan (an index may still list them).
+  *
+  * Each node of the filter is answered for an outcome (TRUE, or FALSE under
+  * a NOT) by the rows that may have it: AND intersects what its sides
+  * decide, OR unites where both decide, NOT asks its child for the other
+  * outcome; a leaf on an indexed column asks each index on it. */
+/** Rows that may have an outcome: `rows(f)` (empty when absent) for the
+  * fragments in `known`, any row of the others. */
+private final case class Answer(known: RoaringBitmap, rows: Map[Int, RoaringBitmap]) {
+  def of(frag: Int): RoaringBitmap = rows.getOrElse(frag, IndexSelection.Empty)
+}
+
+final class IndexSelection private (snapshot: Snapshot, filter: Filter, indices: Vector[ScalarIndex]) {
+
+  private val byColumn: Map[Column, Vector[ScalarIndex]] = indices.groupBy(_.column)
+  private val rowsOf: Map[Int, Long] = snapshot.fragments.map(f => f.id.toInt -> f.physicalRows).toMap
+  private val allFragments: RoaringBitmap = {
+    val b = new RoaringBitmap(); rowsOf.keys.foreach(b.add); b
+  }
+  /** Indices that answered a leaf of the filter. */
+  private val used = mutable.LinkedHashSet.empty[String]
+
+  private val Unknown = Answer(new RoaringBitmap(), Map.empty)
+
+  private def both(a: Answer, b: Answer): Answer = {
+    val known = RoaringBitmap.or(a.known, b.known)
+    val rows = known.toArray.toSeq.map { f =>
+      val r = (a.known.contains(f), b.known.contains(f)) match {
+        case (true, true) => RoaringBitmap.and(a.of(f), b.of(f))
+        case (true, false) => a.of(f)
+        case _ => b.of(f)
+      }
+      f -> r
+    }.filterNot(_._2.isEmpty).toMap
+    Answer(known, rows)
+  }
+
+  private def either(a: Answer, b: Answer): Answer = {
+    val known = RoaringBitmap.and(a.known, b.known)
+    val rows = known.toArray.toSeq.map(f => f -> RoaringBitmap.or(a.of(f), b.of(f))).filterNot(_._2.isEmpty).toMap
+    Answer(known, rows)
+  }
+
+  private def answer(f: Filter, outcome: Boolean): Answer = f match {
+    case And(l, r) =>
+      if (outcome) both(answer(l, true), answer(r, true)) else either(answer(l, false), answer(r, false))
+    case Or(l, r) =>
+      if (outcome) either(answer(l, true), answer(r, true)) else both(answer(l, false), answer(r, false))
+    case Not(c) => answer(c, !outcome)
+    case AlwaysTrue => if (outcome) Unknown else Answer(allFragments.clone(), Map.empty)
+    case AlwaysFalse => if (outcome) Answer(allFragments.clone(), Map.empty) else Unknown
+    case leaf if ScalarIndex.isLeaf(leaf) =>
+      val column = leaf.columns.head
+      byColumn.getOrElse(column, Vector.empty).iterator.map { ix =>
+        ix.rows(leaf, outcome) match {
+          case Some(rows) =>
+            used += ix.entry.name
+            // only the fragments it covers, and only where it names no row beyond the fragment's
+            val known = ix.trusted.clone()
+            known.toArray.foreach { frag =>
+              val r = rows.getOrElse(frag, IndexSelection.Empty)
+              if (!r.isEmpty && (r.last() & 0xffffffffL) >= rowsOf.getOrElse(frag, 0L)) {
+                IndexCatalog.skip(s"${ix.entry.describe} for fragment $frag: it names rows beyond the fragment's")
+                known.remove(frag)
+              }
+            }
+            Answer(known, rows.filter { case (k, _) => known.contains(k) })
+          case None => Unknown
+        }
+      }.foldLeft(Unknown)(both)
+    case _ => Unknown
+  }
+
+  /** For each fragment the indices decide: the offsets of the rows that may match. */
+  lazy val selected: Map[Int, RoaringBitmap] = {
+    val a = answer(filter, outcome = true)
+    a.known.toArray.toSeq.map(f => f -> a.of(f)).toMap
+  }
+
+  /** The rows to read of fragment `frag` (its offsets, as ranges), if decided. */
+  def ranges(frag: Int): Option[RowRanges] = selected.get(frag).map(IndexSelection.toRanges)
+
+  /** Names of the indices that answered part of the filter. */
+  def indicesUsed: Vector[String] = { selected; used.toVector }
+
+  /** Bytes read from index files. */
+  def bytesRead: Long = indices.map(_.bytesRead).sum
+}
+
+object IndexSelection {
+  private[index] val Empty = new RoaringBitmap()
+
+  /** The indices of `snapshot` that may answer part of `filter`, and what
+    * they answer (None when none may). Indices that cannot be used are
+    * skipped with a log line; reading one never fails the scan's plan
+    * unless its files are corrupt. */
+  def apply(snapshot: Snapshot, filter: Filter): Option[IndexSelection] = {
+    val entries = IndexCatalog.load(snapshot)
+    val columns = filter.columns
+    val relevant = entries.filter(e => e.fields.size == 1 && columns.contains(e.fields.head))
+    if (relevant.isEmpty) None
+    else if (snapshot.hasStableRowIds) {
+      IndexCatalog.skip(s"the indices of ${snapshot.storage.uri}: the dataset has stable row ids (not read yet)"); None
+    } else if (IndexCatalog.hasFragmentReuseIndex(entries)) {
+      IndexCatalog.skip(s"the indices of ${snapshot.storage.uri}: a compaction's row address remap is pending"); None
+    } else {
+      val rowsOf: Map[Int, Long] = snapshot.fragments.map(f => f.id.toInt -> f.physicalRows).toMap
+      val allocator = new RootAllocator()
+      val opened = relevant.flatMap(e => ScalarIndex.open(snapshot.storage, snapshot.schema, e, f => rowsOf.getOrElse(f, 0L), allocator))
+      if (opened.isEmpty) { allocator.close(); None }
+      else {
+        val sel = new IndexSelection(snapshot, filter, opened)
+        try sel.selected
+        finally { opened.foreach(_.close()); allocator.close() }
+        Some(sel)
+      }
+    }
+  }
+
+  /** Offsets as row ranges (consecutive offsets in one range). */
+  def toRanges(b: RoaringBitmap): RowRanges = {
+    val out = new RowRanges.Builder
+    val it = b.getIntIterator
+    var start = -1L
+    var end = -1L
+    while (it.hasNext) {
+      val v = it.next().toLong & 0xffffffffL
+      if (v == end) end += 1
+      else { if (start >= 0) out.add(start, end); start = v; end = v + 1 }
+    }
+    if (start >= 0) out.add(start, end)
+    out.result()
+  }
+}

@@ -1,0 +1,69 @@
+package io.lancespark.table.index
+
+import org.apache.arrow.memory.BufferAllocator
+
+import io.lancespark.schema.LanceSchema
+import io.lancespark.table.filter.Filter
+import io.lancespark.table.filter.Filter._
+import io.lancespark.table.storage.DatasetStorage
+
+/** A scalar index over one column, answering the filter's leaves on it. */
+trait ScalarIndex extends AutoCloseable {
+  def entry: IndexEntry
+  /** The indexed column. */
+  def column: Column
+
+  /** The row addresses (by fragment) where `leaf` (a leaf on [[column]])
+    * may be TRUE (`outcome`) or may be FALSE (`!outcome`): a superset, exact
+    * for the fragments the index covers. None when the index cannot answer
+    * or reading it would not pay (most of the index would be read). */
+  def rows(leaf: Filter, outcome: Boolean): Option[RowAddrMap.Rows]
+
+  /** The fragments whose rows [[rows]] decides: those the index covers, by default. */
+  def trusted: org.roaringbitmap.RoaringBitmap = entry.covered
+
+  /** Bytes read from the index's files so far. */
+  def bytesRead: Long
+}
+
+object ScalarIndex {
+  /** Index types read, by the last part of their details' type URL. */
+  val BTree = "BTreeIndexDetails"
+  val Bitmap = "BitmapIndexDetails"
+  val ZoneMap = "ZoneMapIndexDetails"
+  val BloomFilter = "BloomFilterIndexDetails"
+  val Supported: Set[String] = Set(BTree, Bitmap, ZoneMap, BloomFilter)
+
+  /** The reader of `entry`, if its type and version are read here (else a log line). */
+  def open(storage: DatasetStorage, schema: LanceSchema, entry: IndexEntry, rowsOf: Int => Long,
+           allocator: BufferAllocator): Option[ScalarIndex] =
+    if (!Supported.contains(entry.kind)) { IndexCatalog.skip(s"${entry.describe}: type not read"); None }
+    else if (entry.indexVersion != 0) {
+      IndexCatalog.skip(s"${entry.describe}: index version ${entry.indexVersion} not read (0 is)"); None
+    } else if (entry.fields.size != 1 || entry.fieldIds.size != 1) {
+      IndexCatalog.skip(s"${entry.describe}: not one column of the schema"); None
+    } else entry.kind match {
+      case BTree => BTreeIndex.open(storage, entry, allocator)
+      case Bitmap => Some(new BitmapIndex(storage, entry, rowsOf, allocator))
+      case ZoneMap => Some(ZoneMapIndex.open(storage, entry, rowsOf, allocator))
+      case BloomFilter => IndexCatalog.field(schema.fields, entry.fieldIds.head).map(f =>
+        BloomFilterIndex.open(storage, entry, f.arrowType, rowsOf, allocator))
+      case _ => None
+    }
+
+  /** `leaf` on another column (the index file's value column). */
+  def onColumn(leaf: Filter, c: Column): Option[Filter] = leaf match {
+    case x: Compare => Some(x.copy(column = c))
+    case x: In => Some(x.copy(column = c))
+    case _: IsNull => Some(IsNull(c))
+    case _: IsNotNull => Some(IsNotNull(c))
+    case x: StartsWith => Some(StartsWith(c, x.prefix))
+    case _ => None
+  }
+
+  /** Whether `f` is a leaf an index on a column may answer. */
+  def isLeaf(f: Filter): Boolean = f match {
+    case _: Compare | _: In | _: IsNull | _: IsNotNull | _: StartsWith => true
+    case _ => false
+  }
+}

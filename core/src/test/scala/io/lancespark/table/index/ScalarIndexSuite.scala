@@ -1,0 +1,209 @@
+package io.lancespark.table.index
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path}
+
+import scala.collection.mutable
+
+import org.apache.arrow.memory.RootAllocator
+import org.apache.arrow.vector.BigIntVector
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.table.filter.{CompareOp, Filter, Lit}
+import io.lancespark.table.filter.Filter._
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.scan.{FragmentScanner, ScanPlanner}
+import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
+
+/** Scalar indices pylance builds (BTREE, BITMAP; others ignored), read by the
+  * table layer: what they select of each covered fragment holds every row
+  * pylance's filter returns there (row addresses from pylance), fragments
+  * appended or rewritten after the build are left undecided, and a scan
+  * planned with the indices returns exactly pylance's rows. */
+class ScalarIndexSuite extends AnyFunSuite {
+
+  private val repoRoot: Path = {
+    var p = Path.of("").toAbsolutePath
+    while (p != null && !Files.exists(p.resolve("build.sbt"))) p = p.getParent
+    if (p == null) Path.of("").toAbsolutePath else p
+  }
+  private val python = sys.env.getOrElse("LANCE_PYTHON", repoRoot.resolve(".venv/bin/python").toString)
+
+  private def py(script: String, args: String*): String = {
+    val proc = new ProcessBuilder((Seq(python, "-c", script) ++ args): _*).redirectErrorStream(true).start()
+    val out = new String(proc.getInputStream.readAllBytes(), UTF_8)
+    assert(proc.waitFor() == 0, out)
+    out
+  }
+
+  /** 5000 rows in 5 fragments; BTREE on id and v, BITMAP on k and s, a
+    * ZONEMAP on v (not read: ignored); then deletes, an append and an update. */
+  private lazy val dir: Path = {
+    val d = Files.createTempDirectory("scalar-index").resolve("t")
+    py(
+      """import sys, lance, pyarrow as pa
+        |path = sys.argv[1]
+        |def tab(start, n):
+        |    ids = list(range(start, start + n))
+        |    ids = ids[::2] + ids[1::2]
+        |    return pa.table({"id": pa.array(ids, pa.int64()),
+        |        "k": pa.array([None if i % 9 == 0 else i % 7 for i in ids], pa.int32()),
+        |        "s": pa.array([None if i % 11 == 0 else "w%d" % (i % 5) for i in ids]),
+        |        "v": pa.array([None if i % 13 == 0 else (i % 100) / 4.0 for i in ids], pa.float64()),
+        |        "p": pa.array([None if i % 17 == 0 else "a payload longer than thirty-two bytes #%d" % i for i in ids]),
+        |        "tags": pa.array([None if i % 19 == 0 else ["t%d" % (i % 3)] for i in ids], pa.list_(pa.string()))})
+        |lance.write_dataset(tab(0, 5000), path, max_rows_per_file=1000)
+        |ds = lance.dataset(path)
+        |ds.create_scalar_index("id", "BTREE")
+        |ds.create_scalar_index("v", "BTREE")
+        |ds.create_scalar_index("k", "BITMAP")
+        |ds.create_scalar_index("s", "BITMAP")
+        |ds.create_scalar_index("v", "ZONEMAP", name="v_zones")
+        |ds.create_scalar_index("p", "BLOOMFILTER")
+        |ds.create_scalar_index("id", "BLOOMFILTER", name="id_bloom")
+        |ds.create_scalar_index("tags", "LABEL_LIST")
+        |ds = lance.dataset(path)
+        |ds.delete("id % 10 = 4")
+        |lance.write_dataset(tab(5000, 500), path, mode="append")
+        |lance.dataset(path).update({"k": "k + 1"}, where="id < 100")
+        |""".stripMargin, d.toString)
+    d
+  }
+
+  private def snapshot: Snapshot = Dataset.open(DatasetStorage(dir.toString, new Configuration()), None)
+
+  private def col(n: String): Column = Vector(n)
+  private def long(v: Long): Lit = Lit.LongLit(v)
+
+  /** Filters with their SQL text for pylance. */
+  private val cases: Seq[(Filter, String)] = Seq(
+    Compare(col("id"), CompareOp.Eq, long(1235)) -> "id = 1235",
+    Compare(col("id"), CompareOp.Eq, long(50)) -> "id = 50",
+    In(col("id"), Vector(long(3), long(777), long(4001), long(5100))) -> "id IN (3, 777, 4001, 5100)",
+    And(Compare(col("id"), CompareOp.GtEq, long(1500)), Compare(col("id"), CompareOp.Lt, long(1530))) ->
+      "id >= 1500 AND id < 1530",
+    Compare(col("k"), CompareOp.Eq, long(3)) -> "k = 3",
+    IsNull(col("k")) -> "k IS NULL",
+    In(col("s"), Vector(Lit.string("w1"), Lit.string("w4"))) -> "s IN ('w1', 'w4')",
+    IsNull(col("s")) -> "s IS NULL",
+    Compare(col("v"), CompareOp.Gt, Lit.DoubleLit(24.0)) -> "v > 24.0",
+    IsNull(col("v")) -> "v IS NULL",
+    Or(Compare(col("id"), CompareOp.Eq, long(10)), Compare(col("s"), CompareOp.Eq, Lit.string("w2"))) ->
+      "id = 10 OR s = 'w2'",
+    Not(Compare(col("k"), CompareOp.NotEq, long(2))) -> "NOT (k <> 2)",
+    And(Compare(col("k"), CompareOp.Eq, long(1)), Not(IsNull(col("s")))) -> "k = 1 AND NOT (s IS NULL)",
+    Or(Compare(col("id"), CompareOp.Lt, long(5)), Compare(col("v"), CompareOp.Eq, Lit.DoubleLit(3.25))) ->
+      "id < 5 OR v = 3.25",
+    Compare(col("p"), CompareOp.Eq, Lit.string("a payload longer than thirty-two bytes #2222")) ->
+      "p = 'a payload longer than thirty-two bytes #2222'",
+    In(col("p"), Vector(Lit.string("a payload longer than thirty-two bytes #7"), Lit.string("nope"))) ->
+      "p IN ('a payload longer than thirty-two bytes #7', 'nope')",
+    IsNull(col("p")) -> "p IS NULL",
+    Not(Compare(col("p"), CompareOp.Eq, Lit.string("a payload longer than thirty-two bytes #2222"))) ->
+      "NOT (p = 'a payload longer than thirty-two bytes #2222')",
+    And(StartsWith(col("s"), "w1".getBytes(UTF_8)), Compare(col("id"), CompareOp.Lt, long(2000))) ->
+      "s LIKE 'w1%' AND id < 2000")
+
+  /** pylance's matching row addresses and ids of each case. */
+  private lazy val oracle: Seq[(Seq[Long], Seq[Long])] = {
+    val out = py(
+      """import sys, lance
+        |ds = lance.dataset(sys.argv[1])
+        |for f in sys.argv[2:]:
+        |    t = ds.to_table(columns=["id"], filter=f, with_row_address=True)
+        |    print(" ".join(map(str, t["_rowaddr"].to_pylist())) + "|" + " ".join(map(str, t["id"].to_pylist())))
+        |""".stripMargin, (dir.toString +: cases.map(_._2)): _*)
+    out.linesIterator.toSeq.map { l =>
+      val Array(a, i) = l.split("\\|", -1)
+      def nums(s: String): Seq[Long] = s.split(' ').filter(_.nonEmpty).map(_.toLong).toSeq
+      (nums(a), nums(i).sorted)
+    }
+  }
+
+  test("indices are listed with their types and fragment coverage; appended fragments are not covered") {
+    val snap = snapshot
+    val entries = IndexCatalog.load(snap)
+    assert(entries.map(_.kind).toSet == Set("BTreeIndexDetails", "BitmapIndexDetails", "ZoneMapIndexDetails",
+      "BloomFilterIndexDetails", "LabelListIndexDetails"))
+    entries.foreach(e => assert(e.covered.toArray.toSeq == Seq(0, 1, 2, 3, 4), e.describe))
+    assert(snap.fragments.map(_.id.toInt).toSet.size == 7)
+    assert(entries.forall(e => Files.isDirectory(dir.resolve(e.dir))))
+  }
+
+  test("what the indices select of each covered fragment holds every row pylance returns there") {
+    val snap = snapshot
+    var used = 0
+    cases.zip(oracle).foreach { case ((f, sql), (addrs, _)) => withClue(sql) {
+      val sel = IndexSelection(snap, f).getOrElse(fail("no index used"))
+      if (sel.indicesUsed.nonEmpty) used += 1
+      assert(sel.selected.keySet.subsetOf(Set(0, 1, 2, 3, 4)))
+      val byFrag = addrs.groupBy(a => (a >>> 32).toInt)
+      sel.selected.foreach { case (frag, rows) =>
+        byFrag.getOrElse(frag, Nil).foreach(a => assert(rows.contains((a & 0xffffffffL).toInt), s"fragment $frag row $a"))
+      }
+    } }
+    // all but NOT (p = ...): a bloom filter cannot tell where a value is absent
+    assert(used == cases.size - 1)
+  }
+
+  test("an index of a type not read (LABEL_LIST) is ignored; the scan plans every row") {
+    val snap = snapshot
+    val f = IsNull(col("tags"))
+    assert(IndexSelection(snap, f).isEmpty)
+    val p = ScanPlanner(snap, Some(f))
+    assert(p.indicesUsed.isEmpty && p.fragmentsDecidedByIndex == 0)
+    assert(p.plans.map(_.mayMatch.count).sum == snap.fragments.map(_.physicalRows).sum)
+  }
+
+  test("XXH64 of known inputs") {
+    assert(XxHash64.hash(Array.emptyByteArray) == 0xEF46DB3751D8E999L)
+    assert(XxHash64.hash("abc".getBytes(UTF_8)) == 0x44BC2CF5AD770999L)
+  }
+
+  test("a bloom filter lookup prunes the fragments whose filters cannot hold the value") {
+    val p = ScanPlanner(snapshot, Some(Compare(col("p"), CompareOp.Eq,
+      Lit.string("a payload longer than thirty-two bytes #2222"))))
+    assert(p.indicesUsed == Vector("p_idx"))
+    assert(p.fragmentsDecidedByIndex == 5)
+    assert(p.fragmentsPrunedByIndex >= 3, "a 1000-row zone's filter at the default false positive rate")
+  }
+
+  test("a point lookup selects one row of one fragment and prunes the others") {
+    val p = ScanPlanner(snapshot, Some(Compare(col("id"), CompareOp.Eq, long(1235))))
+    assert(p.rowsSelectedByIndex == 1)
+    assert(p.fragmentsDecidedByIndex == 5)
+    assert(p.fragmentsPrunedByIndex == 4)
+    // the appended and the updated rows' fragments are scanned
+    assert(p.plans.size == 3)
+  }
+
+  test("scans planned with the indices return exactly pylance's rows, and the same rows without them") {
+    val snap = snapshot
+    cases.zip(oracle).foreach { case ((f, sql), (_, ids)) => withClue(sql) {
+      assert(scan(snap, f, useIndex = true) == ids)
+      assert(scan(snap, f, useIndex = false) == ids)
+    } }
+  }
+
+  private def scan(snap: Snapshot, f: Filter, useIndex: Boolean): Seq[Long] = {
+    val allocator = new RootAllocator()
+    val out = mutable.ArrayBuffer.empty[Long]
+    try {
+      val fields = Seq(snap.schema.field("id").get)
+      val filterFields = f.columns.toSeq.map(c => snap.schema.field(c.head).get)
+      ScanPlanner(snap, Some(f), useIndex).plans.foreach { plan =>
+        val s = new FragmentScanner(snap.storage, snap.version, plan.fragment, fields, allocator,
+          ref => DataFiles.open(snap.storage, snap.schema, ref), Some(f), filterFields)
+        try plan.mayMatch.ranges.foreach { case (a, b) =>
+          val batch = s.read(a, b)
+          try {
+            val v = batch.vectors.head.asInstanceOf[BigIntVector]
+            (0 until batch.rowCount).foreach(i => out += v.get(i))
+          } finally batch.close()
+        } finally s.close()
+      }
+    } finally allocator.close()
+    out.sorted.toSeq
+  }
+}
