@@ -26,6 +26,20 @@ def scalacFor(scala: String, release: String = "11"): Seq[String] =
   Seq("-release", release, "-deprecation", "-feature", "-unchecked") ++
     (if (scala.startsWith("2.12")) Seq("-Ywarn-unused:imports", "-Xsource:2.13") else Seq("-Wunused:imports"))
 
+/** Main classes target `release` (the line's Java floor); tests compile for 17 (the JDK they run on). */
+def releaseSettings(release: String): Seq[Setting[_]] = {
+  def withRelease(o: Seq[String], r: String): Seq[String] = {
+    val i = o.indexOf("-release")
+    if (i < 0) o else o.updated(i + 1, r)
+  }
+  Seq(
+    javacOptions ++= Seq("--release", release),
+    scalacOptions ++= scalacFor(scalaVersion.value, release),
+    // Test delegates to Compile: set it explicitly
+    Test / scalacOptions := withRelease((Compile / scalacOptions).value, "17")
+  )
+}
+
 val testJavaOptions = Seq(
   "-Xmx3g",
   "--add-opens=java.base/java.nio=ALL-UNNAMED",
@@ -43,8 +57,7 @@ lazy val core = (project in file("core"))
   .settings(
     name := "lance-spark-core",
     crossScalaVersions := Seq(scala213, scala212),
-    javacOptions ++= Seq("--release", "11"),  // the API floor of every line (Spark 3.5 runs on Java 11)
-    scalacOptions ++= scalacFor(scalaVersion.value, "11"),
+    releaseSettings("11"),  // the API floor of every line (Spark 3.5 runs on Java 11)
     libraryDependencies ++= Seq(
       "org.apache.arrow"   % "arrow-vector"     % arrowVersion   % Provided,
       "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
@@ -115,8 +128,7 @@ def sparkProject(line: SparkLine): Project = {
       name := s"lance-spark-${line.id}",
       crossScalaVersions := line.scalas,
       scalaVersion := line.scalas.last,
-      javacOptions ++= Seq("--release", line.release),
-      scalacOptions ++= scalacFor(scalaVersion.value, line.release),
+      releaseSettings(line.release),
       Compile / unmanagedSourceDirectories := (shared / "src/main/scala") +:
         line.shims.map(s => shared / s"src/main/$s/scala"),
       Compile / unmanagedResourceDirectories := Seq(shared / "src/main/resources"),
@@ -130,6 +142,9 @@ def sparkProject(line: SparkLine): Project = {
       ) ++ arrowDeps(line.bundleArrow),
       Test / fork := true,
       Test / javaOptions ++= testJavaOptions,
+      // unshaded in tests, our Arrow 19 meets the line's arrow-memory-netty: use the unsafe
+      // allocator, as the relocated Arrow of the bundle does
+      Test / javaOptions ++= (if (line.bundleArrow) Seq("-Darrow.allocation.manager.type=Unsafe") else Nil),
       // The bundle jar for spark-submit --jars: our classes + relocated protobuf and collection-compat.
       assembly / assemblyJarName := s"lance-spark-bundle-${line.id}_${scalaBinaryVersion.value}-${version.value}.jar",
       assembly / assemblyOutputPath := (ThisBuild / bundleDir).value / (assembly / assemblyJarName).value,

@@ -44,6 +44,18 @@ def test_the_bundle_is_the_running_line(spark):
     assert os.path.basename(lance_spark.jar_path()) in jars
 
 
+def test_the_package_carries_every_bundle():
+    """Every line's bundle is in the package (setup.py packs target/bundles: `make jar`)."""
+    assert set(lance_spark.bundles()) >= {("3.5", "2.12"), ("3.5", "2.13"), ("4.0", "2.13"), ("4.1", "2.13"),
+                                          ("4.2", "2.13")}
+
+
+def test_call_extension_only_where_needed(spark):
+    """configure() installed the CALL extension on Spark 3.5 (no CALL for catalogs there) only."""
+    exts = spark.conf.get("spark.sql.extensions", "") or ""
+    assert ("io.lancespark.spark.extensions.LanceCallExtension" in exts) == (line_of(spark) < (4, 0)), exts
+
+
 @pytest.mark.parametrize("version", FILE_VERSIONS)
 def test_reads_every_file_version_as_pylance(spark, tmp_path, version):
     path = tmp_path / f"h_{version}"
@@ -119,6 +131,11 @@ def test_a_procedure_and_a_metadata_table(spark, tmp_path):
     assert row.fragments_removed == 4 and row.fragments_added == 1, row
     assert len(lance.dataset(path).get_fragments()) == 1
     assert sorted(lance.dataset(path).to_table()["id"].to_pylist()) == list(range(40))
+    # positional arguments (on Spark 3.5 through the CALL extension, on 4.x Spark's own CALL)
+    latest = lance.dataset(path).version
+    tag = spark.sql(f"CALL lance.system.create_tag('{t}', 'before_v', {latest - 1})").collect()[0]
+    assert (tag.tag, tag.version) == ("before_v", latest - 1)
+    assert lance.dataset(path).tags.list()["before_v"]["version"] == latest - 1
     history = spark.sql(f"SELECT version, operation FROM lance.{t}.history ORDER BY version").collect()
     assert [r.version for r in history] == [v["version"] for v in lance.dataset(path).versions()]
     assert history[-1].operation == "Rewrite"
