@@ -55,7 +55,7 @@ fixtures: venv
 	$(PY) tests/fixtures/old_releases.py $(FIXTURES)/old_releases
 
 test-scala: venv fixtures
-	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "++2.12.20 core/test" < /dev/null
+	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "spark40/test" "spark35/test" "++2.12.20 core/test" "spark35/test" < /dev/null
 
 test-python: python
 	$(PY) -m pytest -q tests
