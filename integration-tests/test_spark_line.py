@@ -136,6 +136,10 @@ def test_a_procedure_and_a_metadata_table(spark, tmp_path):
     tag = spark.sql(f"CALL lance.system.create_tag('{t}', 'before_v', {latest - 1})").collect()[0]
     assert (tag.tag, tag.version) == ("before_v", latest - 1)
     assert lance.dataset(path).tags.list()["before_v"]["version"] == latest - 1
+    # a parameter the procedure does not have: an error naming it, nothing done
+    with pytest.raises(Exception, match="no_such_arg"):
+        spark.sql(f"CALL lance.system.create_tag(table => '{t}', tag => 'x', no_such_arg => 1)").collect()
+    assert "x" not in lance.dataset(path).tags.list()
     history = spark.sql(f"SELECT version, operation FROM lance.{t}.history ORDER BY version").collect()
     assert [r.version for r in history] == [v["version"] for v in lance.dataset(path).versions()]
     assert history[-1].operation == "Rewrite"
