@@ -132,7 +132,8 @@ def sparkProject(line: SparkLine): Project = {
       Compile / unmanagedSourceDirectories := (shared / "src/main/scala") +:
         line.shims.map(s => shared / s"src/main/$s/scala"),
       Compile / unmanagedResourceDirectories := Seq(shared / "src/main/resources"),
-      Test / unmanagedSourceDirectories := Seq(shared / "src/test/scala"),
+      Test / unmanagedSourceDirectories := (shared / "src/test/scala") +:
+        line.shims.map(s => shared / s"src/test/$s/scala").filter(_.exists),
       libraryDependencies ++= Seq(
         "org.apache.spark"  %% "spark-sql"        % line.spark     % Provided,
         "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
