@@ -25,9 +25,10 @@ $(VENV)/.installed: requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-# The bundle jar for spark-submit --jars (sbt fetches itself and the build from Maven Central).
+# The bundle jars for spark-submit --jars, one per Spark line (sbt fetches itself and the build
+# from Maven Central): 3.5 on Scala 2.12 and 2.13, 4.0, 4.1, 4.2 (`++` switches the core too).
 jar:
-	$(SBT) "spark41/assembly" "spark42/assembly" < /dev/null
+	$(SBT) "++2.12.20 spark35/assembly" "++2.13.18 spark35/assembly" "spark40/assembly" "spark41/assembly" "spark42/assembly" < /dev/null
 
 # The Python package with the jar inside, installed into the venv.
 # Builds and installs the wheel (it generates protos and packs the jar); tests/ also
@@ -54,7 +55,7 @@ fixtures: venv
 	$(PY) tests/fixtures/old_releases.py $(FIXTURES)/old_releases
 
 test-scala: venv fixtures
-	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "++2.12.20 core/test" < /dev/null
+	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "spark40/test" "spark35/test" "++2.12.20 core/test" "spark35/test" < /dev/null
 
 test-python: python
 	$(PY) -m pytest -q tests
@@ -64,8 +65,9 @@ test-integration: python
 
 # Each further Spark line, in a venv with that line's pip pyspark (issue 36): the real-Spark
 # subset of integration-tests/test_spark_line.py with the bundle configure() picks for it
-# (4.3 has no Maven artifacts: it runs the 4.2 bundle).
-LINE_PYSPARKS := 4.1.4 4.3.0
+# (4.3 has no Maven artifacts: it runs the 4.2 bundle; pip's pyspark 3.5 is Scala 2.12: the
+# 3.5_2.13 bundle is tested by its Scala suites only).
+LINE_PYSPARKS := 3.5.9 4.0.5 4.1.4 4.3.0
 
 .venv-spark-%/.installed: requirements-line.txt
 	$(PYTHON) -m venv .venv-spark-$*

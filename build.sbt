@@ -22,9 +22,23 @@ val aircompressorVersion = "2.0.3" // what Spark 4.2.0 ships: pure-Java zstd and
 val hadoopVersion   = "3.5.0"   // what Spark 4.2.0 ships; only compiled against (the core's FileSystem API); Spark brings its own
 val compatVersion   = "2.12.0"  // scala-collection-compat: 2.13 collection API on 2.12
 
-def scalacFor(scala: String): Seq[String] =
-  Seq("-release", "17", "-deprecation", "-feature", "-unchecked") ++
+def scalacFor(scala: String, release: String = "11"): Seq[String] =
+  Seq("-release", release, "-deprecation", "-feature", "-unchecked") ++
     (if (scala.startsWith("2.12")) Seq("-Ywarn-unused:imports", "-Xsource:2.13") else Seq("-Wunused:imports"))
+
+/** Main classes target `release` (the line's Java floor); tests compile for 17 (the JDK they run on). */
+def releaseSettings(release: String): Seq[Setting[_]] = {
+  def withRelease(o: Seq[String], r: String): Seq[String] = {
+    val i = o.indexOf("-release")
+    if (i < 0) o else o.updated(i + 1, r)
+  }
+  Seq(
+    javacOptions ++= Seq("--release", release),
+    scalacOptions ++= scalacFor(scalaVersion.value, release),
+    // Test delegates to Compile: set it explicitly
+    Test / scalacOptions := withRelease((Compile / scalacOptions).value, "17")
+  )
+}
 
 val testJavaOptions = Seq(
   "-Xmx3g",
@@ -36,15 +50,14 @@ val testJavaOptions = Seq(
 )
 
 lazy val root = (project in file("."))
-  .aggregate(core, spark41, spark42)
+  .aggregate(core, spark35, spark40, spark41, spark42)
   .settings(publish / skip := true, crossScalaVersions := Nil)
 
 lazy val core = (project in file("core"))
   .settings(
     name := "lance-spark-core",
     crossScalaVersions := Seq(scala213, scala212),
-    javacOptions ++= Seq("--release", "17"),
-    scalacOptions ++= scalacFor(scalaVersion.value),
+    releaseSettings("11"),  // the API floor of every line (Spark 3.5 runs on Java 11)
     libraryDependencies ++= Seq(
       "org.apache.arrow"   % "arrow-vector"     % arrowVersion   % Provided,
       "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
@@ -72,9 +85,36 @@ lazy val core = (project in file("core"))
 // compiled against that line's own Spark. docs/dev/spark-lines.md has the plan
 // for the lines still to come (3.5 on Scala 2.12/2.13, 4.0).
 val sparkLines = Seq(
-  SparkLine("4.1", "4.1.3", Seq(scala213), Seq("spark-4.1+")),
-  SparkLine("4.2", "4.2.0", Seq(scala213), Seq("spark-4.1+"))
+  SparkLine("3.5", "3.5.9", Seq(scala212, scala213), Seq("spark-3.5", "spark-3.5-4.0"), release = "11", bundleArrow = true),
+  SparkLine("4.0", "4.0.4", Seq(scala213), Seq("spark-4.x", "spark-3.5-4.0"), release = "17", bundleArrow = true),
+  SparkLine("4.1", "4.1.3", Seq(scala213), Seq("spark-4.x", "spark-4.1+"), release = "17", bundleArrow = false),
+  SparkLine("4.2", "4.2.0", Seq(scala213), Seq("spark-4.x", "spark-4.1+"), release = "17", bundleArrow = false)
 )
+
+/** Arrow 19 inside a bundle (relocated to io.lancespark.shaded.arrow): for the
+  * lines whose Spark ships an older Arrow (3.5: 12.0.1) or no arrow-compression
+  * (3.5, 4.0). No Arrow object crosses into Spark (we implement ColumnVector),
+  * so the relocated copy never meets Spark's. The unsafe allocator, not netty. */
+def arrowDeps(bundled: Boolean): Seq[ModuleID] =
+  if (!bundled) Seq(
+    "org.apache.arrow" % "arrow-vector"       % arrowVersion % Provided,
+    "org.apache.arrow" % "arrow-memory-netty" % arrowVersion % Provided,
+    "org.apache.arrow" % "arrow-compression"  % arrowVersion % Provided)
+  else Seq("arrow-vector", "arrow-memory-core", "arrow-memory-unsafe", "arrow-format", "arrow-compression").map(a =>
+    ("org.apache.arrow" % a % arrowVersion)
+      .exclude("com.fasterxml.jackson.core", "jackson-core")
+      .exclude("com.fasterxml.jackson.core", "jackson-databind")
+      .exclude("com.fasterxml.jackson.core", "jackson-annotations")
+      .exclude("com.fasterxml.jackson.datatype", "jackson-datatype-jsr310")
+      .exclude("commons-codec", "commons-codec")
+      .exclude("org.slf4j", "slf4j-api")
+      .exclude("io.netty", "netty-common")
+      .exclude("io.netty", "netty-buffer")
+      .exclude("com.github.luben", "zstd-jni")
+      .exclude("org.apache.commons", "commons-compress")
+      .exclude("org.checkerframework", "checker-qual")
+      .exclude("com.google.errorprone", "error_prone_annotations")
+      .exclude("org.immutables", "value-annotations"))
 
 /** Where every line's bundle jar is put: setup.py packs them all into the wheel. */
 val bundleDir = settingKey[File]("directory of the bundle jars")
@@ -88,24 +128,24 @@ def sparkProject(line: SparkLine): Project = {
       name := s"lance-spark-${line.id}",
       crossScalaVersions := line.scalas,
       scalaVersion := line.scalas.last,
-      javacOptions ++= Seq("--release", "17"),
-      scalacOptions ++= scalacFor(scalaVersion.value),
+      releaseSettings(line.release),
       Compile / unmanagedSourceDirectories := (shared / "src/main/scala") +:
         line.shims.map(s => shared / s"src/main/$s/scala"),
       Compile / unmanagedResourceDirectories := Seq(shared / "src/main/resources"),
-      Test / unmanagedSourceDirectories := Seq(shared / "src/test/scala"),
+      Test / unmanagedSourceDirectories := (shared / "src/test/scala") +:
+        line.shims.map(s => shared / s"src/test/$s/scala").filter(_.exists),
       libraryDependencies ++= Seq(
         "org.apache.spark"  %% "spark-sql"        % line.spark     % Provided,
-        "org.apache.arrow"   % "arrow-vector"     % arrowVersion   % Provided,
-        "org.apache.arrow"   % "arrow-memory-netty" % arrowVersion % Provided,
-        "org.apache.arrow"   % "arrow-compression" % arrowVersion % Provided,
         "org.roaringbitmap"  % "RoaringBitmap"    % roaringVersion % Provided,
         "io.airlift"         % "aircompressor"    % aircompressorVersion % Provided,
         "software.amazon.awssdk" % "dynamodb"     % awsSdkVersion  % Provided,
         "org.scalatest"     %% "scalatest"        % "3.2.19"       % Test
-      ),
+      ) ++ arrowDeps(line.bundleArrow),
       Test / fork := true,
       Test / javaOptions ++= testJavaOptions,
+      // unshaded in tests, our Arrow 19 meets the line's arrow-memory-netty: use the unsafe
+      // allocator, as the relocated Arrow of the bundle does
+      Test / javaOptions ++= (if (line.bundleArrow) Seq("-Darrow.allocation.manager.type=Unsafe") else Nil),
       // The bundle jar for spark-submit --jars: our classes + relocated protobuf and collection-compat.
       assembly / assemblyJarName := s"lance-spark-bundle-${line.id}_${scalaBinaryVersion.value}-${version.value}.jar",
       assembly / assemblyOutputPath := (ThisBuild / bundleDir).value / (assembly / assemblyJarName).value,
@@ -113,7 +153,10 @@ def sparkProject(line: SparkLine): Project = {
       assembly / assemblyShadeRules := Seq(
         ShadeRule.rename("com.google.protobuf.**" -> "io.lancespark.shaded.protobuf.@1").inAll,
         ShadeRule.rename("scala.collection.compat.**" -> "io.lancespark.shaded.compat.@1").inAll
-      ),
+      ) ++ (if (!line.bundleArrow) Nil else Seq(
+        ShadeRule.rename("org.apache.arrow.**" -> "io.lancespark.shaded.arrow.@1").inAll,
+        ShadeRule.rename("com.google.flatbuffers.**" -> "io.lancespark.shaded.flatbuffers.@1").inAll
+      )),
       assembly / assemblyMergeStrategy := {
         case PathList("META-INF", "services", _*) => MergeStrategy.concat
         case PathList("META-INF", _*)             => MergeStrategy.discard
@@ -123,5 +166,7 @@ def sparkProject(line: SparkLine): Project = {
     )
 }
 
-lazy val spark41 = sparkProject(sparkLines(0))
-lazy val spark42 = sparkProject(sparkLines(1))
+lazy val spark35 = sparkProject(sparkLines(0))
+lazy val spark40 = sparkProject(sparkLines(1))
+lazy val spark41 = sparkProject(sparkLines(2))
+lazy val spark42 = sparkProject(sparkLines(3))

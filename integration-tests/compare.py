@@ -13,7 +13,12 @@ import pyarrow.compute as pc
 
 def spark_rows(df, order_by: str = "id") -> list[dict]:
     """Collects a Spark DataFrame (through Arrow) as plain Python values, ordered by `order_by`."""
-    table = df.toArrow()
+    if hasattr(df, "toArrow"):
+        table = df.toArrow()
+    else:  # pyspark 3.5 (toArrow arrived in 4.0)
+        from pyspark.sql.pandas.types import to_arrow_schema
+        batches = df._collect_as_arrow()
+        table = pa.Table.from_batches(batches) if batches else to_arrow_schema(df.schema).empty_table()
     return table.take(pc.sort_indices(table, [(order_by, "ascending")])).to_pylist()
 
 

@@ -16,6 +16,22 @@ from datagen import rich_table
 from lance_datasets import build_history
 
 FILE_VERSIONS = ["legacy", "2.0", "2.1", "2.2"]
+#: datagen.rich_table's TIME columns: Spark before 4.1 has no TIME type.
+TIME_COLUMNS = ["t32s", "t32ms", "t64us", "t64ns"]
+
+
+def line_of(spark) -> tuple:
+    return tuple(int(p) for p in spark.version.split(".")[:2])
+
+
+def has_time(spark) -> bool:
+    return line_of(spark) >= (4, 1)
+
+
+def rich(spark, n: int, seed: int) -> pa.Table:
+    """datagen.rich_table, without the TIME columns on a line that cannot hold them."""
+    t = rich_table(n, seed=seed)
+    return t if has_time(spark) else t.drop_columns(TIME_COLUMNS)
 
 
 def test_the_bundle_is_the_running_line(spark):
@@ -28,10 +44,27 @@ def test_the_bundle_is_the_running_line(spark):
     assert os.path.basename(lance_spark.jar_path()) in jars
 
 
+def test_the_package_carries_every_bundle():
+    """Every line's bundle is in the package (setup.py packs target/bundles: `make jar`)."""
+    assert set(lance_spark.bundles()) >= {("3.5", "2.12"), ("3.5", "2.13"), ("4.0", "2.13"), ("4.1", "2.13"),
+                                          ("4.2", "2.13")}
+
+
+def test_call_extension_only_where_needed(spark):
+    """configure() installed the CALL extension on Spark 3.5 (no CALL for catalogs there) only."""
+    exts = spark.conf.get("spark.sql.extensions", "") or ""
+    assert ("io.lancespark.spark.extensions.LanceCallExtension" in exts) == (line_of(spark) < (4, 0)), exts
+
+
 @pytest.mark.parametrize("version", FILE_VERSIONS)
 def test_reads_every_file_version_as_pylance(spark, tmp_path, version):
     path = tmp_path / f"h_{version}"
     build_history(path, version, v2_paths=version != "legacy", stable_row_ids=False)
+    if not has_time(spark):
+        # a TIME column is an error naming it; without them (pylance drops them) the rest reads
+        with pytest.raises(Exception, match=r"column 't32s'.*Spark <4.1 has no TIME type"):
+            spark.read.format("lance").load(str(path)).count()
+        lance.dataset(str(path)).drop_columns(TIME_COLUMNS)
     expected = lance.dataset(str(path)).to_table()
     df = spark.read.format("lance").load(str(path))
     assert df.count() == expected.num_rows
@@ -41,7 +74,7 @@ def test_reads_every_file_version_as_pylance(spark, tmp_path, version):
 @pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
 def test_writes_that_pylance_reads(spark, tmp_path, version):
     source = str(tmp_path / "src")
-    lance.write_dataset(rich_table(3000, seed=5), source, data_storage_version="2.1")
+    lance.write_dataset(rich(spark, 3000, seed=5), source, data_storage_version="2.1")
     src = spark.read.format("lance").load(source)
     path = str(tmp_path / f"w_{version}")
     src.where("id < 2000").write.format("lance").option("fileVersion", version).save(path)
@@ -98,6 +131,15 @@ def test_a_procedure_and_a_metadata_table(spark, tmp_path):
     assert row.fragments_removed == 4 and row.fragments_added == 1, row
     assert len(lance.dataset(path).get_fragments()) == 1
     assert sorted(lance.dataset(path).to_table()["id"].to_pylist()) == list(range(40))
+    # positional arguments (on Spark 3.5 through the CALL extension, on 4.x Spark's own CALL)
+    latest = lance.dataset(path).version
+    tag = spark.sql(f"CALL lance.system.create_tag('{t}', 'before_v', {latest - 1})").collect()[0]
+    assert (tag.tag, tag.version) == ("before_v", latest - 1)
+    assert lance.dataset(path).tags.list()["before_v"]["version"] == latest - 1
+    # a parameter the procedure does not have: an error naming it, nothing done
+    with pytest.raises(Exception, match="no_such_arg"):
+        spark.sql(f"CALL lance.system.create_tag(table => '{t}', tag => 'x', no_such_arg => 1)").collect()
+    assert "x" not in lance.dataset(path).tags.list()
     history = spark.sql(f"SELECT version, operation FROM lance.{t}.history ORDER BY version").collect()
     assert [r.version for r in history] == [v["version"] for v in lance.dataset(path).versions()]
     assert history[-1].operation == "Rewrite"

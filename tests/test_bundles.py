@@ -256,6 +256,28 @@ def test_classic_builder_gets_its_lines_bundle(tmp_path, monkeypatch, spark_vers
     assert b._options["spark.jars"] == f"/opt/other.jar,{d / bundle}"
     assert b._options["spark.sql.catalog.lance"] == "io.lancespark.spark.catalog.LanceCatalog"
     assert ("spark.sql.timeType.enabled" in b._options) == time_type
+    # Spark 3.5 has no CALL for DSv2 catalogs: the CALL extension goes on spark.sql.extensions there only
+    assert (b._options.get("spark.sql.extensions") == CALL_EXTENSION) == spark_version.startswith("3.5")
+
+
+CALL_EXTENSION = "io.lancespark.spark.extensions.LanceCallExtension"
+
+
+@pytest.mark.parametrize("line,has_call", [("3.5", True), ("4.0", False), ("4.1", False), ("4.2", False)])
+def test_extensions_per_line(line, has_call):
+    s = lance_spark.connector_settings(line)
+    assert (s.get("spark.sql.extensions") == CALL_EXTENSION) == has_call
+
+
+def test_extensions_kept_and_appended(tmp_path, monkeypatch):
+    """Another library's extension (Delta's) stays first; ours is appended once."""
+    make_jars(tmp_path, monkeypatch, ALL_BUNDLES)
+    installed(monkeypatch, tmp_path, "3.5.9", "2.12")
+    delta = "io.delta.sql.DeltaSparkSessionExtension"
+    b = lance_spark.configure(SparkSession.Builder().config("spark.sql.extensions", delta))
+    assert b._options["spark.sql.extensions"] == f"{delta},{CALL_EXTENSION}"
+    b = lance_spark.configure(b)
+    assert b._options["spark.sql.extensions"] == f"{delta},{CALL_EXTENSION}"
 
 
 @pytest.mark.parametrize("spark_version,scala,given", [

@@ -49,6 +49,33 @@ CONNECTOR_SETTINGS: Dict[str, str] = {
 #: setting -> the first Spark line that knows it (Spark's TIME type arrived in 4.1).
 SETTINGS_SINCE: Dict[str, str] = {"spark.sql.timeType.enabled": "4.1"}
 
+EXTENSIONS_KEY = "spark.sql.extensions"
+#: Session extensions the connector installs (``spark.sql.extensions``, a static setting: only
+#: on a builder, before the session exists), in order: class -> (first line, last line) that
+#: need it (None: no bound).  Append an entry for a new extension.
+SESSION_EXTENSIONS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
+    # CALL lance.system.<procedure>(...): Spark 3.5 has no CALL for DSv2 catalogs (4.0 does).
+    "io.lancespark.spark.extensions.LanceCallExtension": (None, "3.5"),
+}
+
+
+def session_extensions(line: Optional[str]) -> List[str]:
+    """The SESSION_EXTENSIONS a bundle line needs (None: all of them)."""
+    out = []
+    for cls, (first, last) in SESSION_EXTENSIONS.items():
+        if line is not None and first is not None and _line_key(line) < _line_key(first):
+            continue
+        if line is not None and last is not None and _line_key(line) > _line_key(last):
+            continue
+        out.append(cls)
+    return out
+
+
+def _merge_extensions(existing: Optional[str], ours: List[str]) -> str:
+    """``spark.sql.extensions``: the existing classes (e.g. Delta's, Iceberg's) kept, ours appended."""
+    have = [e.strip() for e in (existing or "").split(",") if e.strip()]
+    return ",".join(have + [c for c in ours if c not in have])
+
 _BUILD_HINT = (
     "build the bundles with `make jar` and reinstall the package "
     "(or point the LANCE_SPARK_JAR environment variable at the bundle jar)"
@@ -210,13 +237,17 @@ def installed_spark() -> Tuple[str, Optional[str]]:
 
 def connector_settings(line: Optional[str]) -> Dict[str, str]:
     """CONNECTOR_SETTINGS for a bundle line (None: all of them): settings a line does not know
-    (spark.sql.timeType.enabled before 4.1) are left out."""
+    (spark.sql.timeType.enabled before 4.1) are left out; ``spark.sql.extensions`` lists the
+    line's session extensions (session_extensions) when it has any."""
     out = {}
     for k, v in CONNECTOR_SETTINGS.items():
         since = SETTINGS_SINCE.get(k)
         if line is not None and since is not None and _line_key(line) < _line_key(since):
             continue
         out[k] = v
+    exts = session_extensions(line)
+    if exts:
+        out[EXTENSIONS_KEY] = ",".join(exts)
     return out
 
 
@@ -437,6 +468,8 @@ def _configure_jvm_builder(builder: Any, mode: str):
         entries.append(jar)
     builder = builder.config("spark.jars", ",".join(entries))
     for k, v in connector_settings(line).items():
+        if k == EXTENSIONS_KEY:
+            v = _merge_extensions(_builder_option(builder, k), v.split(","))
         builder = builder.config(k, v)
     if mode == "local-connect":
         builder = _check_after_create(builder)
@@ -450,6 +483,27 @@ def _configure_remote_builder(builder: Any):
         if k not in SETTINGS_SINCE:
             builder = builder.config(k, v)
     return _check_after_create(builder)
+
+
+def _set_runtime_settings(spark: Any, line: Optional[str]) -> None:
+    """The line's settings on a running session; spark.sql.extensions is static (it cannot be set
+    now): a session without the line's extensions gets a warning saying what is missing."""
+    for k, v in connector_settings(line).items():
+        if k != EXTENSIONS_KEY:
+            spark.conf.set(k, v)
+            continue
+        try:
+            current = spark.conf.get(k, "") or ""
+        except Exception:  # noqa: BLE001
+            current = ""
+        missing = [c for c in v.split(",") if c not in [e.strip() for e in current.split(",")]]
+        if missing:
+            warnings.warn(
+                f"lance_spark.configure: this session was started without {', '.join(missing)} in "
+                f"{EXTENSIONS_KEY} (a setting only a new session takes): CALL lance.system.* needs it "
+                f"on Spark {line}; start the session with `lance_spark.configure(SparkSession.builder)` "
+                f"or `--conf {EXTENSIONS_KEY}={_merge_extensions(current, missing)}`",
+                RuntimeWarning, stacklevel=3)
 
 
 def _check_after_create(builder: Any):
@@ -520,8 +574,7 @@ def _configure_classic_session(spark: Any):
             f"bundle for {_bundle_txt(key)} ({entry}); it needs {_wanted_bundle_txt(version, scala)}: "
             "start the session again with `lance_spark.configure(SparkSession.builder)`, or "
             "`spark-submit --jars $(python -c 'import lance_spark; print(lance_spark.jar_path())')`")
-    for k, v in connector_settings(line).items():
-        spark.conf.set(k, v)
+    _set_runtime_settings(spark, line)
     return spark
 
 
@@ -557,8 +610,7 @@ def _configure_connect_session(spark: Any):
             f"the Spark Connect server runs Spark {version} but its spark.jars has the lance-spark "
             f"bundle for {_bundle_txt(key)} ({entry}); it needs {_wanted_bundle_txt(version, None)}: "
             "start the server again with that one, `start-connect-server.sh --jars <bundle>`")
-    for k, v in connector_settings(line).items():
-        spark.conf.set(k, v)
+    _set_runtime_settings(spark, line)
     # Loading the catalog loads the bundle's classes; listing a namespace that is not there only
     # asks whether one path exists (no write).  A class the server cannot load is the missing jar.
     catalog = "lance"

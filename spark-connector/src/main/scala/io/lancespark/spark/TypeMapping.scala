@@ -5,6 +5,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType
 import org.apache.spark.sql.types._
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema, LogicalType}
+import io.lancespark.spark.shim.TimeTypes
 
 /** Lance (Arrow) types as Spark types. Documented in docs/type-mapping.md.
   * Unsigned integers widen (uint64 to DECIMAL(20,0)); half floats read as FLOAT;
@@ -50,13 +51,16 @@ final case class TypeMapping(timeTypeEnabled: Boolean) {
       case _: ArrowType.Binary | _: ArrowType.LargeBinary | _: ArrowType.FixedSizeBinary => BinaryType
       case d: ArrowType.Date if d.getUnit == DateUnit.DAY || d.getUnit == DateUnit.MILLISECOND => DateType
       case t: ArrowType.Time =>
+        if (!TimeTypes.supported)
+          unsupported(s"Spark ${org.apache.spark.SPARK_VERSION} has no TIME type (Spark <4.1 has no TIME type; " +
+            "Spark 4.1 and later read it)")
         if (!timeTypeEnabled)
           unsupported(s"Spark's TIME type is disabled; set ${TypeMapping.TimeTypeConf}=true " +
             "(lance_spark.configure does) to read it")
         t.getUnit match {
-          case TimeUnit.SECOND      => TimeType(0)
-          case TimeUnit.MILLISECOND => TimeType(3)
-          case _                    => TimeType(6)
+          case TimeUnit.SECOND      => TimeTypes.timeType(0)
+          case TimeUnit.MILLISECOND => TimeTypes.timeType(3)
+          case _                    => TimeTypes.timeType(6)
         }
       case ts: ArrowType.Timestamp =>
         if (ts.getTimezone == null) TimestampNTZType else TimestampType

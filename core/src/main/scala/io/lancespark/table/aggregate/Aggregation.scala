@@ -49,7 +49,7 @@ object Expr {
     def columns: Vector[String] = Vector.empty
     override def toString: String = value.toPlainString
   }
-  sealed abstract class Op(val symbol: String)
+  sealed abstract class Op(val symbol: String) extends Serializable  // Scala 2.12 case objects need it to deserialize
   case object Plus extends Op("+")
   case object Minus extends Op("-")
   case object Times extends Op("*")

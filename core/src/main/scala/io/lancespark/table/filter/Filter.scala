@@ -47,7 +47,7 @@ object Lit {
   def binary(b: Array[Byte]): BytesLit = BytesLit(b, utf8 = false)
 }
 
-sealed abstract class CompareOp(val symbol: String)
+sealed abstract class CompareOp(val symbol: String) extends Serializable  // Serializable: Scala 2.12 case objects need it to deserialize
 
 object CompareOp {
   case object Eq extends CompareOp("=")

@@ -198,7 +198,7 @@ final class HadoopSource(fs: FileSystem, file: Path, override val coalesceGap: L
   override val size: Long = if (knownSize > 0) knownSize else fs.getFileStatus(file).getLen
   private val in: FSDataInputStream =
     if (knownSize <= 0) fs.open(file)
-    else FutureIO.awaitFuture(fs.openFile(file).optLong(HadoopSource.OpenFileLength, knownSize).build())
+    else FutureIO.awaitFuture(fs.openFile(file).opt(HadoopSource.OpenFileLength, knownSize.toString).build())  // opt(key, String): Hadoop 3.3.4 (Spark 3.5) has no optLong
   override val path: String = file.toString
 
   private val owner: Thread = Thread.currentThread()

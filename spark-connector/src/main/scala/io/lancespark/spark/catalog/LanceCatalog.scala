@@ -8,7 +8,6 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.{NamespaceAlreadyExistsException, NoSuchNamespaceException, NoSuchTableException, TableAlreadyExistsException}
 import org.apache.spark.sql.connector.catalog._
-import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
@@ -16,8 +15,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import io.lancespark.schema.LanceSchema
 import io.lancespark.spark.LanceTable
 import io.lancespark.spark.metadata.{MetadataTable, MetadataTables}
-import io.lancespark.spark.procedures.{LanceProcedures, TableResolver}
+import io.lancespark.spark.procedures.{LanceProcedure, LanceProcedures, TableResolver}
 import io.lancespark.spark.options.{OptionSource, ReadTarget, WriteOptions}
+import io.lancespark.spark.shim.ProcedureCatalogShim
 import io.lancespark.spark.write.SparkToArrow
 import io.lancespark.table.commit.{CommitSettings, Committer, OverwriteDataset, ReplaceSchema}
 import io.lancespark.table.maintenance.Tags
@@ -28,7 +28,7 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage, VersionLookup}
   * (`spark.sql.catalog.lance.warehouse`): namespaces are directories, tables
   * are `<namespace>/<name>.lance` datasets. Any dataset is also reachable by
   * path, like Delta's: ``lance.`/abs/path/to/dataset` ``. */
-final class LanceCatalog extends TableCatalog with SupportsNamespaces with ProcedureCatalog with TableResolver {
+final class LanceCatalog extends TableCatalog with SupportsNamespaces with ProcedureCatalogShim with TableResolver {
 
   private var catalogName: String = "lance"
   private var warehouse: Path = _
@@ -61,7 +61,7 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
     metadataTable(ident).getOrElse(load(ident, None))
 
   /** VERSION AS OF: a version number, or a tag's name. */
-  override def loadTable(ident: Identifier, version: String): Table = version.toLongOption match {
+  override def loadTable(ident: Identifier, version: String): Table = scala.util.Try(version.toLong).toOption match {
     case Some(v) => load(ident, Some(v))
     case None =>
       if (!LanceCatalog.isPath(ident) && !exists(ident)) throw new NoSuchTableException(ident)
@@ -87,15 +87,15 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
   private def quote(part: String): String =
     if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
 
-  // --- procedures (namespace `system`) ---
+  // --- procedures (namespace `system`; Spark's ProcedureCatalog on 4.x, the CALL extension on 3.5) ---
 
-  override def loadProcedure(ident: Identifier): UnboundProcedure =
+  override def procedure(ident: Identifier): LanceProcedure =
     (if (ident.namespace().sameElements(Array(LanceProcedures.Namespace))) LanceProcedures.load(ident.name(), this)
      else None).getOrElse(throw new IllegalArgumentException(
       s"$catalogName has no procedure ${(ident.namespace() :+ ident.name()).mkString(".")}; its procedures are " +
         LanceProcedures.names.map(n => s"$catalogName.${LanceProcedures.Namespace}.$n").mkString(", ")))
 
-  override def listProcedures(namespace: Array[String]): Array[Identifier] =
+  override def procedureIds(namespace: Array[String]): Array[Identifier] =
     if (namespace.sameElements(Array(LanceProcedures.Namespace)))
       LanceProcedures.names.map(n => Identifier.of(namespace, n)).toArray
     else Array.empty

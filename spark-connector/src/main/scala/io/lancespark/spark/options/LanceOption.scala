@@ -15,13 +15,13 @@ final case class LanceOption[T](name: String, accepted: String, parse: String =>
 object LanceOption {
 
   def positiveLong(name: String): LanceOption[Long] =
-    LanceOption(name, "a positive integer", v => v.toLongOption.filter(_ > 0))
+    LanceOption(name, "a positive integer", v => scala.util.Try(v.toLong).toOption.filter(_ > 0))
 
   def positiveInt(name: String): LanceOption[Int] =
-    LanceOption(name, "a positive integer (at most 2147483647)", v => v.toIntOption.filter(_ > 0))
+    LanceOption(name, "a positive integer (at most 2147483647)", v => scala.util.Try(v.toInt).toOption.filter(_ > 0))
 
   def nonNegativeLong(name: String): LanceOption[Long] =
-    LanceOption(name, "a non-negative integer", v => v.toLongOption.filter(_ >= 0))
+    LanceOption(name, "a non-negative integer", v => scala.util.Try(v.toLong).toOption.filter(_ >= 0))
 
   def boolean(name: String): LanceOption[Boolean] =
     choice(name, "true" -> true, "false" -> false)

@@ -105,7 +105,7 @@ object WriteOptions {
   private def parseVectors(v: String): Option[Map[String, Int]] = {
     val entries = v.split(",").map(_.trim).filter(_.nonEmpty).toSeq.map { spec =>
       spec.split(":") match {
-        case Array(name, dim) if name.trim.nonEmpty => dim.trim.toIntOption.filter(_ > 0).map(name.trim -> _)
+        case Array(name, dim) if name.trim.nonEmpty => scala.util.Try(dim.trim.toInt).toOption.filter(_ > 0).map(name.trim -> _)
         case _ => None
       }
     }

@@ -5,7 +5,6 @@ import scala.util.Using
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter
 import org.apache.spark.sql.types._
 import org.apache.spark.util.LongAccumulator
 
@@ -25,7 +24,7 @@ final class CompactProcedure(tables: TableResolver) extends LanceProcedure(table
 
   private val defaults = CompactionOptions()
 
-  override protected val params: Seq[ProcedureParameter] = Seq(
+  override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
     optional("target_rows_per_fragment", LongType,
       "fragments with fewer rows are merged with their neighbours; rows per new fragment", defaults.targetRowsPerFragment.toString),
@@ -34,7 +33,7 @@ final class CompactProcedure(tables: TableResolver) extends LanceProcedure(table
     optional("materialize_deletions_threshold", DoubleType, "the deleted share above which a fragment is rewritten",
       defaults.materializeDeletionsThreshold.toString))
 
-  override protected val outputType: StructType = new StructType()
+  override val outputType: StructType = new StructType()
     .add("read_version", LongType).add("new_version", LongType).add("groups", LongType)
     .add("fragments_removed", LongType).add("fragments_added", LongType)
     .add("files_removed", LongType).add("files_added", LongType)

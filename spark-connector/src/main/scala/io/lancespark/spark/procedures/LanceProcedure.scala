@@ -1,11 +1,8 @@
 package io.lancespark.spark.procedures
 
-import java.util
-
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.{ArrayData, DateTimeUtils, GenericArrayData}
-import org.apache.spark.sql.connector.catalog.procedures.{BoundProcedure, ProcedureParameter, UnboundProcedure}
-import org.apache.spark.sql.connector.read.{LocalScan, Scan}
+import org.apache.spark.sql.connector.read.LocalScan
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -24,38 +21,41 @@ trait TableResolver {
   def storageFor(table: String): DatasetStorage
 }
 
+/** A procedure parameter, independent of the Spark line: Spark 4's
+  * ProcedureParameter is made from it by the 4.x shim, Spark 3.5's CALL
+  * extension binds arguments to it itself. `default` is SQL text (None: required). */
+final case class ProcParam(name: String, dataType: DataType, default: Option[String], comment: String) {
+  def required: Boolean = default.isEmpty
+}
+
 /** A Lance maintenance procedure: parameters known up front (no binding on
   * input types), called on the driver, one result row. Optional parameters
-  * come after the required ones and default to SQL NULL unless said. */
-abstract class LanceProcedure(tables: TableResolver) extends UnboundProcedure with BoundProcedure {
+  * come after the required ones and default to SQL NULL unless said. Not a
+  * Spark interface: the shims adapt it to each line's CALL. */
+abstract class LanceProcedure(tables: TableResolver) {
 
-  protected def params: Seq[ProcedureParameter]
-  protected def outputType: StructType
+  def name(): String
+  def description(): String
+  def params: Seq[ProcParam]
+  def outputType: StructType
   /** The result row for the arguments (in the order of `params`). */
   protected def run(args: LanceProcedure.Args): InternalRow
 
-  override def bind(inputType: StructType): BoundProcedure = this
-  override def isDeterministic: Boolean = false
-  override def parameters(): Array[ProcedureParameter] = params.toArray
-
-  override def call(input: InternalRow): util.Iterator[Scan] = {
-    val row = run(new LanceProcedure.Args(name(), params, input))
-    util.Collections.singleton[Scan](ProcedureResult(outputType, Array(row))).iterator()
-  }
+  /** Runs the procedure: `input` holds one value per parameter, in the order of `params`. */
+  final def invoke(input: InternalRow): InternalRow = run(new LanceProcedure.Args(name(), params, input))
 
   protected def storage(args: LanceProcedure.Args): DatasetStorage = tables.storageFor(args.string("table").get)
 }
 
 object LanceProcedure {
-  def required(name: String, t: DataType, comment: String): ProcedureParameter =
-    ProcedureParameter.in(name, t).comment(comment).build()
-  def optional(name: String, t: DataType, comment: String, default: String = "NULL"): ProcedureParameter =
-    ProcedureParameter.in(name, t).defaultValue(default).comment(comment).build()
+  def required(name: String, t: DataType, comment: String): ProcParam = ProcParam(name, t, None, comment)
+  def optional(name: String, t: DataType, comment: String, default: String = "NULL"): ProcParam =
+    ProcParam(name, t, Some(default), comment)
 
   /** Typed access to a call's arguments by parameter name. */
-  final class Args(procedure: String, params: Seq[ProcedureParameter], row: InternalRow) {
+  final class Args(procedure: String, params: Seq[ProcParam], row: InternalRow) {
     private def index(name: String): Int = {
-      val i = params.indexWhere(_.name() == name)
+      val i = params.indexWhere(_.name == name)
       require(i >= 0, s"$procedure has no parameter $name")
       i
     }

@@ -4,7 +4,6 @@ import java.time.Duration
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter
 import org.apache.spark.sql.types._
 
 import io.lancespark.spark.procedures.LanceProcedure._
@@ -18,7 +17,7 @@ final class VacuumProcedure(tables: TableResolver) extends LanceProcedure(tables
   override def description(): String =
     "Removes versions older than the retention (default 14 days; never the latest or a tagged one) and the files only they reference"
 
-  override protected val params: Seq[ProcedureParameter] = Seq(
+  override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
     optional("retain_hours", DoubleType, "versions committed more than this many hours ago are removed (default 336 = 14 days)"),
     optional("older_than", TimestampType, "versions committed before this time are removed (instead of retain_hours)"),
@@ -30,7 +29,7 @@ final class VacuumProcedure(tables: TableResolver) extends LanceProcedure(tables
 
   private val fileType = new StructType().add("path", StringType).add("kind", StringType).add("size_bytes", LongType)
 
-  override protected val outputType: StructType = new StructType()
+  override val outputType: StructType = new StructType()
     .add("old_versions_removed", LongType).add("manifests_removed", LongType).add("data_files_removed", LongType)
     .add("deletion_files_removed", LongType).add("transaction_files_removed", LongType)
     .add("index_files_removed", LongType).add("bytes_removed", LongType).add("dry_run", BooleanType)
@@ -68,13 +67,13 @@ final class RestoreProcedure(tables: TableResolver) extends LanceProcedure(table
   override def description(): String =
     "Commits a new version whose content is that of an older version (by number, timestamp or tag)"
 
-  override protected val params: Seq[ProcedureParameter] = Seq(
+  override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
     optional("version", LongType, "the version to restore"),
     optional("timestamp", TimestampType, "restore the newest version committed at or before this time"),
     optional("tag", StringType, "restore the version this tag names"))
 
-  override protected val outputType: StructType = new StructType()
+  override val outputType: StructType = new StructType()
     .add("restored_version", LongType).add("previous_version", LongType).add("new_version", LongType)
     .add("total_rows", LongType).add("total_fragments", LongType)
 
@@ -101,12 +100,12 @@ final class TagProcedure(tables: TableResolver, action: String) extends LancePro
     case _ => "Deletes a tag (the version stays)"
   }
 
-  override protected val params: Seq[ProcedureParameter] = Seq(
+  override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
     required("tag", StringType, "the tag's name: letters, digits, '.', '-', '_'")) ++
     (if (action == "delete") Nil else Seq(optional("version", LongType, "the version to tag (default: the latest)")))
 
-  override protected val outputType: StructType = new StructType()
+  override val outputType: StructType = new StructType()
     .add("tag", StringType).add("version", LongType).add("previous_version", LongType)
 
   override protected def run(args: Args): InternalRow = {

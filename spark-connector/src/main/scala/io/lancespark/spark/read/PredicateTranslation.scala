@@ -6,6 +6,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.lancespark.spark.MetadataColumns
+import io.lancespark.spark.shim.TimeTypes
 import io.lancespark.table.filter.{CompareOp, Filter, Lit}
 
 /** Spark's V2 predicates as the connector's [[Filter]]s; None for anything
@@ -87,7 +88,7 @@ object PredicateTranslation {
       else l.dataType() match {
         case ByteType | ShortType | IntegerType | LongType | DateType | TimestampType | TimestampNTZType =>
           Some(Lit.LongLit(v.asInstanceOf[Number].longValue()))
-        case _: TimeType | _: DayTimeIntervalType => Some(Lit.LongLit(v.asInstanceOf[Number].longValue()))
+        case t if TimeTypes.isTime(t) || t.isInstanceOf[DayTimeIntervalType] => Some(Lit.LongLit(v.asInstanceOf[Number].longValue()))
         case FloatType | DoubleType => Some(Lit.DoubleLit(v.asInstanceOf[Number].doubleValue()))
         case _: DecimalType => Some(Lit.DecimalLit(v.asInstanceOf[Decimal].toJavaBigDecimal))
         case _: StringType => Some(Lit.BytesLit(v.asInstanceOf[UTF8String].getBytes, utf8 = true))

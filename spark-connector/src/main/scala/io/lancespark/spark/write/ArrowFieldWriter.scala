@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.SpecializedGetters
 import org.apache.spark.sql.types._
 
 import io.lancespark.schema.LanceFormatException
+import io.lancespark.spark.shim.TimeTypes
 
 /** Writes Spark values (from an InternalRow or ArrayData) into one Arrow
   * vector of the target Lance type. The target may be narrower or differently
@@ -101,12 +102,12 @@ object ArrowFieldWriter {
       simple(v, column)((in, o, i) => v.setSafe(i, fromMicros(in.getLong(o), unit, column)))
     case (v: DurationVector, _: DayTimeIntervalType) =>
       simple(v, column)((in, o, i) => v.setSafe(i, fromMicros(in.getLong(o), v.getUnit, column)))
-    case (v: TimeNanoVector, _: TimeType) => simple(v, column)((in, o, i) => v.setSafe(i, in.getLong(o)))
-    case (v: TimeMicroVector, _: TimeType) =>
+    case (v: TimeNanoVector, t) if TimeTypes.isTime(t) => simple(v, column)((in, o, i) => v.setSafe(i, in.getLong(o)))
+    case (v: TimeMicroVector, t) if TimeTypes.isTime(t) =>
       simple(v, column)((in, o, i) => v.setSafe(i, exactDiv(in.getLong(o), 1000L, "microsecond", column)))
-    case (v: TimeMilliVector, _: TimeType) =>
+    case (v: TimeMilliVector, t) if TimeTypes.isTime(t) =>
       simple(v, column)((in, o, i) => v.setSafe(i, exactDiv(in.getLong(o), 1000000L, "millisecond", column).toInt))
-    case (v: TimeSecVector, _: TimeType) =>
+    case (v: TimeSecVector, t) if TimeTypes.isTime(t) =>
       simple(v, column)((in, o, i) => v.setSafe(i, exactDiv(in.getLong(o), 1000000000L, "second", column).toInt))
     case (v: ListVector, ArrayType(et, _)) => new ListWriter(v, et, column)
     case (v: LargeListVector, ArrayType(et, _)) => new LargeListWriter(v, et, column)

@@ -1,5 +1,7 @@
 package io.lancespark.spark.write
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.write._
 
@@ -32,7 +34,7 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
     overwrite: Boolean) extends BatchWrite {
 
   private val opts = WriteOptions.conf(
-    scala.jdk.CollectionConverters.MapHasAsScala(info.options().asCaseSensitiveMap()).asScala.toMap,
+    info.options().asCaseSensitiveMap().asScala.toMap,
     OptionSource.activeSession, snapshot.config)
 
   override def createBatchWriterFactory(physical: PhysicalWriteInfo): DataWriterFactory =

@@ -12,6 +12,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import io.lancespark.spark.{LanceTable, MetadataColumns, SerializableHadoopConf}
 import io.lancespark.spark.options.{OptionSource, WriteOptions}
 import io.lancespark.spark.read.LanceScanBuilder
+import io.lancespark.spark.shim.DeltaWriterShim
 import io.lancespark.table.commit.{CommitSettings, Commits, RowLevelPart, RowLevelRead, RowLevelWrites, TaskDeletions}
 import io.lancespark.table.model.Snapshot
 import io.lancespark.table.storage.DatasetStorage
@@ -90,7 +91,7 @@ final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, con
 }
 
 final case class LanceDeltaWriterFactory(task: WriteTask, read: RowLevelRead) extends DeltaWriterFactory {
-  override def createWriter(partitionId: Int, taskId: Long): DeltaWriter[InternalRow] = new DeltaWriter[InternalRow] {
+  override def createWriter(partitionId: Int, taskId: Long): DeltaWriter[InternalRow] = new DeltaWriterShim {
     private var data: Option[LanceDataWriter] = None
     private val deletions = new TaskDeletions(read, () => DatasetStorage(task.uri, task.hadoopConf.value))
 
@@ -106,8 +107,6 @@ final case class LanceDeltaWriterFactory(task: WriteTask, read: RowLevelRead) ex
       delete(metadata, id)
       insert(row)
     }
-
-    override def reinsert(metadata: InternalRow, row: InternalRow): Unit = insert(row)
 
     override def insert(row: InternalRow): Unit = writer.write(row)
 

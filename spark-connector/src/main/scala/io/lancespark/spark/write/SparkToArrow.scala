@@ -8,6 +8,7 @@ import org.apache.spark.sql.types._
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.spark.options.WriteOptions
+import io.lancespark.spark.shim.TimeTypes
 import io.lancespark.table.model.DataFileVersion
 
 /** The Lance (Arrow) type each Spark type is written as, for new datasets
@@ -72,22 +73,22 @@ object SparkToArrow {
       case DateType => leaf(new ArrowType.Date(DateUnit.DAY))
       case TimestampType => leaf(new ArrowType.Timestamp(TimeUnit.MICROSECOND, "UTC"))
       case TimestampNTZType => leaf(new ArrowType.Timestamp(TimeUnit.MICROSECOND, null))
-      case _: TimeType => leaf(new ArrowType.Time(TimeUnit.NANOSECOND, 64))
+      case t if TimeTypes.isTime(t) => leaf(new ArrowType.Time(TimeUnit.NANOSECOND, 64))
       case _: DayTimeIntervalType => leaf(new ArrowType.Duration(TimeUnit.MICROSECOND))
       case ArrayType(et @ (FloatType | DoubleType), _) if vectorDim.isDefined =>
         val item = field("item", et, nullable = true, s"$path.item", maps)
-        new Field(name, new FieldType(nullable, new ArrowType.FixedSizeList(vectorDim.get), null), java.util.List.of(item))
+        new Field(name, new FieldType(nullable, new ArrowType.FixedSizeList(vectorDim.get), null), java.util.Collections.singletonList(item))
       case ArrayType(et, containsNull) =>
         if (vectorDim.isDefined)
           throw new IllegalArgumentException(s"column '$path' is ${dt.simpleString}; only ARRAY<FLOAT> and ARRAY<DOUBLE> can be vectors")
         new Field(name, new FieldType(nullable, ArrowType.List.INSTANCE, null),
-          java.util.List.of(field("item", et, containsNull, s"$path.element", maps)))
+          java.util.Collections.singletonList(field("item", et, containsNull, s"$path.element", maps)))
       case MapType(kt, vt, valueContainsNull) =>
         val entries = new Field("entries", new FieldType(false, ArrowType.Struct.INSTANCE, null),
           java.util.List.of(field("key", kt, nullable = false, s"$path.key", maps),
             field("value", vt, valueContainsNull, s"$path.value", maps)))
         val t = if (maps) new ArrowType.Map(false) else ArrowType.List.INSTANCE
-        new Field(name, new FieldType(nullable, t, null), java.util.List.of(entries))
+        new Field(name, new FieldType(nullable, t, null), java.util.Collections.singletonList(entries))
       case st: StructType =>
         new Field(name, new FieldType(nullable, ArrowType.Struct.INSTANCE, null),
           st.fields.toSeq.map(f => withCharMetadata(field(f.name, f.dataType, f.nullable, s"$path.${f.name}", maps), f))
