@@ -39,12 +39,23 @@ LINE_ALIASES: Dict[str, str] = {"4.3": "4.2"}
 
 #: Spark settings the connector needs, applied by configure() with ``.config(k, v)`` or
 #: ``spark.conf.set(k, v)``; those in SETTINGS_SINCE only on the Spark lines that have them.
+#: Session extensions of the connector (spark.sql.extensions, comma-separated): the SQL table
+#: function lance_vector_search (docs/vector-search.md).
+SQL_EXTENSIONS: List[str] = [
+    "io.lancespark.spark.extensions.LanceTableFunctionsExtension",
+]
+
+#: Settings read only when a session starts (a running session cannot change them): set on
+#: builders, never with spark.conf.set.
+STATIC_SETTINGS = frozenset({"spark.sql.extensions"})
+
 CONNECTOR_SETTINGS: Dict[str, str] = {
     # Lance time32/time64 columns read as Spark's TIME type, which Spark 4.1+ gates behind this flag.
     "spark.sql.timeType.enabled": "true",
     # The Lance catalog: lance.<namespace>.<table> under spark.sql.catalog.lance.warehouse
     # (default: <spark.sql.warehouse.dir>/lance), and path tables lance.`/abs/path`.
     "spark.sql.catalog.lance": CATALOG_CLASS,
+    "spark.sql.extensions": ",".join(SQL_EXTENSIONS),
 }
 #: setting -> the first Spark line that knows it (Spark's TIME type arrived in 4.1).
 SETTINGS_SINCE: Dict[str, str] = {"spark.sql.timeType.enabled": "4.1"}
@@ -206,6 +217,15 @@ def installed_spark() -> Tuple[str, Optional[str]]:
                 "pyspark or pass the Spark version: lance_spark.jar_path('3.5.8')") from e
         version = pyspark.__version__
     return version, scala
+
+
+def _merged(builder: Any, key: str, value: str) -> str:
+    """`value` for `key` on `builder`; spark.sql.extensions keeps the builder's own extensions
+    (Delta's, for example) before the connector's."""
+    if key != "spark.sql.extensions":
+        return value
+    have = [e.strip() for e in (_builder_option(builder, key) or "").split(",") if e.strip()]
+    return ",".join(have + [e for e in value.split(",") if e not in have])
 
 
 def connector_settings(line: Optional[str]) -> Dict[str, str]:
@@ -437,7 +457,7 @@ def _configure_jvm_builder(builder: Any, mode: str):
         entries.append(jar)
     builder = builder.config("spark.jars", ",".join(entries))
     for k, v in connector_settings(line).items():
-        builder = builder.config(k, v)
+        builder = builder.config(k, _merged(builder, k, v))
     if mode == "local-connect":
         builder = _check_after_create(builder)
     return builder
@@ -447,7 +467,7 @@ def _configure_remote_builder(builder: Any):
     """sc:// builders: the jar must be on the server already; the settings every line has go in
     as config, the rest (and the check) once the session exists and tells its Spark version."""
     for k, v in CONNECTOR_SETTINGS.items():
-        if k not in SETTINGS_SINCE:
+        if k not in SETTINGS_SINCE and k not in STATIC_SETTINGS:
             builder = builder.config(k, v)
     return _check_after_create(builder)
 
@@ -521,7 +541,8 @@ def _configure_classic_session(spark: Any):
             "start the session again with `lance_spark.configure(SparkSession.builder)`, or "
             "`spark-submit --jars $(python -c 'import lance_spark; print(lance_spark.jar_path())')`")
     for k, v in connector_settings(line).items():
-        spark.conf.set(k, v)
+        if k not in STATIC_SETTINGS:
+            spark.conf.set(k, v)
     return spark
 
 
@@ -558,7 +579,8 @@ def _configure_connect_session(spark: Any):
             f"bundle for {_bundle_txt(key)} ({entry}); it needs {_wanted_bundle_txt(version, None)}: "
             "start the server again with that one, `start-connect-server.sh --jars <bundle>`")
     for k, v in connector_settings(line).items():
-        spark.conf.set(k, v)
+        if k not in STATIC_SETTINGS:
+            spark.conf.set(k, v)
     # Loading the catalog loads the bundle's classes; listing a namespace that is not there only
     # asks whether one path exists (no write).  A class the server cannot load is the missing jar.
     catalog = "lance"
