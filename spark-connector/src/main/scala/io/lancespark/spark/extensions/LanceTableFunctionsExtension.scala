@@ -57,9 +57,13 @@ object VectorSearchFunction {
     pos ++ byName
   }
 
-  private def value(args: Map[String, Expression], name: String): Option[Any] = args.get(name).map { e =>
+  /** The constant value of an argument; NULL is "not given" for the optional
+    * arguments (those after `k`), an error for the others. */
+  private def value(args: Map[String, Expression], name: String): Option[Any] = args.get(name).flatMap { e =>
     if (!e.foldable) fail(s"argument '$name' must be a constant")
-    Option(e.eval()).getOrElse(fail(s"argument '$name' is NULL"))
+    val v = Option(e.eval())
+    if (v.isEmpty && Positional.take(4).contains(name)) fail(s"argument '$name' is NULL")
+    v
   }
 
   private def string(args: Map[String, Expression], name: String): Option[String] = value(args, name).map {

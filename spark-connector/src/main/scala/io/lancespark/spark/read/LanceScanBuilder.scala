@@ -131,6 +131,8 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
     if (meta.nonEmpty)
       throw new IllegalArgumentException(s"${snapshot.storage.uri}: a nearest-neighbour search does not return " +
         s"the metadata column(s) ${meta.map(_.name).mkString(", ")}")
+    // bad input (no such column, not a vector column, wrong dimension) fails here, on the driver
+    io.lancespark.table.index.vector.VectorColumn.of(snapshot, conf.column, conf.vector.size)
     val data = cols.filterNot(_.name == LanceKnnScan.Distance)
     val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))
     new LanceKnnScan(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, StructType(data), required,

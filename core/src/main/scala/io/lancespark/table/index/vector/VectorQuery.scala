@@ -44,5 +44,10 @@ final case class Neighbour(fragmentId: Long, offset: Int, distance: Float) {
 
 object Neighbour {
   /** Nearest first; ties by row address (deterministic). */
-  val Nearest: Ordering[Neighbour] = Ordering.by((n: Neighbour) => (n.distance, n.rowAddress))
+  val Nearest: Ordering[Neighbour] = new Ordering[Neighbour] {
+    def compare(a: Neighbour, b: Neighbour): Int = {
+      val c = java.lang.Float.compare(a.distance, b.distance)
+      if (c != 0) c else java.lang.Long.compare(a.rowAddress, b.rowAddress)
+    }
+  }
 }
