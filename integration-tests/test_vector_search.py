@@ -150,6 +150,11 @@ def test_sql_function_and_python(spark, data):
     assert [f for f in rows[0].asDict()] == ["id", "grp", "emb", "_distance"]
     same((np.array([r.id for r in rows]), np.array([r._distance for r in rows], np.float32)),
          brute(data, q, "l2", k=6, keep=lambda ids: ids % 5 == 3), "SQL positional, prefilter")
+    # a catalog table name (here the Lance catalog's path table) instead of a path
+    rows = spark.sql(f"SELECT id, _distance FROM lance_vector_search('lance.`{data.path}`', 'emb', {arr}, 5, "
+                     "use_index => false)").collect()
+    same((np.array([r.id for r in rows]), np.array([r._distance for r in rows], np.float32)),
+         brute(data, q, "l2", k=5), "SQL, catalog table name")
     df = lance_spark.vector_search(spark, data.path, "emb", q.tolist(), k=8, filter="grp = 3", prefilter=False,
                                    use_index=False)
     rows = df.collect()

@@ -99,9 +99,11 @@ object VectorSearchFunction {
     }
   }
 
-  /** The Lance dataset path of `table`: a path as is, else the location of the catalog table it names. */
+  /** The Lance dataset path of `table`: a path as is (it has '/' or ':' and
+    * no backquote), else the location of the catalog table it names
+    * (`lance.db.t`, lance.`/abs/path`). */
   private def location(session: SparkSession, table: String): String =
-    if (table.contains("/") || table.contains(":")) table
+    if ((table.contains("/") || table.contains(":")) && !table.contains("`")) table
     else session.table(table).queryExecution.analyzed.collectFirst {
       case r: DataSourceV2Relation if r.table.isInstanceOf[LanceTable] => r.table.asInstanceOf[LanceTable].target.path
     }.getOrElse(fail(s"'$table' is not a Lance table"))
