@@ -194,4 +194,6 @@ def test_bad_input(spark, data):
                                    .option("nearest.vector", "[1, x]").load(data.path).collect())
     assert "metric" in err(lambda: spark.sql(f"SELECT * FROM lance_vector_search('{data.path}', 'emb', "
                                              f"array({', '.join('1.0' for _ in q)}), 3, metric => 'manhattan')").collect())
+    assert "lance_vector_search" in err(lambda: spark.read.option("nearest.column", "emb")
+                                        .option("nearest.vector", vec_str(q)).table(f"lance.`{data.path}`").collect())
     assert "k must be" in err(lambda: lance_spark.vector_search(spark, data.path, "emb", q.tolist(), k=0))

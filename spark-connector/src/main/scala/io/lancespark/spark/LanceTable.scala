@@ -61,8 +61,15 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 
   override def metadataColumns(): Array[MetadataColumn] = MetadataColumns.all
 
-  override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder =
-    new LanceScanBuilder(snapshot, schema, readConf(opts.asCaseSensitiveMap().asScala.toMap), nearest)
+  override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder = {
+    val scanOptions = opts.asCaseSensitiveMap().asScala.toMap
+    // a catalog table's schema is fixed before the scan's options are seen: it cannot add _distance
+    if (nearest.isEmpty && NearestOptions.parse(scanOptions).isDefined)
+      throw new IllegalArgumentException(s"${name()}: nearest-neighbour options are read by " +
+        "spark.read.format(\"lance\").load(<path>) or the SQL function lance_vector_search('<table>', ...), " +
+        "not by reads of catalog tables")
+    new LanceScanBuilder(snapshot, schema, readConf(scanOptions), nearest)
+  }
 
   private def hadoopConf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
 
