@@ -232,6 +232,11 @@ def test_remote_local(bundle, tmp_path):
         spark.sql("CREATE NAMESPACE lance.loc")
         spark.sql("CREATE TABLE lance.loc.t USING lance AS SELECT * FROM range(3)")
         out["sql"] = spark.sql("SELECT count(*) FROM lance.loc.t").collect()[0][0]
+        vpath = {str(tmp_path / 'vectors.lance')!r}
+        spark.sql("SELECT id, array(CAST(id AS FLOAT), CAST(0 AS FLOAT)) AS v FROM range(6)") \
+            .write.format("lance").option("vectorColumns", "v:2").save(vpath)
+        out["nearest"] = [[r.id, r._distance] for r in
+                          lance_spark.vector_search(spark, vpath, "v", [2.2, 0.0], k=2).collect()]
         spark.stop()
         print("RESULT " + json.dumps(out))
     """)
@@ -250,4 +255,7 @@ def test_remote_local(bundle, tmp_path):
     assert out["catalog"] == lance_spark.CATALOG_CLASS
     assert out["rows"] == [[i, 2 * i] for i in range(5)]
     assert out["sql"] == 3
+    # vector search through SQL (docs/vector-search.md): squared L2 to (2.2, 0)
+    assert [r[0] for r in out["nearest"]] == [2, 3]
+    assert [round(r[1], 4) for r in out["nearest"]] == [0.04, 0.64]
     assert [tuple(r.values()) for r in _pylance_rows(path)] == [(i, 2 * i) for i in range(5)]

@@ -256,17 +256,22 @@ def test_classic_builder_gets_its_lines_bundle(tmp_path, monkeypatch, spark_vers
     assert b._options["spark.jars"] == f"/opt/other.jar,{d / bundle}"
     assert b._options["spark.sql.catalog.lance"] == "io.lancespark.spark.catalog.LanceCatalog"
     assert ("spark.sql.timeType.enabled" in b._options) == time_type
-    # Spark 3.5 has no CALL for DSv2 catalogs: the CALL extension goes on spark.sql.extensions there only
-    assert (b._options.get("spark.sql.extensions") == CALL_EXTENSION) == spark_version.startswith("3.5")
+    # Spark 3.5 has no CALL for DSv2 catalogs: the CALL extension goes on spark.sql.extensions there
+    # only; the table functions' extension on every line
+    exts = b._options["spark.sql.extensions"].split(",")
+    assert (CALL_EXTENSION in exts) == spark_version.startswith("3.5")
+    assert TABLE_FUNCTIONS in exts
 
 
 CALL_EXTENSION = "io.lancespark.spark.extensions.LanceCallExtension"
+TABLE_FUNCTIONS = "io.lancespark.spark.extensions.LanceTableFunctionsExtension"
 
 
 @pytest.mark.parametrize("line,has_call", [("3.5", True), ("4.0", False), ("4.1", False), ("4.2", False)])
 def test_extensions_per_line(line, has_call):
-    s = lance_spark.connector_settings(line)
-    assert (s.get("spark.sql.extensions") == CALL_EXTENSION) == has_call
+    exts = lance_spark.connector_settings(line)["spark.sql.extensions"].split(",")
+    assert (CALL_EXTENSION in exts) == has_call
+    assert TABLE_FUNCTIONS in exts
 
 
 def test_extensions_kept_and_appended(tmp_path, monkeypatch):
@@ -275,9 +280,9 @@ def test_extensions_kept_and_appended(tmp_path, monkeypatch):
     installed(monkeypatch, tmp_path, "3.5.9", "2.12")
     delta = "io.delta.sql.DeltaSparkSessionExtension"
     b = lance_spark.configure(SparkSession.Builder().config("spark.sql.extensions", delta))
-    assert b._options["spark.sql.extensions"] == f"{delta},{CALL_EXTENSION}"
+    assert b._options["spark.sql.extensions"] == f"{delta},{CALL_EXTENSION},{TABLE_FUNCTIONS}"
     b = lance_spark.configure(b)
-    assert b._options["spark.sql.extensions"] == f"{delta},{CALL_EXTENSION}"
+    assert b._options["spark.sql.extensions"] == f"{delta},{CALL_EXTENSION},{TABLE_FUNCTIONS}"
 
 
 @pytest.mark.parametrize("spark_version,scala,given", [

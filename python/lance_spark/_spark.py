@@ -39,6 +39,10 @@ LINE_ALIASES: Dict[str, str] = {"4.3": "4.2"}
 
 #: Spark settings the connector needs, applied by configure() with ``.config(k, v)`` or
 #: ``spark.conf.set(k, v)``; those in SETTINGS_SINCE only on the Spark lines that have them.
+#: Settings read only when a session starts (a running session cannot change them): set on
+#: builders, never with spark.conf.set.
+STATIC_SETTINGS = frozenset({"spark.sql.extensions"})
+
 CONNECTOR_SETTINGS: Dict[str, str] = {
     # Lance time32/time64 columns read as Spark's TIME type, which Spark 4.1+ gates behind this flag.
     "spark.sql.timeType.enabled": "true",
@@ -56,6 +60,8 @@ EXTENSIONS_KEY = "spark.sql.extensions"
 SESSION_EXTENSIONS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
     # CALL lance.system.<procedure>(...): Spark 3.5 has no CALL for DSv2 catalogs (4.0 does).
     "io.lancespark.spark.extensions.LanceCallExtension": (None, "3.5"),
+    # The SQL table function lance_vector_search (docs/vector-search.md): every line.
+    "io.lancespark.spark.extensions.LanceTableFunctionsExtension": (None, None),
 }
 
 
@@ -480,7 +486,7 @@ def _configure_remote_builder(builder: Any):
     """sc:// builders: the jar must be on the server already; the settings every line has go in
     as config, the rest (and the check) once the session exists and tells its Spark version."""
     for k, v in CONNECTOR_SETTINGS.items():
-        if k not in SETTINGS_SINCE:
+        if k not in SETTINGS_SINCE and k not in STATIC_SETTINGS:
             builder = builder.config(k, v)
     return _check_after_create(builder)
 
@@ -500,8 +506,8 @@ def _set_runtime_settings(spark: Any, line: Optional[str]) -> None:
         if missing:
             warnings.warn(
                 f"lance_spark.configure: this session was started without {', '.join(missing)} in "
-                f"{EXTENSIONS_KEY} (a setting only a new session takes): CALL lance.system.* needs it "
-                f"on Spark {line}; start the session with `lance_spark.configure(SparkSession.builder)` "
+                f"{EXTENSIONS_KEY} (a setting only a new session takes): lance_vector_search (and CALL "
+                f"lance.system.* on Spark 3.5) needs it on Spark {line}; start the session with `lance_spark.configure(SparkSession.builder)` "
                 f"or `--conf {EXTENSIONS_KEY}={_merge_extensions(current, missing)}`",
                 RuntimeWarning, stacklevel=3)
 

@@ -11,7 +11,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import scala.jdk.CollectionConverters._
 
-import io.lancespark.spark.options.{ReadOptions, ReadTarget}
+import io.lancespark.spark.options.{NearestOptions, ReadOptions, ReadTarget}
 import io.lancespark.spark.shim.WritableTypes
 import io.lancespark.spark.write.LanceWriteJob
 import io.lancespark.table.model.Snapshot
@@ -30,8 +30,11 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
 
   override def shortName(): String = "lance"
 
-  override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(ReadOptions.target(options.asCaseSensitiveMap().asScala.toMap)).schema)
+  override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
+    val asked = options.asCaseSensitiveMap().asScala.toMap
+    LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(ReadOptions.target(asked)).schema),
+      NearestOptions.parse(asked).isDefined)
+  }
 
   /** Lets DataFrameWriter hand us the DataFrame's schema instead of inferring
     * one from a dataset that may not exist yet. */

@@ -12,7 +12,7 @@ import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperation
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
-import io.lancespark.spark.options.{OptionSource, ReadConf, ReadOptions, ReadTarget}
+import io.lancespark.spark.options.{NearestConf, NearestOptions, OptionSource, ReadConf, ReadOptions, ReadTarget}
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.spark.write.{LanceDeltaOperation, LanceWriteBuilder, MetadataDelete}
 import io.lancespark.table.model.Snapshot
@@ -43,7 +43,11 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 
   override def name(): String = s"lance.`$path`"
 
-  override lazy val schema: StructType = TypeMapping.forActiveSession().toSpark(snapshot.schema)
+  /** The read's nearest-neighbour search (`nearest.*` options), if any. */
+  private lazy val nearest: Option[NearestConf] = NearestOptions.parse(tableOptions)
+
+  override lazy val schema: StructType =
+    LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(snapshot.schema), nearest.isDefined)
 
   override def capabilities(): util.Set[TableCapability] =
     if (writable) util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE)
@@ -57,8 +61,15 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 
   override def metadataColumns(): Array[MetadataColumn] = MetadataColumns.all
 
-  override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder =
-    new LanceScanBuilder(snapshot, schema, readConf(opts.asCaseSensitiveMap().asScala.toMap))
+  override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder = {
+    val scanOptions = opts.asCaseSensitiveMap().asScala.toMap
+    // a catalog table's schema is fixed before the scan's options are seen: it cannot add _distance
+    if (nearest.isEmpty && NearestOptions.parse(scanOptions).isDefined)
+      throw new IllegalArgumentException(s"${name()}: nearest-neighbour options are read by " +
+        "spark.read.format(\"lance\").load(<path>) or the SQL function lance_vector_search('<table>', ...), " +
+        "not by reads of catalog tables")
+    new LanceScanBuilder(snapshot, schema, readConf(scanOptions), nearest)
+  }
 
   private def hadoopConf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
 
@@ -94,4 +105,14 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
       throw new IllegalArgumentException(s"$path: cannot write to an old version (${target.describe})")
     new LanceWriteBuilder(snapshot, info, hadoopConf)
   }
+}
+
+object LanceTable {
+  /** `schema` plus the `_distance` column of a nearest-neighbour search, when `nearest`. */
+  def withDistance(schema: StructType, nearest: Boolean): StructType =
+    if (!nearest) schema
+    else if (schema.fieldNames.contains(io.lancespark.spark.read.LanceKnnScan.Distance))
+      throw new IllegalArgumentException(s"the table has a column named ${io.lancespark.spark.read.LanceKnnScan.Distance}, " +
+        "which a nearest-neighbour search adds")
+    else schema.add(io.lancespark.spark.read.LanceKnnScan.Distance, org.apache.spark.sql.types.FloatType, nullable = false)
 }

@@ -42,7 +42,8 @@ object ReadOptions {
   val ReadAhead: LanceOption[Option[Boolean]] =
     LanceOption.choice("readAhead", "auto" -> None, "true" -> Some(true), "false" -> Some(false))
 
-  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead, AggregatePushdown, UseIndex)
+  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead, AggregatePushdown, UseIndex) ++
+    NearestOptions.All
 
   val DefaultBatchSize: Int = 8192
 

@@ -7,7 +7,7 @@ import org.apache.spark.sql.types.{ArrayType, DataType, StructType}
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.spark.MetadataColumns
-import io.lancespark.spark.options.ReadConf
+import io.lancespark.spark.options.{NearestConf, ReadConf}
 import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
 import io.lancespark.table.model.Snapshot
 import io.lancespark.table.aggregate.Aggregator
@@ -23,7 +23,8 @@ import io.lancespark.table.scan.{Clustering, ScanPlanner}
   * the rows its siblings left undecided and a string test once per
   * dictionary item, and hands Spark the rows kept in place (a selection over
   * the decoded vectors, not a copy). */
-final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, options: ReadConf)
+final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, options: ReadConf,
+    nearest: Option[NearestConf] = None)
     extends ScanBuilder with SupportsPushDownRequiredColumns with SupportsPushDownAggregates
     with SupportsPushDownV2Filters with SupportsPushDownLimit {
 
@@ -35,7 +36,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
 
   override def pushPredicates(predicates: Array[Predicate]): Array[Predicate] = {
-    if (!options.pushdown) return predicates
+    if (!options.pushdown || nearest.exists(!_.prefilter)) return predicates
     val typeOf = (c: Filter.Column) => FragmentStats.field(snapshot.schema, c).map(_.arrowType)
     val (ok, rest) = predicates.toSeq.map(p => p -> PredicateTranslation(p)).partition {
       case (_, Some(f)) => RowEvaluator.unsupported(f, typeOf).isEmpty
@@ -49,12 +50,14 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
 
   private def filter: Option[Filter] = if (accepted.isEmpty) None else Some(Filter.and(accepted.map(_._2)))
 
-  override def pushLimit(n: Int): Boolean = { limit = Some(n); true }
+  /** A nearest-neighbour search takes no LIMIT or aggregate: Spark applies them to its k rows. */
+  override def pushLimit(n: Int): Boolean = nearest.isEmpty && { limit = Some(n); true }
 
   override def isPartiallyPushed: Boolean = true
 
   override def pushAggregation(aggregation: Aggregation): Boolean =
-    if (countable(aggregation)) {
+    if (nearest.isDefined) false
+    else if (countable(aggregation)) {
       countOnly = Some(aggregation.aggregateExpressions().length)
       true
     } else if (!options.aggregatePushdown) false
@@ -90,7 +93,8 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
     * type ([[Aggregator.completable]]). */
   override def supportCompletePushDown(aggregation: Aggregation): Boolean = {
     completable = None
-    if (countable(aggregation)) true
+    if (nearest.isDefined) false
+    else if (countable(aggregation)) true
     else if (!options.aggregatePushdown) false
     else {
       completable = for {
@@ -103,6 +107,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   }
 
   override def build(): Scan = (countOnly, aggregate) match {
+    case _ if nearest.isDefined => knnScan(nearest.get)
     case (Some(n), _) => new LanceCountScan(countRows.getOrElse(snapshot.countRows), n, filter)
     case (_, Some(agg)) =>
       val columns = agg.aggregation.columns.map(field)
@@ -117,6 +122,21 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       val filterFields = filter.toSeq.flatMap(_.columns.map(_.head)).distinct.map(field)
       new LanceScan(snapshot, tableSchema, StructType(data), fields, meta.map(_.name).toSeq, required, options,
         filter, filterFields, limit, planner)
+  }
+
+  /** The search's rows: the pushed predicates are its prefilter (those not
+    * pushed Spark applies to the k rows found). */
+  private def knnScan(conf: NearestConf): Scan = {
+    val (meta, cols) = required.fields.partition(f => MetadataColumns.names.contains(f.name))
+    if (meta.nonEmpty)
+      throw new IllegalArgumentException(s"${snapshot.storage.uri}: a nearest-neighbour search does not return " +
+        s"the metadata column(s) ${meta.map(_.name).mkString(", ")}")
+    // bad input (no such column, not a vector column, wrong dimension) fails here, on the driver
+    io.lancespark.table.index.vector.VectorColumn.of(snapshot, conf.column, conf.vector.size)
+    val data = cols.filterNot(_.name == LanceKnnScan.Distance)
+    val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))
+    new LanceKnnScan(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, StructType(data), required,
+      conf, filter, snapshot.fragments.size)
   }
 
   private def field(name: String): LanceField = snapshot.schema.field(name).getOrElse(
