@@ -58,7 +58,8 @@ def bundle() -> str:
 @pytest.fixture(scope="module")
 def servers(bundle, tmp_path_factory):
     """Servers started side by side: "lance" with the bundle on --jars (and only the catalog's
-    warehouse as a setting: the catalog itself comes from configure), "bare" without it, and
+    warehouse and the connector's session extensions as settings: the catalog itself comes from
+    configure), "bare" without it, and
     "wrong" with the bundle under the name of another Spark line's (a hand-given wrong jar)."""
     root = tmp_path_factory.mktemp("connect")
     warehouse = root / "lance-warehouse"
@@ -68,7 +69,10 @@ def servers(bundle, tmp_path_factory):
     started = {}
     try:
         started["lance"] = ConnectServer(
-            jars=[bundle], conf={"spark.sql.catalog.lance.warehouse": str(warehouse)},
+            jars=[bundle], conf={"spark.sql.catalog.lance.warehouse": str(warehouse),
+                                 # as the README starts it: the session extensions of its line
+                                 "spark.sql.extensions": lance_spark.connector_settings(
+                                     lance_spark.bundle_of(bundle)[0])["spark.sql.extensions"]},
             workdir=root / "lance-server", name="lance-connect")
         started["bare"] = ConnectServer(workdir=root / "bare-server", name="bare-connect",
                                         driver_memory="512m")
