@@ -91,7 +91,7 @@ final case class RewrittenFragment(
   * plus these, as the reference builds it. */
 final case class CreateIndices(newIndices: Seq[IndexMetadata], removedIndices: Seq[IndexMetadata] = Nil)
     extends PendingOperation {
-  require(newIndices.nonEmpty, "a CreateIndex of no index")
+  require(newIndices.nonEmpty || removedIndices.nonEmpty, "a CreateIndex of no index")
   override def fragments: Seq[WrittenFragment] = Nil
 }
 

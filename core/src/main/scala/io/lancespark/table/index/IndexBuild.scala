@@ -113,49 +113,67 @@ object IndexBuild {
     try Committer.commit(plan.snapshot.storage, Some(plan.snapshot.version), CreateIndices(Seq(metadata(plan))), settings)
     catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
 
+  /** Drops the index named `name` (a CreateIndex removing it, as the
+    * reference's drop_index commits); its files stay until a cleanup. */
+  def drop(snapshot: Snapshot, name: String, settings: CommitSettings = CommitSettings()): Snapshot = {
+    val entry = IndexCatalog.load(snapshot).find(_.name == name).getOrElse(
+      throw new IllegalArgumentException(s"${snapshot.storage.uri} (version ${snapshot.version}): no index named " +
+        s"'$name' (indices: ${IndexCatalog.load(snapshot).map(_.name).mkString(", ")})"))
+    Committer.commit(snapshot.storage, Some(snapshot.version), CreateIndices(Nil, Seq(entry.proto)), settings)
+  }
+
   /** Reads the column's live rows with their row addresses (every fragment
     * of the plan's version), sorts them in memory, writes and commits the
     * index: the build without Spark, for tables whose column fits in memory. */
   def buildInMemory(plan: IndexBuildPlan, settings: CommitSettings = CommitSettings()): Snapshot =
     Using.resource(new RootAllocator()) { allocator =>
       val pairs = ArrayBuffer.empty[(Any, Long)]
-      val snap = plan.snapshot
-      snap.fragments.foreach { f =>
-        Using.resource(new FragmentScanner(snap.storage, snap.version, f, Seq(topOf(plan)), allocator,
-            ref => DataFiles.open(snap.storage, snap.schema, ref))) { scanner =>
-          var from = 0L
-          while (from < f.physicalRows) {
-            val until = math.min(f.physicalRows, from + 65536)
-            Using.resource(scanner.read(from, until)) { batch =>
-              val v = leaf(batch.vectors.head, plan)
-              val offsets = batch.offsets
-              var i = 0
-              while (i < batch.rowCount) {
-                pairs += (IndexValues.get(v, i) -> ((f.id << 32) | offsets(i).toLong))
-                i += 1
-              }
-            }
-            from = until
-          }
-        }
-      }
+      plan.snapshot.fragments.foreach(f =>
+        scanFragment(plan.snapshot, plan.field.id, f.id, allocator)((v, a) => pairs += (v -> a)))
       val sorted = pairs.sortWith((a, b) => IndexValues.ordering.compare(a._1, b._1) < 0)
-      val w = writer(plan, allocator)
-      try {
-        sorted.foreach { case (v, a) => w.add(v, a) }
-        w.finish()
-      } catch { case e: Throwable => w.abort(); throw e }
+      write(plan, sorted.iterator, allocator)
       commit(plan, settings)
     }
 
-  /** The top-level field holding the indexed one. */
-  private def topOf(plan: IndexBuildPlan): LanceField =
-    plan.snapshot.schema.fields.find(f => f.id == plan.field.id || contains(f, plan.field.id)).get
+  /** Writes the index's files from pairs in [[IndexValues.ordering]]; on a
+    * failure removes what it wrote. Returns the files written with their sizes. */
+  def write(plan: IndexBuildPlan, sorted: Iterator[(Any, Long)], allocator: BufferAllocator): Seq[(String, Long)] = {
+    val w = writer(plan, allocator)
+    try {
+      sorted.foreach { case (v, a) => w.add(v, a) }
+      w.finish()
+    } catch { case e: Throwable => w.abort(); throw e }
+  }
+
+  /** The live rows of fragment `fragmentId` of `snapshot`: each row's value
+    * of field `fieldId` (as [[IndexValues]] holds values) and row address,
+    * in row order, given to `emit`. */
+  def scanFragment(snapshot: Snapshot, fieldId: Int, fragmentId: Long, allocator: BufferAllocator)
+                  (emit: (Any, Long) => Unit): Unit = {
+    val f = snapshot.fragments.find(_.id == fragmentId).getOrElse(
+      throw new IllegalStateException(s"${snapshot.storage.uri} (version ${snapshot.version}) has no fragment $fragmentId"))
+    val top = snapshot.schema.fields.find(t => t.id == fieldId || contains(t, fieldId)).getOrElse(
+      throw new IllegalStateException(s"${snapshot.storage.uri} (version ${snapshot.version}) has no field id $fieldId"))
+    val path = IndexCatalog.path(snapshot.schema.fields, fieldId).getOrElse(Vector.empty).drop(1)
+    Using.resource(new FragmentScanner(snapshot.storage, snapshot.version, f, Seq(top), allocator,
+        ref => DataFiles.open(snapshot.storage, snapshot.schema, ref))) { scanner =>
+      var from = 0L
+      while (from < f.physicalRows) {
+        val until = math.min(f.physicalRows, from + 65536)
+        Using.resource(scanner.read(from, until)) { batch =>
+          val v = path.foldLeft(batch.vectors.head: org.apache.arrow.vector.ValueVector)((acc, name) =>
+            acc.asInstanceOf[org.apache.arrow.vector.complex.StructVector].getChild(name))
+          val offsets = batch.offsets
+          var i = 0
+          while (i < batch.rowCount) {
+            emit(IndexValues.get(v, i), (f.id << 32) | offsets(i).toLong)
+            i += 1
+          }
+        }
+        from = until
+      }
+    }
+  }
 
   private def contains(f: LanceField, id: Int): Boolean = f.children.exists(c => c.id == id || contains(c, id))
-
-  /** The indexed leaf inside a vector of its top-level field. */
-  private def leaf(v: org.apache.arrow.vector.ValueVector, plan: IndexBuildPlan): org.apache.arrow.vector.ValueVector =
-    IndexCatalog.path(plan.snapshot.schema.fields, plan.field.id).getOrElse(Vector.empty).drop(1)
-      .foldLeft(v)((acc, name) => acc.asInstanceOf[org.apache.arrow.vector.complex.StructVector].getChild(name))
 }
