@@ -186,4 +186,28 @@ class IndexBuildSuite extends AnyFunSuite {
     assert(!Files.exists(d.resolve(s"_indices/${plan.uuid}")))
     assert(IndexCatalog.load(open(d)).isEmpty)
   }
+
+  test("conflicts as the reference: a concurrent append or delete is fine, a compaction of covered fragments is not") {
+    val d = table("2.2")
+    val plan = IndexBuild.plan(open(d), "id", BuiltIndexType.BTree, None)
+    py(
+      """import sys, lance, pyarrow as pa
+        |path = sys.argv[1]
+        |lance.write_dataset(pa.table({"id": pa.array([9000], pa.int64()), "k": pa.array([1], pa.int32()),
+        |    "s": pa.array(["x"]), "v": pa.array([1.0]), "b": pa.array([True])}), path, mode="append")
+        |lance.dataset(path).delete("id = 1235")
+        |""".stripMargin, d.toString)
+    val committed = IndexBuild.buildInMemory(plan)
+    val e = IndexCatalog.load(committed).head
+    assert(e.covered.toArray.toSeq == Seq(0, 1, 2, 3, 4, 5), "the appended fragment is not covered")
+    assert(pylanceCount(d, "id = 1235") == 0 && pylanceCount(d, "id = 1236") == 1)
+
+    val plan2 = IndexBuild.plan(open(d), "v", BuiltIndexType.BTree, None)
+    py("import sys, lance; lance.dataset(sys.argv[1]).optimize.compact_files(target_rows_per_fragment=100000)",
+      d.toString)
+    val err = intercept[io.lancespark.table.commit.CommitConflictException](IndexBuild.buildInMemory(plan2))
+    assert(err.getMessage.contains("compacted"), err.getMessage)
+    assert(!Files.exists(d.resolve(s"_indices/${plan2.uuid}")), "the failed build's files are removed")
+    assert(!IndexCatalog.load(open(d)).exists(_.name == "v_idx"))
+  }
 }
