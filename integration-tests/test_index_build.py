@@ -136,3 +136,20 @@ def test_create_index_on_a_pylance_written_table(spark, tmp_path):
         assert spark.sparkContext.statusTracker().getJobIdsForGroup(None) == jobs, args
     assert lance.dataset(path).version == version
     assert set(os.listdir(os.path.join(path, "_indices"))) == dirs
+
+
+def test_create_index_and_drop_index_statements(spark, wh):
+    spark.sql("DROP TABLE IF EXISTS lance.db.stmt")
+    spark.sql("CREATE TABLE lance.db.stmt (id BIGINT, s STRING) USING lance")
+    spark.sql("INSERT INTO lance.db.stmt VALUES " + ", ".join(f"({i}, 'w{i % 4}')" for i in range(500)))
+    path = str(wh / "db" / "stmt.lance")
+    spark.sql("CREATE INDEX stmt_id ON lance.db.stmt USING btree (id)")
+    spark.sql("CREATE INDEX stmt_s ON lance.db.stmt USING bitmap (s)")
+    ds = lance.dataset(path)
+    assert {i["name"]: i["type"] for i in ds.list_indices()} == {"stmt_id": "BTree", "stmt_s": "Bitmap"}
+    assert "ScalarIndexQuery" in ds.scanner(filter="s = 'w1'", columns=["id"]).explain_plan(True)
+    assert ds.count_rows("s = 'w1'") == 125
+    with pytest.raises(Exception, match="stmt_id' already exists"):
+        spark.sql("CREATE INDEX stmt_id ON lance.db.stmt USING btree (s)")
+    spark.sql("DROP INDEX stmt_s ON lance.db.stmt")
+    assert [i["name"] for i in lance.dataset(path).list_indices()] == ["stmt_id"]
