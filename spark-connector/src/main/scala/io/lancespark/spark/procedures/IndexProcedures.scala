@@ -7,6 +7,7 @@ import scala.util.Using
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types._
+import org.apache.spark.storage.StorageLevel
 
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.procedures.LanceProcedure._
@@ -106,12 +107,16 @@ object IndexBuildJob {
     try {
       val ids = snapshot.fragments.map(_.id)
       val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
+      // kept: the sort's range sampling and its shuffle both read the pairs
       val pairs = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.scan(id))
-      val ordering: Ordering[(Any, Long)] = Ordering.Tuple2(IndexValues.ordering, Ordering.Long)
-      val sorted = pairs.sortBy(identity, ascending = true, parts)(ordering, scala.reflect.classTag[(Any, Long)])
-      val files = Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) {
-        a => IndexBuild.write(plan, sorted.toLocalIterator, a)
-      }
+        .persist(StorageLevel.MEMORY_AND_DISK)
+      val files = try {
+        val ordering: Ordering[(Any, Long)] = Ordering.Tuple2(IndexValues.ordering, Ordering.Long)
+        val sorted = pairs.sortBy(identity, ascending = true, parts)(ordering, scala.reflect.classTag[(Any, Long)])
+        Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) {
+          a => IndexBuild.write(plan, sorted.toLocalIterator, a)
+        }
+      } finally { pairs.unpersist(blocking = false); () }
       val committed = IndexBuild.commit(plan, io.lancespark.table.commit.CommitSettings())
       IndexBuildResult(plan.name, indexType.name, plan.uuid, snapshot.version, committed.version,
         snapshot.countRows, plan.fragments.getLongCardinality, files.map(_._2).sum)
