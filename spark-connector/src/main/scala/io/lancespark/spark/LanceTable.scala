@@ -6,6 +6,8 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{MetadataColumn, SupportsDeleteV2, SupportsMetadataColumns, SupportsRead, SupportsRowLevelOperations, SupportsWrite, TableCapability}
+import org.apache.spark.sql.connector.catalog.index.{SupportsIndex, TableIndex}
+import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperationBuilder, RowLevelOperationInfo, WriteBuilder}
@@ -31,7 +33,7 @@ import io.lancespark.table.model.Snapshot
 final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String] = Map.empty,
     writable: Boolean = false)
     extends SupportsRead with SupportsWrite with SupportsMetadataColumns
-    with SupportsRowLevelOperations with SupportsDeleteV2 {
+    with SupportsRowLevelOperations with SupportsDeleteV2 with SupportsIndex {
 
   lazy val snapshot: Snapshot = LanceDataSource.snapshot(target)
 
@@ -105,6 +107,40 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
       throw new IllegalArgumentException(s"$path: cannot write to an old version (${target.describe})")
     new LanceWriteBuilder(snapshot, info, hadoopConf)
   }
+
+  // --- CREATE INDEX name ON t [USING btree|bitmap] (col) / DROP INDEX name ON t (catalog tables) ---
+
+  override def createIndex(indexName: String, columns: Array[NamedReference],
+      columnsProperties: util.Map[NamedReference, util.Map[String, String]],
+      properties: util.Map[String, String]): Unit = {
+    requireWritable()
+    if (columns.length != 1)
+      throw new IllegalArgumentException(s"$path: an index is built over one column, not ${columns.length} " +
+        s"(${columns.map(_.fieldNames().mkString(".")).mkString(", ")})")
+    val kind = Option(properties.get(SupportsIndex.PROP_TYPE)).map(_.trim).filter(_.nonEmpty).getOrElse("btree")
+    io.lancespark.spark.procedures.IndexBuildJob.run(SparkSession.active, snapshot.storage,
+      columns.head.fieldNames().mkString("."), io.lancespark.table.index.BuiltIndexType.parse(kind), Some(indexName))
+    ()
+  }
+
+  override def dropIndex(indexName: String): Unit = {
+    requireWritable()
+    io.lancespark.table.index.IndexBuild.drop(latest, indexName)
+    ()
+  }
+
+  override def indexExists(indexName: String): Boolean =
+    io.lancespark.table.index.IndexCatalog.load(latest).exists(_.name == indexName)
+
+  override def listIndexes(): Array[TableIndex] =
+    io.lancespark.table.index.IndexCatalog.load(latest).map { e =>
+      val kind = io.lancespark.spark.metadata.IndexTypes.name(e.kind)
+      new TableIndex(e.name, kind, e.fields.map(f =>
+        Expressions.column(f.map(n => "`" + n.replace("`", "``") + "`").mkString("."))).toArray,
+        new util.HashMap[NamedReference, java.util.Properties](), new java.util.Properties())
+    }.toArray
+
+  private def latest: Snapshot = io.lancespark.table.storage.Dataset.open(snapshot.storage, None)
 }
 
 object LanceTable {

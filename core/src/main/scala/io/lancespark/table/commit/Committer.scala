@@ -9,9 +9,9 @@ import com.google.protobuf.Timestamp
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.file.{Field => PbField}
-import io.lancespark.proto.table.{DataFile, DataFragment, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
+import io.lancespark.proto.table.{DataFile, DataFragment, IndexMetadata, IndexSection, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
 import io.lancespark.table.model.{DataFileVersion, FeatureFlags, Snapshot}
-import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, ManifestFile, ManifestMigration, ManifestNaming, RowDeletions, TransactionFile, VersionLookup}
+import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, Indices, ManifestFile, ManifestMigration, ManifestNaming, RowDeletions, TransactionFile, VersionLookup}
 
 /** A data file a task wrote, before the commit gives it a fragment id. */
 final case class WrittenFragment(
@@ -85,6 +85,16 @@ final case class RewrittenFragment(
     createdAtVersions: Option[Array[Byte]],
     lastUpdatedAtVersions: Option[Array[Byte]])
 
+/** CreateIndex: index metadata for index files already written under
+  * `_indices/<uuid>/`. The new version keeps the fragments; its index section
+  * is the previous one without the indices of the same names (or removed),
+  * plus these, as the reference builds it. */
+final case class CreateIndices(newIndices: Seq[IndexMetadata], removedIndices: Seq[IndexMetadata] = Nil)
+    extends PendingOperation {
+  require(newIndices.nonEmpty || removedIndices.nonEmpty, "a CreateIndex of no index")
+  override def fragments: Seq[WrittenFragment] = Nil
+}
+
 final case class CommitSettings(
     stableRowIds: Boolean = false,
     v2ManifestNaming: Boolean = true,
@@ -142,7 +152,7 @@ object Committer {
         case Some(store) => ExternalManifestCommit.publish(storage, store, version, path, bytes)
         case None => put(storage, path, bytes, txnName)
       }
-      if (won) Some(manifest) else None
+      if (won) Some(ManifestFile.stored(manifest, built.indexSection)) else None
     } catch {
       case e: Throwable =>
         built.remerged.foreach(RowDeletions.discard(storage, _))
@@ -318,6 +328,20 @@ object Committer {
         val remerged = deletions.filterNot(d => prepared.get(d.fragmentId).contains(d))
         Built(b.build(), base.flatMap(_.indexSection), txn.build(), remerged,
           change.deletions.filterNot(deletions.contains))
+      case CreateIndices(created, removed) =>
+        val fieldIds = b.getFieldsList.asScala.map(_.getId).toSet
+        created.find(_.getFieldsList.asScala.exists(id => !fieldIds.contains(id))).foreach { i =>
+          throw new CommitConflictException(s"${storage.uri}: cannot commit index '${i.getName}': its column " +
+            "is no longer in the dataset's schema (dropped concurrently)")
+        }
+        val existing = base.flatMap(_.indexSection).map(Indices.parse(_, storage.uri)).getOrElse(Nil)
+        val names = created.map(_.getName).toSet
+        val gone = removed.map(_.getUuid).toSet
+        val kept = existing.filterNot(i => names.contains(i.getName) || gone.contains(i.getUuid))
+        val section = IndexSection.newBuilder().addAllIndices((kept ++ created).asJava).build().toByteArray
+        txn.setCreateIndex(Transaction.CreateIndex.newBuilder().addAllNewIndices(created.asJava)
+          .addAllRemovedIndices(removed.asJava))
+        Built(b.build(), Some(section), txn.build())
       case RestoreVersion(v) =>
         throw new IllegalStateException(s"${storage.uri}: a restore of version $v is built from the old manifest")
       case _: RewriteFragments =>
@@ -398,6 +422,9 @@ object Committer {
       case OverwriteDataset(_, _, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
       case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
       case RestoreVersion(v) => t.setRestore(Transaction.Restore.newBuilder().setVersion(v))
+      case CreateIndices(created, removed) =>
+        t.setCreateIndex(Transaction.CreateIndex.newBuilder().addAllNewIndices(created.asJava)
+          .addAllRemovedIndices(removed.asJava))
       case r: RewriteFragments =>
         val ids = r.oldFragmentIds.map(id => DataFragment.newBuilder().setId(id).build()).asJava
         t.setRewrite(Transaction.Rewrite.newBuilder().addGroups(Transaction.Rewrite.RewriteGroup.newBuilder()

@@ -79,6 +79,31 @@ object ConflictChecker {
           case OVERWRITE | RESTORE => Conflict(s"it replaced the dataset (${name(their)})")
           case other => Conflict(s"it is an operation a compaction cannot be rebased onto (${name(other)})")
         }
+      case CREATE_INDEX =>
+        // the reference's rules: indices are told apart by uuid; deleted or
+        // updated rows keep their addresses; a compaction moves the rows of
+        // the fragments it rewrote, so those must not be covered
+        their match {
+          case APPEND | CREATE_INDEX | DELETE | UPDATE | MERGE | RESERVE_FRAGMENTS | PROJECT | UPDATE_CONFIG |
+               CLONE | UPDATE_BASES => Compatible
+          case REWRITE =>
+            val covered = ours.getCreateIndex.getNewIndicesList.asScala.toSeq.map(io.lancespark.table.storage.Indices.fragments)
+            if (covered.exists(_.isEmpty)) Conflict("it compacted fragments and this index lists no fragments it covers")
+            else {
+              val overlap = rewrittenFragments(theirs).filter(id => covered.flatten.exists(_.contains(id.toInt)))
+              if (overlap.isEmpty) Compatible
+              else Conflict(s"it compacted (rewrote) fragment${plural(overlap)}, which this index covers: " +
+                "its row addresses moved; build the index again")
+            }
+          case DATA_REPLACEMENT =>
+            val indexed = ours.getCreateIndex.getNewIndicesList.asScala.flatMap(_.getFieldsList.asScala).toSet
+            val replaced = theirs.getDataReplacement.getReplacementsList.asScala
+              .flatMap(_.getNewFile.getFieldsList.asScala).toSet
+            if (indexed.intersect(replaced).isEmpty) Compatible
+            else Conflict("it replaced the data of the indexed column")
+          case OVERWRITE | RESTORE => Conflict(s"it replaced the dataset (${name(their)})")
+          case other => Conflict(s"it is an operation an index build cannot be rebased onto (${name(other)})")
+        }
       case RESTORE =>
         // as the reference: a restore rebuilds from the old version whatever
         // was committed since (it replaces it), except state it cannot know

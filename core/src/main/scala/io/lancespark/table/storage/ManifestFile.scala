@@ -16,17 +16,18 @@ object ManifestFile {
   private val Major: Short = 0
   private val Minor: Short = 2
 
+  /** `manifest` as [[serialize]] stores it: its index section at the start of the file, or none. */
+  def stored(manifest: Manifest, indexSection: Option[Array[Byte]]): Manifest =
+    if (indexSection.isDefined) manifest.toBuilder.setIndexSection(0L).build()
+    else manifest.toBuilder.clearIndexSection().build()
+
   /** The file bytes of `manifest`, with an optional index section (a serialized
     * IndexSection) placed before it and `index_section` pointing at it. */
   def serialize(manifest: Manifest, indexSection: Option[Array[Byte]]): Array[Byte] = {
     val out = new java.io.ByteArrayOutputStream()
     def u32(n: Int): Unit = out.write(java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(n).array())
-    val m = indexSection match {
-      case Some(section) =>
-        u32(section.length); out.write(section)
-        manifest.toBuilder.setIndexSection(0L).build()
-      case None => manifest.toBuilder.clearIndexSection().build()
-    }
+    indexSection.foreach { section => u32(section.length); out.write(section) }
+    val m = stored(manifest, indexSection)
     val pos = out.size().toLong
     val body = m.toByteArray
     u32(body.length); out.write(body)

@@ -33,7 +33,7 @@ final class MetadataTable(tableName: String, kind: String, storage: DatasetStora
 }
 
 object MetadataTables {
-  val Kinds: Set[String] = Set("history", "tags", "fragments")
+  val Kinds: Set[String] = Set("history", "tags", "fragments", "indices")
 
   private val stringMap = MapType(StringType, StringType, valueContainsNull = false)
 
@@ -57,6 +57,13 @@ object MetadataTables {
       .add("num_rows", LongType, nullable = false).add("data_files", IntegerType, nullable = false)
       .add("data_bytes", LongType, nullable = false).add("file_version", StringType)
       .add("deletion_file", StringType).add("paths", ArrayType(StringType, containsNull = false), nullable = false)
+    case "indices" => new StructType()
+      .add("name", StringType, nullable = false).add("index_type", StringType, nullable = false)
+      .add("columns", ArrayType(StringType, containsNull = false), nullable = false)
+      .add("fragments", ArrayType(LongType, containsNull = false), nullable = false)
+      .add("unindexed_fragments", ArrayType(LongType, containsNull = false), nullable = false)
+      .add("dataset_version", LongType, nullable = false).add("index_version", IntegerType, nullable = false)
+      .add("uuid", StringType, nullable = false).add("created_at", TimestampType)
     case other => throw new IllegalArgumentException(s"no metadata table '$other' (there are ${Kinds.mkString(", ")})")
   }
 
@@ -89,6 +96,23 @@ object MetadataTables {
           f.deletion.map(d => s(io.lancespark.table.storage.DeletionVector.relativePath(f.id, d))).orNull,
           strings(f.files.map(_.relativePath)))
       }.toArray
+    case "indices" =>
+      val snap: Snapshot = Dataset.open(storage, None)
+      val all = snap.fragments.map(_.id)
+      io.lancespark.table.index.IndexCatalog.load(snap).map { e =>
+        val covered = e.covered.toArray.toSeq.map(_.toLong)
+        InternalRow(s(e.name), s(IndexTypes.name(e.kind)), strings(e.fields.map(_.mkString("."))),
+          new GenericArrayData(covered.map(Long.box).toArray[Any]),
+          new GenericArrayData(all.filterNot(covered.toSet).map(Long.box).toArray[Any]),
+          e.datasetVersion, e.indexVersion, s(e.uuid),
+          if (e.proto.hasCreatedAt) java.lang.Long.valueOf(e.proto.getCreatedAt * 1000L) else null)
+      }.toArray
     case other => throw new IllegalArgumentException(s"no metadata table '$other'")
   }
+}
+
+/** Index types by pylance's names ("BTree", "Bitmap", ...) from the last part of their details' type URL. */
+object IndexTypes {
+  def name(kind: String): String =
+    if (kind.isEmpty) "unknown" else if (kind.endsWith("IndexDetails")) kind.stripSuffix("IndexDetails") else kind
 }

@@ -1,0 +1,179 @@
+package io.lancespark.table.index
+
+import java.nio.ByteBuffer
+import java.util.{Locale, UUID}
+
+import scala.collection.mutable.ArrayBuffer
+import scala.util.Using
+
+import com.google.protobuf.ByteString
+import org.apache.arrow.memory.{BufferAllocator, RootAllocator}
+import org.roaringbitmap.RoaringBitmap
+
+import io.lancespark.proto.table.{IndexDetails, IndexMetadata, UUID => PbUuid}
+import io.lancespark.schema.LanceField
+import io.lancespark.table.commit.{CommitSettings, Committer, CreateIndices}
+import io.lancespark.table.model.{DataFileVersion, Snapshot}
+import io.lancespark.table.scan.FragmentScanner
+import io.lancespark.table.storage.DataFiles
+
+/** An index type this connector builds. `detailsType`: the last part of its
+  * details' type URL. */
+sealed abstract class BuiltIndexType(val name: String, val detailsType: String)
+
+object BuiltIndexType {
+  case object BTree extends BuiltIndexType("BTREE", ScalarIndex.BTree)
+  case object Bitmap extends BuiltIndexType("BITMAP", ScalarIndex.Bitmap)
+  val All: Seq[BuiltIndexType] = Seq(BTree, Bitmap)
+
+  def parse(s: String): BuiltIndexType = All.find(_.name == s.trim.toUpperCase(Locale.ROOT)).getOrElse(
+    throw new IllegalArgumentException(s"index type '$s' is not built by this connector (it builds: " +
+      All.map(_.name.toLowerCase(Locale.ROOT)).mkString(", ") + ")"))
+}
+
+/** What a build of one index over one column of a dataset version does,
+  * checked before any work: the column exists and its type is indexed by
+  * `indexType`, no index of that name exists, the dataset stores 2.x files
+  * and addresses rows by fragment and offset (no stable row ids). The index
+  * covers `fragments` (those of `snapshot`); its files go to `_indices/<uuid>/`. */
+final case class IndexBuildPlan(snapshot: Snapshot, column: String, field: LanceField, indexType: BuiltIndexType,
+                                name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion) {
+  def where: String = s"${snapshot.storage.uri} (version ${snapshot.version})"
+}
+
+/** The build side of scalar indices: plan (validation), the writer of the
+  * index's files from sorted (value, row address) pairs, and the commit of
+  * a CreateIndex transaction whose index metadata pylance reads as its own. */
+object IndexBuild {
+
+  def plan(snapshot: Snapshot, column: String, indexType: BuiltIndexType, name: Option[String]): IndexBuildPlan = {
+    val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
+    val field = snapshot.schema.field(column).orElse(nested(snapshot.schema.fields, column.split('.').toList))
+      .getOrElse(throw new IllegalArgumentException(s"$where: no column '$column' to index (columns: " +
+        snapshot.schema.fields.map(_.name).mkString(", ") + ")"))
+    if (!IndexValues.supported(field.arrowType))
+      throw new IllegalArgumentException(s"$where: a ${indexType.name} index is not built over column '$column' " +
+        s"of type ${field.logicalType} (built over signed integers, floats, strings, binaries, dates, " +
+        "timestamps, booleans and decimals)")
+    val indexName = name.map(_.trim).filter(_.nonEmpty).getOrElse(s"${column}_idx")
+    if (IndexCatalog.load(snapshot).exists(_.name == indexName))
+      throw new IllegalArgumentException(s"$where: an index named '$indexName' already exists")
+    if (snapshot.hasStableRowIds)
+      throw new IllegalArgumentException(s"$where: building indices on a dataset with stable row ids is not supported")
+    val version = DataFileVersion.parse(snapshot.fileVersion).filter(DataFileVersion.Written.contains).getOrElse(
+      throw new IllegalArgumentException(s"$where: indices are built on datasets of file version 2.0, 2.1 or 2.2, " +
+        s"not ${snapshot.fileVersion}"))
+    val frags = new RoaringBitmap()
+    snapshot.fragments.foreach(f => frags.add(f.id.toInt))
+    IndexBuildPlan(snapshot, column, field, indexType, indexName, UUID.randomUUID().toString, frags, version)
+  }
+
+  private def nested(fields: Seq[LanceField], path: List[String]): Option[LanceField] = path match {
+    case Nil => None
+    case h :: Nil => fields.find(_.name == h).filter(f => !f.isStruct)
+    case h :: t => fields.find(f => f.name == h && f.isStruct).flatMap(f => nested(f.children, t))
+  }
+
+  /** The writer of `plan`'s files; fed (value, row address) pairs in
+    * [[IndexValues.ordering]], then finished or aborted. */
+  def writer(plan: IndexBuildPlan, allocator: BufferAllocator): SortedIndexWriter = plan.indexType match {
+    case BuiltIndexType.BTree =>
+      new BTreeIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.arrowType, plan.fileVersion, allocator)
+    case BuiltIndexType.Bitmap =>
+      new BitmapIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.arrowType, plan.fileVersion, allocator)
+  }
+
+  /** The manifest's record of the index `plan` built, as pylance 14 writes
+    * it: details of the type with an empty value, index version 0, the
+    * dataset version it was built at and the fragments it covers. */
+  def metadata(plan: IndexBuildPlan): IndexMetadata = {
+    val u = UUID.fromString(plan.uuid)
+    val uuidBytes = ByteBuffer.allocate(16).putLong(u.getMostSignificantBits).putLong(u.getLeastSignificantBits).array()
+    val bitmap = {
+      val b = plan.fragments.clone()
+      val out = ByteBuffer.allocate(b.serializedSizeInBytes())
+      b.serialize(out)
+      out.array()
+    }
+    IndexMetadata.newBuilder()
+      .setUuid(PbUuid.newBuilder().setUuid(ByteString.copyFrom(uuidBytes)))
+      .addFields(plan.field.id)
+      .setName(plan.name)
+      .setDatasetVersion(plan.snapshot.version)
+      .setFragmentBitmap(ByteString.copyFrom(bitmap))
+      .setIndexDetails(IndexDetails.newBuilder().setTypeUrl(s"/lance.table.${plan.indexType.detailsType}"))
+      .setIndexVersion(0)
+      .setCreatedAt(System.currentTimeMillis())
+      .build()
+  }
+
+  /** Commits the index `plan`'s files (written) as a CreateIndex transaction
+    * read at the plan's version; on any failure removes the files. */
+  def commit(plan: IndexBuildPlan, settings: CommitSettings): Snapshot =
+    try Committer.commit(plan.snapshot.storage, Some(plan.snapshot.version), CreateIndices(Seq(metadata(plan))), settings)
+    catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
+
+  /** Drops the index named `name` (a CreateIndex removing it, as the
+    * reference's drop_index commits); its files stay until a cleanup. */
+  def drop(snapshot: Snapshot, name: String, settings: CommitSettings = CommitSettings()): Snapshot = {
+    val entry = IndexCatalog.load(snapshot).find(_.name == name).getOrElse(
+      throw new IllegalArgumentException(s"${snapshot.storage.uri} (version ${snapshot.version}): no index named " +
+        s"'$name' (indices: ${IndexCatalog.load(snapshot).map(_.name).mkString(", ")})"))
+    Committer.commit(snapshot.storage, Some(snapshot.version), CreateIndices(Nil, Seq(entry.proto)), settings)
+  }
+
+  /** Reads the column's live rows with their row addresses (every fragment
+    * of the plan's version), sorts them in memory, writes and commits the
+    * index: the build without Spark, for tables whose column fits in memory. */
+  def buildInMemory(plan: IndexBuildPlan, settings: CommitSettings = CommitSettings()): Snapshot =
+    Using.resource(new RootAllocator()) { allocator =>
+      val pairs = ArrayBuffer.empty[(Any, Long)]
+      plan.snapshot.fragments.foreach(f =>
+        scanFragment(plan.snapshot, plan.field.id, f.id, allocator)((v, a) => pairs += (v -> a)))
+      val sorted = pairs.sortWith((a, b) => IndexValues.ordering.compare(a._1, b._1) < 0)
+      write(plan, sorted.iterator, allocator)
+      commit(plan, settings)
+    }
+
+  /** Writes the index's files from pairs in [[IndexValues.ordering]]; on a
+    * failure removes what it wrote. Returns the files written with their sizes. */
+  def write(plan: IndexBuildPlan, sorted: Iterator[(Any, Long)], allocator: BufferAllocator): Seq[(String, Long)] = {
+    val w = writer(plan, allocator)
+    try {
+      sorted.foreach { case (v, a) => w.add(v, a) }
+      w.finish()
+    } catch { case e: Throwable => w.abort(); throw e }
+  }
+
+  /** The live rows of fragment `fragmentId` of `snapshot`: each row's value
+    * of field `fieldId` (as [[IndexValues]] holds values) and row address,
+    * in row order, given to `emit`. */
+  def scanFragment(snapshot: Snapshot, fieldId: Int, fragmentId: Long, allocator: BufferAllocator)
+                  (emit: (Any, Long) => Unit): Unit = {
+    val f = snapshot.fragments.find(_.id == fragmentId).getOrElse(
+      throw new IllegalStateException(s"${snapshot.storage.uri} (version ${snapshot.version}) has no fragment $fragmentId"))
+    val top = snapshot.schema.fields.find(t => t.id == fieldId || contains(t, fieldId)).getOrElse(
+      throw new IllegalStateException(s"${snapshot.storage.uri} (version ${snapshot.version}) has no field id $fieldId"))
+    val path = IndexCatalog.path(snapshot.schema.fields, fieldId).getOrElse(Vector.empty).drop(1)
+    Using.resource(new FragmentScanner(snapshot.storage, snapshot.version, f, Seq(top), allocator,
+        ref => DataFiles.open(snapshot.storage, snapshot.schema, ref))) { scanner =>
+      var from = 0L
+      while (from < f.physicalRows) {
+        val until = math.min(f.physicalRows, from + 65536)
+        Using.resource(scanner.read(from, until)) { batch =>
+          val v = path.foldLeft(batch.vectors.head: org.apache.arrow.vector.ValueVector)((acc, name) =>
+            acc.asInstanceOf[org.apache.arrow.vector.complex.StructVector].getChild(name))
+          val offsets = batch.offsets
+          var i = 0
+          while (i < batch.rowCount) {
+            emit(IndexValues.get(v, i), (f.id << 32) | offsets(i).toLong)
+            i += 1
+          }
+        }
+        from = until
+      }
+    }
+  }
+
+  private def contains(f: LanceField, id: Int): Boolean = f.children.exists(c => c.id == id || contains(c, id))
+}

@@ -1,0 +1,213 @@
+package io.lancespark.table.index
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path}
+
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.table.filter.{CompareOp, Lit}
+import io.lancespark.table.filter.Filter._
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.scan.ScanPlanner
+import io.lancespark.table.storage.{Dataset, DatasetStorage}
+
+/** BTREE and BITMAP indices built by this connector on pylance-written
+  * tables (several fragments, nulls, deleted rows; file versions 2.0, 2.1
+  * and 2.2): pylance lists them, plans its queries with them
+  * (`ScalarIndexQuery` in `explain_plan`) and returns the same rows as
+  * without them; our scan planner selects rows with them. */
+class IndexBuildSuite extends AnyFunSuite {
+
+  private val repoRoot: Path = {
+    var p = Path.of("").toAbsolutePath
+    while (p != null && !Files.exists(p.resolve("build.sbt"))) p = p.getParent
+    if (p == null) Path.of("").toAbsolutePath else p
+  }
+  private val python = sys.env.getOrElse("LANCE_PYTHON", repoRoot.resolve(".venv/bin/python").toString)
+
+  private def py(script: String, args: String*): String = {
+    val proc = new ProcessBuilder((Seq(python, "-c", script) ++ args): _*).redirectErrorStream(true).start()
+    val out = new String(proc.getInputStream.readAllBytes(), UTF_8)
+    assert(proc.waitFor() == 0, out)
+    out
+  }
+
+  /** 6000 rows in 6 fragments (ids shuffled), nulls in every indexed
+    * column but id, rows deleted before the build. */
+  private def table(version: String): Path = {
+    val d = Files.createTempDirectory("index-build").resolve("t")
+    py(
+      """import sys, lance, pyarrow as pa, numpy as np
+        |path, version = sys.argv[1], sys.argv[2]
+        |rng = np.random.default_rng(7)
+        |ids = rng.permutation(6000)
+        |t = pa.table({"id": pa.array(ids, pa.int64()),
+        |    "k": pa.array([None if i % 9 == 0 else int(i % 7) for i in ids], pa.int32()),
+        |    "s": pa.array([None if i % 11 == 0 else "w%d" % (i % 5) for i in ids]),
+        |    "v": pa.array([None if i % 13 == 0 else float(i % 100) / 4.0 for i in ids], pa.float64()),
+        |    "b": pa.array([None if i % 5 == 0 else bool(i % 2) for i in ids], pa.bool_())})
+        |lance.write_dataset(t, path, max_rows_per_file=1000, data_storage_version=version)
+        |lance.dataset(path).delete("id % 10 = 4")
+        |""".stripMargin, d.toString, version)
+    d
+  }
+
+  private def open(d: Path): Snapshot = Dataset.open(DatasetStorage(d.toString, new Configuration()), None)
+
+  private def build(d: Path, column: String, t: BuiltIndexType, name: Option[String] = None): Snapshot =
+    IndexBuild.buildInMemory(IndexBuild.plan(open(d), column, t, name))
+
+  private val filters: Seq[String] = Seq(
+    "id = 1235", "id = 4", "id IN (3, 777, 4001, 5999)", "id >= 1500 AND id < 1530", "id > 5990", "id < 0",
+    "v IS NULL", "v > 24.0", "v = 3.25", "v <= 0.5",
+    "s = 'w1'", "s IN ('w2', 'w4')", "s IS NULL", "s > 'w3'",
+    "k = 3", "k IS NULL", "k IN (1, 6)", "k IS NOT NULL",
+    "b = true", "b IS NULL")
+
+  /** pylance on `d`: its indices (name, type, field), then per filter
+    * whether its plan uses a scalar index and whether its rows (ids) equal
+    * the rows without indices; failures as text. */
+  private def pylanceReport(d: Path): String = py(
+    """import sys, lance
+      |ds = lance.dataset(sys.argv[1])
+      |for ix in sorted(ds.list_indices(), key=lambda i: i["name"]):
+      |    print("INDEX", ix["name"], ix["type"], ",".join(ix["fields"]), sorted(ix["fragment_ids"]))
+      |for d in ds.describe_indices():
+      |    print("DESCRIBE", d.name, d.num_rows_indexed)
+      |for f in sys.argv[2:]:
+      |    plan = ds.scanner(filter=f, columns=["id"]).explain_plan(True)
+      |    a = sorted(ds.to_table(filter=f, columns=["id"])["id"].to_pylist())
+      |    b = sorted(ds.to_table(filter=f, columns=["id"], use_scalar_index=False)["id"].to_pylist())
+      |    print("FILTER", f, "|", "ScalarIndexQuery" in plan, "|", a == b, len(a))
+      |""".stripMargin, (d.toString +: filters): _*)
+
+  Seq("2.0", "2.1", "2.2").foreach { version =>
+    test(s"pylance uses BTREE and BITMAP indices built here on a $version table, with the same rows") {
+      val d = table(version)
+      val live = open(d).countRows
+      build(d, "id", BuiltIndexType.BTree)
+      build(d, "v", BuiltIndexType.BTree)
+      build(d, "s", BuiltIndexType.Bitmap)
+      build(d, "k", BuiltIndexType.Bitmap)
+      build(d, "b", BuiltIndexType.BTree, Some("b_tree"))
+      val out = pylanceReport(d)
+      val lines = out.linesIterator.toSeq
+      val indices = lines.filter(_.startsWith("INDEX "))
+      assert(indices == Seq(
+        "INDEX b_tree BTree b [0, 1, 2, 3, 4, 5]",
+        "INDEX id_idx BTree id [0, 1, 2, 3, 4, 5]",
+        "INDEX k_idx Bitmap k [0, 1, 2, 3, 4, 5]",
+        "INDEX s_idx Bitmap s [0, 1, 2, 3, 4, 5]",
+        "INDEX v_idx BTree v [0, 1, 2, 3, 4, 5]"), out)
+      lines.filter(_.startsWith("DESCRIBE ")).foreach(l => assert(l.endsWith(s" $live"), out))
+      val results = lines.filter(_.startsWith("FILTER "))
+      assert(results.size == filters.size, out)
+      results.foreach { l =>
+        val Array(_, usesIndex, same) = l.split(" \\| ")
+        assert(usesIndex == "True", s"pylance's plan does not use our index: $l\n$out")
+        assert(same.startsWith("True"), s"rows differ with our index: $l\n$out")
+      }
+      // the filters select something (the comparison is not vacuous)
+      assert(results.count(!_.endsWith(" 0")) >= filters.size - 2, out)
+
+      // our planner uses them as well
+      val snap = open(d)
+      val p = ScanPlanner(snap, Some(Compare(Vector("id"), CompareOp.Eq, Lit.LongLit(1235))))
+      assert(p.indicesUsed == Vector("id_idx"))
+      assert(p.rowsSelectedByIndex == 1 && p.fragmentsDecidedByIndex == 6 && p.fragmentsPrunedByIndex == 5)
+      val q = ScanPlanner(snap, Some(Compare(Vector("s"), CompareOp.Eq, Lit.string("w1"))))
+      assert(q.indicesUsed == Vector("s_idx"))
+      assert(q.rowsSelectedByIndex == pylanceCount(d, "s = 'w1'"))
+    }
+  }
+
+  private def pylanceCount(d: Path, f: String): Long = py(
+    "import sys, lance; print(lance.dataset(sys.argv[1]).count_rows(filter=sys.argv[2]))", d.toString, f).trim.toLong
+
+  test("the commit is a CreateIndex read at the built version; appended fragments are not covered") {
+    val d = table("2.2")
+    val before = open(d)
+    val after = build(d, "id", BuiltIndexType.BTree)
+    assert(after.version == before.version + 1)
+    val e = IndexCatalog.load(after).find(_.name == "id_idx").get
+    assert(e.datasetVersion == before.version && e.indexVersion == 0 && e.kind == "BTreeIndexDetails")
+    assert(e.covered.toArray.toSeq == Seq(0, 1, 2, 3, 4, 5))
+    assert(Files.isRegularFile(d.resolve(e.dir).resolve("page_data.lance")))
+    assert(Files.isRegularFile(d.resolve(e.dir).resolve("page_lookup.lance")))
+    val out = py(
+      """import sys, lance, pyarrow as pa
+        |path = sys.argv[1]
+        |lance.write_dataset(pa.table({"id": pa.array([1235, 7000], pa.int64()), "k": pa.array([1, 2], pa.int32()),
+        |    "s": pa.array(["x", None]), "v": pa.array([1.0, None]), "b": pa.array([True, False])}), path, mode="append")
+        |ds = lance.dataset(path)
+        |print(type(ds.get_transactions(2)[1].operation).__name__)
+        |print(sorted(ds.to_table(filter="id = 1235", columns=["id"])["id"].to_pylist()))
+        |print(ds.stats.index_stats("id_idx")["num_unindexed_fragments"])
+        |""".stripMargin, d.toString)
+    assert(out.linesIterator.toSeq == Seq("CreateIndex", "[1235, 1235]", "1"), out)
+    val p = ScanPlanner(open(d), Some(Compare(Vector("id"), CompareOp.Eq, Lit.LongLit(1235))))
+    assert(p.fragmentsDecidedByIndex == 6 && p.rowsSelectedByIndex == 1)
+    assert(p.plans.size == 2, "the covered fragment holding the row and the appended one")
+  }
+
+  test("bad input fails before any file is written: unknown column, unsupported type, duplicate name, bad type") {
+    val d = Files.createTempDirectory("index-build-bad").resolve("t")
+    py(
+      """import sys, lance, pyarrow as pa
+        |lance.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64()),
+        |    "l": pa.array([[1], [2]], pa.list_(pa.int32())), "u": pa.array([1, 2], pa.uint32())}), sys.argv[1])
+        |lance.dataset(sys.argv[1]).create_scalar_index("id", "BTREE")
+        |""".stripMargin, d.toString)
+    val snap = open(d)
+    val e1 = intercept[IllegalArgumentException](IndexBuild.plan(snap, "nope", BuiltIndexType.BTree, None))
+    assert(e1.getMessage.contains("no column 'nope'"))
+    val e2 = intercept[IllegalArgumentException](IndexBuild.plan(snap, "l", BuiltIndexType.Bitmap, None))
+    assert(e2.getMessage.contains("column 'l'") && e2.getMessage.contains("BITMAP"))
+    val e3 = intercept[IllegalArgumentException](IndexBuild.plan(snap, "id", BuiltIndexType.BTree, None))
+    assert(e3.getMessage.contains("'id_idx' already exists"))
+    val e4 = intercept[IllegalArgumentException](BuiltIndexType.parse("hnsw"))
+    assert(e4.getMessage.contains("'hnsw'"))
+    assert(BuiltIndexType.parse(" btree ") == BuiltIndexType.BTree)
+    val dirs = Files.list(d.resolve("_indices")).count()
+    assert(dirs == 1, "only pylance's index directory")
+  }
+
+  test("input out of order is refused and the files are removed") {
+    val d = table("2.2")
+    val plan = IndexBuild.plan(open(d), "id", BuiltIndexType.BTree, None)
+    val alloc = new org.apache.arrow.memory.RootAllocator()
+    try {
+      val w = IndexBuild.writer(plan, alloc)
+      w.add(java.lang.Long.valueOf(5L), 0L)
+      intercept[IllegalArgumentException](w.add(java.lang.Long.valueOf(4L), 1L))
+      w.abort()
+    } finally alloc.close()
+    assert(!Files.exists(d.resolve(s"_indices/${plan.uuid}")))
+    assert(IndexCatalog.load(open(d)).isEmpty)
+  }
+
+  test("conflicts as the reference: a concurrent append or delete is fine, a compaction of covered fragments is not") {
+    val d = table("2.2")
+    val plan = IndexBuild.plan(open(d), "id", BuiltIndexType.BTree, None)
+    py(
+      """import sys, lance, pyarrow as pa
+        |path = sys.argv[1]
+        |lance.write_dataset(pa.table({"id": pa.array([9000], pa.int64()), "k": pa.array([1], pa.int32()),
+        |    "s": pa.array(["x"]), "v": pa.array([1.0]), "b": pa.array([True])}), path, mode="append")
+        |lance.dataset(path).delete("id = 1235")
+        |""".stripMargin, d.toString)
+    val committed = IndexBuild.buildInMemory(plan)
+    val e = IndexCatalog.load(committed).head
+    assert(e.covered.toArray.toSeq == Seq(0, 1, 2, 3, 4, 5), "the appended fragment is not covered")
+    assert(pylanceCount(d, "id = 1235") == 0 && pylanceCount(d, "id = 1236") == 1)
+
+    val plan2 = IndexBuild.plan(open(d), "v", BuiltIndexType.BTree, None)
+    py("import sys, lance; lance.dataset(sys.argv[1]).optimize.compact_files(target_rows_per_fragment=100000)",
+      d.toString)
+    val err = intercept[io.lancespark.table.commit.CommitConflictException](IndexBuild.buildInMemory(plan2))
+    assert(err.getMessage.contains("compacted"), err.getMessage)
+    assert(!Files.exists(d.resolve(s"_indices/${plan2.uuid}")), "the failed build's files are removed")
+    assert(!IndexCatalog.load(open(d)).exists(_.name == "v_idx"))
+  }
+}

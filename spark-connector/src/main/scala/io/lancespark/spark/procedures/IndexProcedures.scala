@@ -1,0 +1,125 @@
+package io.lancespark.spark.procedures
+
+import java.util.Locale
+
+import scala.util.Using
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types._
+import org.apache.spark.storage.StorageLevel
+
+import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.procedures.LanceProcedure._
+import io.lancespark.spark.read.ArrowAllocators
+import io.lancespark.table.index.{BuiltIndexType, IndexBuild, IndexBuildPlan, IndexValues}
+import io.lancespark.table.storage.{Dataset, DatasetStorage}
+
+/** `CALL lance.system.create_index(table => 'db.t', column => 'id', index_type => 'btree'|'bitmap',
+  * name => 'id_idx')`: builds a scalar index as a Spark job (see [[IndexBuildJob]]) and commits it
+  * as a CreateIndex, in the reference's layout (pylance uses it). */
+final class CreateIndexProcedure(tables: TableResolver) extends LanceProcedure(tables) {
+  override def name(): String = "create_index"
+  override def description(): String =
+    "Builds a BTREE or BITMAP index over a column (a Spark job; a CreateIndex commit pylance reads)"
+
+  override val params: Seq[ProcParam] = Seq(
+    required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
+    required("column", StringType, "the column to index (a.b for a struct's field)"),
+    optional("index_type", StringType, "btree or bitmap", "'btree'"),
+    optional("name", StringType, "the index's name (default <column>_idx)"))
+
+  override val outputType: StructType = new StructType()
+    .add("name", StringType).add("index_type", StringType).add("uuid", StringType)
+    .add("read_version", LongType).add("new_version", LongType)
+    .add("rows_indexed", LongType).add("fragments_covered", LongType).add("bytes_written", LongType)
+
+  override protected def run(args: Args): InternalRow = {
+    val s = storage(args)
+    val indexType = BuiltIndexType.parse(args.string("index_type").getOrElse("btree"))
+    val r = IndexBuildJob.run(SparkSession.active, s, need("column", args.string("column")), indexType,
+      args.string("name"))
+    InternalRow(utf8(r.name), utf8(r.indexType.toLowerCase(Locale.ROOT)), utf8(r.uuid), r.readVersion,
+      r.newVersion, r.rows, r.fragments, r.bytes)
+  }
+
+  private def need[T](n: String, v: Option[T]): T =
+    v.getOrElse(throw new IllegalArgumentException(s"create_index: the argument $n is required"))
+}
+
+/** `CALL lance.system.drop_index(table => 'db.t', name => 'id_idx')`: commits the index's removal
+  * (its files stay until vacuum). */
+final class DropIndexProcedure(tables: TableResolver) extends LanceProcedure(tables) {
+  override def name(): String = "drop_index"
+  override def description(): String = "Removes an index from the dataset (a CreateIndex commit removing it)"
+
+  override val params: Seq[ProcParam] = Seq(
+    required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
+    required("name", StringType, "the index's name"))
+
+  override val outputType: StructType = new StructType().add("name", StringType).add("new_version", LongType)
+
+  override protected def run(args: Args): InternalRow = {
+    val s = storage(args)
+    s.requireSafeCommit()
+    val n = args.string("name").getOrElse(throw new IllegalArgumentException("drop_index: the argument name is required"))
+    val snap = IndexBuild.drop(Dataset.open(s, None), n)
+    InternalRow(utf8(n), snap.version)
+  }
+}
+
+final case class IndexBuildResult(name: String, indexType: String, uuid: String, readVersion: Long, newVersion: Long,
+                                  rows: Long, fragments: Long, bytes: Long)
+
+/** What each task of an index build needs; serialized to executors. */
+final case class IndexScanTask(uri: String, hadoopConf: SerializableHadoopConf, version: Long, fieldId: Int) {
+  /** The (value, row address) pairs of one fragment's live rows. */
+  def scan(fragmentId: Long): Vector[(Any, Long)] = {
+    val storage = DatasetStorage(uri, hadoopConf.value)
+    val snapshot = Dataset.open(storage, Some(version))
+    val out = Vector.newBuilder[(Any, Long)]
+    Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-$fragmentId", 0, Long.MaxValue)) { a =>
+      IndexBuild.scanFragment(snapshot, fieldId, fragmentId, a)((v, addr) => out += (v -> addr))
+    }
+    out.result()
+  }
+}
+
+/** An index build as one Spark job: the driver checks the request (column,
+  * type, name) before any work; tasks read each fragment's (value, row
+  * address) pairs, which a range-partitioned sort orders across the
+  * executors in the index's order (nulls first); the driver streams the
+  * sorted partitions in order into the index writer and commits. A failed
+  * build commits nothing and removes its files. */
+object IndexBuildJob {
+
+  def run(spark: SparkSession, storage: DatasetStorage, column: String, indexType: BuiltIndexType,
+          name: Option[String]): IndexBuildResult = {
+    storage.requireSafeCommit()
+    val snapshot = Dataset.open(storage, None)
+    val plan: IndexBuildPlan = IndexBuild.plan(snapshot, column, indexType, name)
+    val conf = spark.sessionState.newHadoopConf()
+    val task = IndexScanTask(storage.uri, new SerializableHadoopConf(conf), snapshot.version, plan.field.id)
+    val sc = spark.sparkContext
+    val description = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(s"lance create_index ${plan.name} (${indexType.name} on $column) ${storage.uri} " +
+      s"(version ${snapshot.version}, ${snapshot.fragments.size} fragments)")
+    try {
+      val ids = snapshot.fragments.map(_.id)
+      val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
+      // kept: the sort's range sampling and its shuffle both read the pairs
+      val pairs = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.scan(id))
+        .persist(StorageLevel.MEMORY_AND_DISK)
+      val files = try {
+        val ordering: Ordering[(Any, Long)] = Ordering.Tuple2(IndexValues.ordering, Ordering.Long)
+        val sorted = pairs.sortBy(identity, ascending = true, parts)(ordering, scala.reflect.classTag[(Any, Long)])
+        Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) {
+          a => IndexBuild.write(plan, sorted.toLocalIterator, a)
+        }
+      } finally { pairs.unpersist(blocking = false); () }
+      val committed = IndexBuild.commit(plan, io.lancespark.table.commit.CommitSettings())
+      IndexBuildResult(plan.name, indexType.name, plan.uuid, snapshot.version, committed.version,
+        snapshot.countRows, plan.fragments.getLongCardinality, files.map(_._2).sum)
+    } finally sc.setJobDescription(description)
+  }
+}
