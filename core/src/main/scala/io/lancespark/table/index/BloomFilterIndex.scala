@@ -25,15 +25,8 @@ final class BloomFilterIndex private (val entry: IndexEntry, arrowType: ArrowTyp
   import BloomFilterIndex._
   val column: Column = entry.fields.head
 
-  override val trusted: RoaringBitmap = {
-    val b = new RoaringBitmap()
-    entry.covered.toArray.foreach { f =>
-      val total = zones.get(f).map(_.map(_.length).sum).getOrElse(-1L)
-      if (total == rowsOf(f)) b.add(f)
-      else IndexCatalog.skip(s"${entry.describe} for fragment $f: its zones hold $total rows, the fragment ${rowsOf(f)}")
-    }
-    b
-  }
+  override val trusted: RoaringBitmap =
+    ScalarIndex.zonesAddingUp(entry, f => zones.get(f).map(_.map(_.length).sum), rowsOf)
 
   /** The byte forms a literal may take in the column (several for 0.0 and
     * -0.0), None when it cannot be hashed exactly as the column's values are. */

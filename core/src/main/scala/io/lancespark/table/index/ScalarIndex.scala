@@ -1,6 +1,7 @@
 package io.lancespark.table.index
 
 import org.apache.arrow.memory.BufferAllocator
+import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.schema.LanceSchema
 import io.lancespark.table.filter.Filter
@@ -33,6 +34,21 @@ object ScalarIndex {
   val ZoneMap = "ZoneMapIndexDetails"
   val BloomFilter = "BloomFilterIndexDetails"
   val Supported: Set[String] = Set(BTree, Bitmap, ZoneMap, BloomFilter)
+
+  /** The fragments `entry` covers whose zones a zone-based index may be
+    * trusted for: those whose zones' lengths (`zoneRows`, a fragment's sum;
+    * None without zones) add up to its physical rows, as they do only if the
+    * fragment had no deleted rows when the index was built. The others are
+    * skipped with a log line. */
+  def zonesAddingUp(entry: IndexEntry, zoneRows: Int => Option[Long], rowsOf: Int => Long): RoaringBitmap = {
+    val b = new RoaringBitmap()
+    entry.covered.toArray.foreach { f =>
+      val total = zoneRows(f).getOrElse(-1L)
+      if (total == rowsOf(f)) b.add(f)
+      else IndexCatalog.skip(s"${entry.describe} for fragment $f: its zones hold $total rows, the fragment ${rowsOf(f)}")
+    }
+    b
+  }
 
   /** The reader of `entry`, if its type and version are read here (else a log line). */
   def open(storage: DatasetStorage, schema: LanceSchema, entry: IndexEntry, rowsOf: Int => Long,

@@ -25,15 +25,8 @@ final class ZoneMapIndex private (val entry: IndexEntry, arrowType: ArrowType,
   val column: Column = entry.fields.head
   private val Z: Column = Vector("zone")
 
-  override val trusted: RoaringBitmap = {
-    val b = new RoaringBitmap()
-    entry.covered.toArray.foreach { f =>
-      val total = zones.get(f).map(_.map(_.numRows).sum).getOrElse(-1L)
-      if (total == rowsOf(f)) b.add(f)
-      else IndexCatalog.skip(s"${entry.describe} for fragment $f: its zones hold $total rows, the fragment ${rowsOf(f)}")
-    }
-    b
-  }
+  override val trusted: RoaringBitmap =
+    ScalarIndex.zonesAddingUp(entry, f => zones.get(f).map(_.map(_.numRows).sum), rowsOf)
 
   def rows(leaf: Filter, outcome: Boolean): Option[RowAddrMap.Rows] =
     ScalarIndex.onColumn(leaf, Z).map { l =>

@@ -1,6 +1,5 @@
 package io.lancespark.table.index
 
-import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Path}
 
 import org.apache.hadoop.conf.Configuration
@@ -11,6 +10,7 @@ import io.lancespark.table.filter.Filter._
 import io.lancespark.table.model.Snapshot
 import io.lancespark.table.scan.ScanPlanner
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
+import io.lancespark.table.PylanceProcess
 
 /** BTREE and BITMAP indices built by this connector on pylance-written
   * tables (several fragments, nulls, deleted rows; file versions 2.0, 2.1
@@ -19,19 +19,7 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage}
   * without them; our scan planner selects rows with them. */
 class IndexBuildSuite extends AnyFunSuite {
 
-  private val repoRoot: Path = {
-    var p = Path.of("").toAbsolutePath
-    while (p != null && !Files.exists(p.resolve("build.sbt"))) p = p.getParent
-    if (p == null) Path.of("").toAbsolutePath else p
-  }
-  private val python = sys.env.getOrElse("LANCE_PYTHON", repoRoot.resolve(".venv/bin/python").toString)
-
-  private def py(script: String, args: String*): String = {
-    val proc = new ProcessBuilder((Seq(python, "-c", script) ++ args): _*).redirectErrorStream(true).start()
-    val out = new String(proc.getInputStream.readAllBytes(), UTF_8)
-    assert(proc.waitFor() == 0, out)
-    out
-  }
+  private def py(script: String, args: String*): String = PylanceProcess.run(script, args: _*)
 
   /** 6000 rows in 6 fragments (ids shuffled), nulls in every indexed
     * column but id, rows deleted before the build. */

@@ -15,6 +15,7 @@ import io.lancespark.table.filter.Filter._
 import io.lancespark.table.model.Snapshot
 import io.lancespark.table.scan.{FragmentScanner, ScanPlanner}
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
+import io.lancespark.table.PylanceProcess
 
 /** Scalar indices pylance builds (BTREE, BITMAP; others ignored), read by the
   * table layer: what they select of each covered fragment holds every row
@@ -23,19 +24,7 @@ import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
   * planned with the indices returns exactly pylance's rows. */
 class ScalarIndexSuite extends AnyFunSuite {
 
-  private val repoRoot: Path = {
-    var p = Path.of("").toAbsolutePath
-    while (p != null && !Files.exists(p.resolve("build.sbt"))) p = p.getParent
-    if (p == null) Path.of("").toAbsolutePath else p
-  }
-  private val python = sys.env.getOrElse("LANCE_PYTHON", repoRoot.resolve(".venv/bin/python").toString)
-
-  private def py(script: String, args: String*): String = {
-    val proc = new ProcessBuilder((Seq(python, "-c", script) ++ args): _*).redirectErrorStream(true).start()
-    val out = new String(proc.getInputStream.readAllBytes(), UTF_8)
-    assert(proc.waitFor() == 0, out)
-    out
-  }
+  private def py(script: String, args: String*): String = PylanceProcess.run(script, args: _*)
 
   /** 5000 rows in 5 fragments; BTREE on id and v, BITMAP on k and s, a
     * ZONEMAP on v (not read: ignored); then deletes, an append and an update. */

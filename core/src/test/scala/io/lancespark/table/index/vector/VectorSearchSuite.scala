@@ -19,12 +19,7 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage}
   * a post-filter. Expected ids and distances come from pylance. */
 class VectorSearchSuite extends AnyFunSuite {
 
-  private val repoRoot: Path = {
-    var p = Path.of("").toAbsolutePath
-    while (p != null && !Files.exists(p.resolve("build.sbt"))) p = p.getParent
-    if (p == null) Path.of("").toAbsolutePath else p
-  }
-  private val python = sys.env.getOrElse("LANCE_PYTHON", repoRoot.resolve(".venv/bin/python").toString)
+  private val python = io.lancespark.table.PylanceProcess.python
   private val dir: Path = Files.createTempDirectory("vector-search")
   private val path = dir.resolve("t.lance").toString
 
