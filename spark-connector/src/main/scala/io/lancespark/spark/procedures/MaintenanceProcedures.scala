@@ -133,7 +133,7 @@ final class TagProcedure(tables: TableResolver, action: String) extends LancePro
 object LanceProcedures {
   val Namespace: String = "system"
 
-  def names: Seq[String] = Seq("compact", "vacuum", "restore", "create_tag", "move_tag", "delete_tag")
+  def names: Seq[String] = Seq("compact", "vacuum", "restore", "create_tag", "move_tag", "delete_tag", "add_columns")
 
   def load(name: String, tables: TableResolver): Option[LanceProcedure] = name.toLowerCase(java.util.Locale.ROOT) match {
     case "compact" => Some(new CompactProcedure(tables))
@@ -142,6 +142,7 @@ object LanceProcedures {
     case "create_tag" => Some(new TagProcedure(tables, "create"))
     case "move_tag" => Some(new TagProcedure(tables, "move"))
     case "delete_tag" => Some(new TagProcedure(tables, "delete"))
+    case "add_columns" => Some(new AddColumnsProcedure(tables))
     case _ => None
   }
 }
