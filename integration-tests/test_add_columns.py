@@ -146,34 +146,33 @@ def test_stable_row_ids_keyed_by_rowid(spark, tmp_path):
     assert spark_rows(spark, path, ["id", "w"]) == expected
 
 
-def slow_source(spark, path: str, seconds: float):
-    """The table's rows with a new column whose UDF sleeps, so that the job takes `seconds`."""
-    df = spark.read.format("lance").load(path)
-    n = df.count()
-    pause = seconds / max(n, 1)
-
-    @F.udf("long")
-    def slow(x):
-        time.sleep(pause)
-        return x * 3
-
-    return df.select("_rowaddr", slow(F.col("id")).alias("t")).coalesce(1)
-
-
-def run_racing(spark, path: str, other) -> tuple[BaseException | None, dict | None]:
+def run_racing(spark, path: str, tmp, other) -> tuple[BaseException | None, dict | None]:
+    """add_columns (t = id * 3 for every row) paused after writing its files and
+    before its commit (a test-only session conf), `other` committed meanwhile."""
     out: dict = {}
+    prefix = str(tmp / "pause")
+    src = spark.read.format("lance").load(path).select("_rowaddr", (F.col("id") * 3).alias("t"))
 
-    def go():
+    def run():
         try:
-            out["res"] = LanceTable.forPath(spark, path).add_columns(slow_source(spark, path, 6.0))
+            out["res"] = LanceTable.forPath(spark, path).add_columns(src)
         except BaseException as e:  # noqa: BLE001
             out["err"] = e
 
-    t = threading.Thread(target=go)
-    t.start()
-    time.sleep(3.0)
-    other()
-    t.join(120)
+    spark.conf.set("spark.lance.test.addColumnsPause", prefix)
+    try:
+        t = threading.Thread(target=run)
+        t.start()
+        deadline = time.time() + 240
+        while not os.path.exists(prefix + ".started") and time.time() < deadline and t.is_alive():
+            time.sleep(0.05)
+        assert os.path.exists(prefix + ".started"), out
+        other()
+        open(prefix + ".go", "a").close()
+        t.join(300)
+        assert not t.is_alive()
+    finally:
+        spark.conf.unset("spark.lance.test.addColumnsPause")
     return out.get("err"), out.get("res")
 
 
@@ -181,7 +180,7 @@ def test_append_racing_add_columns_is_a_clear_conflict(spark, tmp_path):
     path = str(tmp_path / "t.lance")
     lance.write_dataset(base_table(0, 200), path, max_rows_per_file=100)
     v0 = lance.dataset(path).version
-    err, res = run_racing(spark, path, lambda: lance.write_dataset(base_table(200, 10), path, mode="append"))
+    err, res = run_racing(spark, path, tmp_path, lambda: lance.write_dataset(base_table(200, 10), path, mode="append"))
     assert res is None and err is not None
     assert "appended fragments" in str(err) and "add_columns again" in str(err), str(err)
     ds = lance.dataset(path)
@@ -192,7 +191,7 @@ def test_append_racing_add_columns_is_a_clear_conflict(spark, tmp_path):
 def test_delete_racing_add_columns_is_rebased(spark, tmp_path):
     path = str(tmp_path / "t.lance")
     lance.write_dataset(base_table(0, 200), path, max_rows_per_file=100)
-    err, res = run_racing(spark, path, lambda: lance.dataset(path).delete("id < 20 OR id >= 150"))
+    err, res = run_racing(spark, path, tmp_path, lambda: lance.dataset(path).delete("id < 20 OR id >= 150"))
     assert err is None, str(err)
     expected = sorted((i, i * 3) for i in range(20, 150))
     assert pylance_rows(path, ["id", "t"]) == expected

@@ -99,10 +99,23 @@ object AddColumnsJob {
         Commits.sweep(storage, task.filePrefix)
         throw e
     } finally sc.setJobDescription(description)
+    pauseForTest(spark)
     val committed = ColumnAddition.commit(storage, plan, results.toVector)
     AddColumnsResult(snapshot.version, committed.version, newCols.map(_.name), results.size.toLong,
       rowsWithValues.value)
   }
+
+  /** Tests only (session conf `spark.lance.test.addColumnsPause` = a path
+    * prefix): with the files written and before the commit, creates
+    * `<prefix>.started` and waits (at most 120 s) for `<prefix>.go`, so a test
+    * can commit another change in between. Never set in production. */
+  private def pauseForTest(spark: SparkSession): Unit =
+    spark.conf.getOption("spark.lance.test.addColumnsPause").filter(_.nonEmpty).foreach { prefix =>
+      java.nio.file.Files.write(java.nio.file.Paths.get(prefix + ".started"), Array.emptyByteArray)
+      val go = java.nio.file.Paths.get(prefix + ".go")
+      val deadline = System.nanoTime() + 120L * 1000000000L
+      while (!java.nio.file.Files.exists(go) && System.nanoTime() < deadline) Thread.sleep(20)
+    }
 
   /** The source with `_rowaddr`: as given, or from `_rowid` (equal to the
     * address without stable row ids; else looked up in the version read). */
