@@ -1,5 +1,7 @@
 package io.lancespark.table.evolution
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.arrow.vector.types.pojo.Schema
 import org.roaringbitmap.RoaringBitmap
 
@@ -49,7 +51,7 @@ object ColumnAddition {
     val version = DataFileVersion.ofDataset(snapshot).getOrElse(throw new LanceFormatException(
       s"$uri: the dataset stores Lance file version ${snapshot.fileVersion}, which this connector reads but does " +
         s"not write (it writes ${DataFileVersion.Written.mkString(", ")}); columns cannot be added to it"))
-    val names = scala.jdk.CollectionConverters.ListHasAsScala(newColumns.getFields).asScala.toVector.map(_.getName)
+    val names = newColumns.getFields.asScala.toVector.map(_.getName)
     if (names.isEmpty)
       throw new IllegalArgumentException(s"$uri: no columns to add: the source has only the row key")
     val existing = snapshot.schema.fields.map(_.name).toSet
@@ -59,7 +61,7 @@ object ColumnAddition {
         s"$uri: cannot add column${if (clash.size == 1) "" else "s"} ${clash.mkString(", ")}: already in the dataset " +
           s"(version ${snapshot.version}); rename them in the source (replacing a column's values is update_columns, " +
           "not yet supported)")
-    scala.jdk.CollectionConverters.ListHasAsScala(newColumns.getFields).asScala.find(!_.isNullable).foreach { f =>
+    newColumns.getFields.asScala.find(!_.isNullable).foreach { f =>
       throw new IllegalArgumentException(
         s"$uri: an added column must be nullable (rows the source does not give read NULL); '${f.getName}' is not")
     }
