@@ -118,6 +118,20 @@ class LanceTable:
                           materialize_deletions_threshold=None if materialize_deletions_threshold is None
                           else float(materialize_deletions_threshold))
 
+    def add_columns(self, df):
+        """Adds ``df``'s columns to the table without rewriting it: ``df`` has
+        ``_rowaddr`` (or ``_rowid``) and the new columns; each fragment gets a
+        data file of the new columns (NULL for rows ``df`` does not give), one
+        commit. Runs ``CALL <catalog>.system.add_columns`` on a temporary view
+        (Spark Connect-safe). Returns the procedure's result row."""
+        import uuid
+        view = "lance_add_columns_" + uuid.uuid4().hex[:12]
+        df.createOrReplaceTempView(view)
+        try:
+            return self._call("add_columns", source=view)
+        finally:
+            self._spark.catalog.dropTempView(view)
+
     def vacuum(self, retain_hours: Optional[float] = None, *, older_than: Optional[_dt.datetime] = None,
                dry_run: bool = False, delete_unverified: bool = False,
                error_if_tagged_old_versions: bool = True):

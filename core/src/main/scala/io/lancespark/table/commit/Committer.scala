@@ -25,6 +25,14 @@ final case class WrittenFragment(
 /** What a write commits. */
 sealed trait PendingOperation { def fragments: Seq[WrittenFragment] }
 final case class AppendFragments(fragments: Seq[WrittenFragment]) extends PendingOperation
+/** An append that also adds top-level fields (schema evolution on write):
+  * `schema` is the dataset's schema with the new fields (ids above every
+  * existing one), which the new fragments' files were written with; existing
+  * fragments read the new fields as NULL. Committed in one version as a Merge
+  * transaction (its fragments: the existing ones and the new), so it has the
+  * conflict rules of an addition of columns. */
+final case class AppendWithSchema(fragments: Seq[WrittenFragment], schema: io.lancespark.schema.LanceSchema)
+    extends PendingOperation
 /** Replaces the dataset's contents and schema (creates it when absent).
   * `schema` is the depth-first field list with the ids the files were written
   * with; `version` the file version the dataset stores from now on (the
@@ -40,6 +48,20 @@ final case class OverwriteDataset(fragments: Seq[WrittenFragment], schema: Seq[P
   * stay; added fields read as nulls, dropped fields are no longer read. */
 final case class ReplaceSchema(schema: Seq[PbField], schemaMetadata: Map[String, String]) extends PendingOperation {
   override def fragments: Seq[WrittenFragment] = Nil
+}
+
+/** One fragment's file of added columns: `file` holds only the new columns,
+  * one row per physical row of the fragment, in its row order. */
+final case class FragmentColumns(fragmentId: Long, file: WrittenFragment)
+
+/** Adds columns as new data files beside existing fragments' files (a Merge
+  * transaction, as pylance's `add_columns`/`merge`): each listed fragment gains
+  * its file; `schema` is the dataset's schema with the new fields. Existing
+  * data files are not touched. Built by [[AddColumnsBuild]]. */
+final case class AddColumnFiles(files: Seq[FragmentColumns], schema: io.lancespark.schema.LanceSchema)
+    extends PendingOperation {
+  /** The new files (what a failed commit removes); they are no new fragments. */
+  override def fragments: Seq[WrittenFragment] = files.map(_.file)
 }
 
 /** DELETE / UPDATE / MERGE (merge-on-read): the deletion files prepared for
@@ -140,6 +162,7 @@ object Committer {
     val built = op match {
       case RestoreVersion(old) => restore(storage, scheme, base, old, latest.getOrElse(0L), version, settings)
       case r: RewriteFragments => RewriteBuild(storage, base, r, readVersion.getOrElse(0L), version, settings)
+      case a: AddColumnFiles => AddColumnsBuild(storage, base, a, readVersion.getOrElse(0L), version, settings)
       case _ => build(storage, base, op, readVersion.getOrElse(0L), version, settings, disjoint)
     }
     val committed = try {
@@ -278,6 +301,15 @@ object Committer {
         keepMaxId()
         txn.setAppend(Transaction.Append.newBuilder().addAllFragments(added.asJava))
         Built(b.build(), base.flatMap(_.indexSection), txn.build())
+      case AppendWithSchema(_, schema) =>
+        requireSameFileFormat(storage, prev, op.fragments)
+        b.addAllFragments(added.asJava)
+        keepMaxId()
+        b.clearFields().addAllFields(schema.toProto.asJava)
+          .clearSchemaMetadata().putAllSchemaMetadata(schema.metadataProto.asJava)
+        txn.setMerge(Transaction.Merge.newBuilder().addAllFragments(b.getFragmentsList)
+          .addAllSchema(schema.toProto.asJava).putAllSchemaMetadata(schema.metadataProto.asJava))
+        Built(b.build(), base.flatMap(_.indexSection), txn.build())
       case OverwriteDataset(_, schema, schemaMetadata, version, config) =>
         b.putAllConfig(config.asJava)
         val flags = if (stable) FeatureFlags.StableRowIds else 0L
@@ -346,6 +378,8 @@ object Committer {
         throw new IllegalStateException(s"${storage.uri}: a restore of version $v is built from the old manifest")
       case _: RewriteFragments =>
         throw new IllegalStateException(s"${storage.uri}: a rewrite is built by RewriteBuild")
+      case _: AddColumnFiles =>
+        throw new IllegalStateException(s"${storage.uri}: an addition of columns is built by AddColumnsBuild")
     }
   }
 
@@ -419,12 +453,16 @@ object Committer {
     val t = TransactionFile.newTransaction(readVersion)
     op match {
       case AppendFragments(_) => t.setAppend(Transaction.Append.getDefaultInstance)
+      case AppendWithSchema(_, _) => t.setMerge(Transaction.Merge.getDefaultInstance)
       case OverwriteDataset(_, _, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
       case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
       case RestoreVersion(v) => t.setRestore(Transaction.Restore.newBuilder().setVersion(v))
       case CreateIndices(created, removed) =>
         t.setCreateIndex(Transaction.CreateIndex.newBuilder().addAllNewIndices(created.asJava)
           .addAllRemovedIndices(removed.asJava))
+      case a: AddColumnFiles =>
+        t.setMerge(Transaction.Merge.newBuilder().addAllFragments(
+          a.files.map(f => DataFragment.newBuilder().setId(f.fragmentId).build()).asJava))
       case r: RewriteFragments =>
         val ids = r.oldFragmentIds.map(id => DataFragment.newBuilder().setId(id).build()).asJava
         t.setRewrite(Transaction.Rewrite.newBuilder().addGroups(Transaction.Rewrite.RewriteGroup.newBuilder()

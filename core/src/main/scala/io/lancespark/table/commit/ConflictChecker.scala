@@ -104,6 +104,29 @@ object ConflictChecker {
           case OVERWRITE | RESTORE => Conflict(s"it replaced the dataset (${name(their)})")
           case other => Conflict(s"it is an operation an index build cannot be rebased onto (${name(other)})")
         }
+      case MERGE =>
+        // adding columns (new data files beside every fragment's): the
+        // reference's rules (compatible only with index builds, reserved ids and
+        // config changes; a retryable conflict with anything that changes
+        // fragments), except that a concurrent delete is rebased onto: the new
+        // files cover every physical row, so the delete's deletion files hide
+        // the same rows in them (fragments it removed whole are left out)
+        their match {
+          case CREATE_INDEX | RESERVE_FRAGMENTS | UPDATE_CONFIG | DELETE => Compatible
+          case APPEND =>
+            Conflict("it appended fragments, which would have no values for the added columns; " +
+              "run add_columns again on the new version")
+          case UPDATE =>
+            Conflict("it updated rows (rewritten into new fragments, which would lose the added columns' values); " +
+              "run add_columns again on the new version")
+          case REWRITE =>
+            Conflict("it compacted fragments (their rows moved to new fragments without the added columns); " +
+              "run add_columns again on the new version")
+          case MERGE | PROJECT | DATA_REPLACEMENT =>
+            Conflict(s"it changed the schema or the data files (${name(their)}); run add_columns again on the new version")
+          case OVERWRITE | RESTORE => Conflict(s"it replaced the dataset (${name(their)})")
+          case other => Conflict(s"it is an operation this connector does not know how to reconcile (${name(other)})")
+        }
       case RESTORE =>
         // as the reference: a restore rebuilds from the old version whatever
         // was committed since (it replaces it), except state it cannot know

@@ -4,10 +4,12 @@ import java.util.Locale
 
 /** One option of the connector: its name (case-insensitive), the values it
   * accepts (said in errors), and how a value is parsed (None: not accepted). */
-final case class LanceOption[T](name: String, accepted: String, parse: String => Option[T]) {
+final case class LanceOption[T](name: String, accepted: String, parse: String => Option[T],
+    sessionName: Option[String] = None) {
 
-  /** The session configuration key that sets a default for every read or write. */
-  def sessionKey: String = s"spark.lance.$name"
+  /** The session configuration key that sets a default for every read or write
+    * (`spark.lance.<name>` unless the option names its own). */
+  def sessionKey: String = sessionName.getOrElse(s"spark.lance.$name")
 
   def key: String = name.toLowerCase(Locale.ROOT)
 }

@@ -14,7 +14,8 @@ final case class WriteConf(
     disabledCodecs: Set[String],
     vectorColumns: Map[String, Int],
     enableStableRowIds: Boolean,
-    v2ManifestPaths: Boolean) {
+    v2ManifestPaths: Boolean,
+    mergeSchema: Boolean = false) {
 
   /** The file version of the data files a write adds to `existing` (None: a
     * new dataset). Appends and row-level changes write at the dataset's
@@ -63,9 +64,14 @@ object WriteOptions {
   /** New datasets only: V2 manifest naming (default) or the legacy V1 scheme. */
   val V2ManifestPaths: LanceOption[Boolean] = LanceOption.boolean("v2ManifestPaths")
 
+  /** Appends may add the DataFrame's new top-level columns to the table's
+    * schema (existing rows read them as NULL); session conf `spark.lance.write.mergeSchema`. */
+  val MergeSchema: LanceOption[Boolean] =
+    LanceOption.boolean("mergeSchema").copy(sessionName = Some("spark.lance.write.mergeSchema"))
+
   val All: Seq[LanceOption[_]] =
     Seq(MaxRowsPerFile, MaxRowsPerPage, FileVersion, DisabledCodecs, VectorColumns, EnableStableRowIds,
-      V2ManifestPaths)
+      V2ManifestPaths, MergeSchema)
 
   /** Column metadata key that marks an ARRAY<FLOAT|DOUBLE> column as a vector of that dimension. */
   val VectorDimensionMetadata = "lance.vector.dimension"
@@ -83,7 +89,8 @@ object WriteOptions {
       disabledCodecs = source.getOrElse(DisabledCodecs, Set.empty[String]),
       vectorColumns = source.getOrElse(VectorColumns, Map.empty[String, Int]),
       enableStableRowIds = source.getOrElse(EnableStableRowIds, false),
-      v2ManifestPaths = source.getOrElse(V2ManifestPaths, true))
+      v2ManifestPaths = source.getOrElse(V2ManifestPaths, true),
+      mergeSchema = source.getOrElse(MergeSchema, false))
   }
 
   /** A write's settings from its own options, the session and the table's properties. */

@@ -12,7 +12,8 @@ import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
 import io.lancespark.spark.shim.TimeTypes
 import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
-import io.lancespark.table.commit.{AppendFragments, CommitSettings, Commits, OverwriteDataset, WrittenFragment}
+import io.lancespark.table.commit.{AppendFragments, AppendWithSchema, CommitSettings, Commits, OverwriteDataset, WrittenFragment}
+import io.lancespark.table.evolution.ColumnAddition
 import io.lancespark.table.model.{DataFileVersion, Snapshot}
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
@@ -40,10 +41,11 @@ object LanceWriteJob {
             "use mode(\"append\") or mode(\"overwrite\")")
       case (SaveMode.Ignore, Some(_)) => None
       case (SaveMode.Append, Some(s)) =>
-        val (input, schema) = alignForAppend(data, s)
         val version = opts.versionFor(existing, overwrite = false)
+        val (input, schema, added) = alignForAppend(data, s, opts, version)
         val files = writeFiles(input, schema, version, storage, opts, new SerializableHadoopConf(conf))
-        Some(Commits.commitOrDiscard(storage, Some(s.version), AppendFragments(files), settings(opts)))
+        val op = if (added.isEmpty) AppendFragments(files) else AppendWithSchema(files, schema)
+        Some(Commits.commitOrDiscard(storage, Some(s.version), op, settings(opts)))
       case (_, base) =>
         val version = opts.versionFor(base, overwrite = true)
         val schema = LanceSchema.fromArrow(SparkToArrow.schema(data.schema, opts.vectorColumns, version))
@@ -57,16 +59,26 @@ object LanceWriteJob {
     }
   }
 
-  /** Reorders the DataFrame's columns to the dataset's, checking they match. */
-  private def alignForAppend(data: DataFrame, s: Snapshot): (DataFrame, LanceSchema) = {
+  /** Reorders the DataFrame's columns to the dataset's, checking they match.
+    * With mergeSchema, the DataFrame's columns the dataset does not have are
+    * added after its own (ids above every existing one): the schema the files
+    * are written with and the names added. */
+  private def alignForAppend(data: DataFrame, s: Snapshot, opts: WriteConf,
+      version: DataFileVersion): (DataFrame, LanceSchema, Seq[String]) = {
     val target: StructType = TypeMapping.forActiveSession().toSpark(s.schema)
     val have = data.schema.fieldNames.toSet
     val want = target.fieldNames.toSet
-    if (have != want)
+    val extra = data.schema.fieldNames.toVector.filterNot(want.contains)
+    if (want.exists(n => !have.contains(n)) || (extra.nonEmpty && !opts.mergeSchema)) {
+      val hint = if (extra.nonEmpty && !opts.mergeSchema)
+        s"; to add the new column${if (extra.size == 1) "" else "s"} ${extra.mkString(", ")} to the table's schema, " +
+          "set option(\"mergeSchema\", \"true\") (or the session conf spark.lance.write.mergeSchema=true)"
+      else ""
       throw new LanceFormatException(
         s"${s.storage.uri}: cannot append: the DataFrame's columns differ from the dataset's (version ${s.version}); " +
           s"missing ${(want -- have).toSeq.sorted.mkString("[", ", ", "]")}, " +
-          s"unexpected ${(have -- want).toSeq.sorted.mkString("[", ", ", "]")}")
+          s"unexpected ${extra.sorted.mkString("[", ", ", "]")}" + hint)
+    }
     target.fields.foreach { f =>
       val incoming = data.schema(f.name).dataType
       if (!sameShape(incoming, f.dataType))
@@ -74,7 +86,13 @@ object LanceWriteJob {
           s"${s.storage.uri}: cannot append: column '${f.name}' is ${incoming.simpleString} " +
             s"but the dataset stores ${f.dataType.simpleString}")
     }
-    (data.select(target.fieldNames.toIndexedSeq.map(col): _*), s.schema)
+    val schema = if (extra.isEmpty) s.schema else {
+      val added = StructType(extra.map(n => data.schema(n).copy(nullable = true)))
+      val fields = LanceSchema.fromArrow(SparkToArrow.schema(added, opts.vectorColumns.filter(v => extra.contains(v._1)),
+        version), ColumnAddition.maxFieldId(s) + 1).fields
+      LanceSchema(s.schema.fields ++ fields, s.schema.metadata)
+    }
+    (data.select((target.fieldNames.toIndexedSeq ++ extra).map(col): _*), schema, extra)
   }
 
   /** Whether `incoming` data can be stored in a column of type `stored`: the

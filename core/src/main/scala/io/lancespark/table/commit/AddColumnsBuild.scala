@@ -1,0 +1,50 @@
+package io.lancespark.table.commit
+
+import scala.jdk.CollectionConverters._
+
+import io.lancespark.schema.LanceFormatException
+import io.lancespark.proto.table.Transaction
+import io.lancespark.table.storage.{DatasetStorage, TransactionFile}
+
+/** The manifest of an addition of columns (Merge), built on the latest
+  * version: each fragment keeps its files and deletion file as they are now
+  * and gains the file of the new columns; the schema gains the new fields. The
+  * transaction lists every fragment of the new version, as the reference's
+  * Merge does (its fragments replace the version's).
+  *
+  * Rebased only onto concurrent deletes (see ConflictChecker): a fragment a
+  * delete removed whole is left out (its new file is never referenced); one
+  * it gave a new deletion file keeps that file, which hides rows of the new
+  * file too. Any fragment whose data files changed, or that the read version
+  * did not have, is a conflict (the checker refuses those commits first). */
+private[commit] object AddColumnsBuild {
+
+  def apply(storage: DatasetStorage, base: Option[Committer.Base], op: AddColumnFiles, readVersion: Long,
+      version: Long, settings: CommitSettings): Committer.Built = {
+    val prev = base.map(_.manifest).getOrElse(
+      throw new LanceFormatException(s"${storage.uri}: not a Lance dataset; no columns can be added"))
+    Committer.requireSameFileFormat(storage, Some(prev), op.fragments)
+    val byId = op.files.map(f => f.fragmentId -> f.file).toMap
+    val fragments = prev.getFragmentsList.asScala.toVector.map { f =>
+      val file = byId.getOrElse(f.getId, throw new CommitConflictException(
+        s"${storage.uri}: cannot add columns read at version $readVersion: fragment ${f.getId} was added since; " +
+          "its rows would have no values for the new columns (run add_columns again)"))
+      val names = f.getFilesList.asScala.flatMap(_.getFieldsList.asScala.map(_.intValue)).toSet
+      val overlap = file.fieldIds.filter(names.contains)
+      if (overlap.nonEmpty)
+        throw new CommitConflictException(s"${storage.uri}: cannot add columns read at version $readVersion: " +
+          s"fragment ${f.getId} already has a data file with field ids ${overlap.mkString(", ")}")
+      f.toBuilder.addFiles(Committer.dataFile(file)).build()
+    }
+    val schema = op.schema.toProto
+    val b = Committer.stamp(prev.toBuilder, version, settings)
+      .clearFragments().addAllFragments(fragments.asJava)
+      .clearFields().addAllFields(schema.asJava)
+      .clearSchemaMetadata().putAllSchemaMetadata(op.schema.metadataProto.asJava)
+    val txn = TransactionFile.newTransaction(readVersion).setMerge(Transaction.Merge.newBuilder()
+      .addAllFragments(fragments.asJava).addAllSchema(schema.asJava)
+      .putAllSchemaMetadata(op.schema.metadataProto.asJava))
+    Committer.Built(b.build(), base.flatMap(_.indexSection), txn.build())
+  }
+
+}

@@ -1,0 +1,115 @@
+package io.lancespark.table.evolution
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.vector.types.pojo.Schema
+import org.roaringbitmap.RoaringBitmap
+
+import io.lancespark.schema.{LanceFormatException, LanceSchema}
+import io.lancespark.table.commit.{AddColumnFiles, CommitSettings, Commits, FragmentColumns}
+import io.lancespark.table.model.{DataFileVersion, Snapshot}
+import io.lancespark.table.storage.{DatasetStorage, DeletionVector, FragmentState}
+
+/** Adding columns to a version without rewriting it (the format's Merge
+  * operation, as pylance's `add_columns` / `merge`): each fragment gains a
+  * data file holding only the new columns beside its existing files, which
+  * are never touched. Planned on the driver (field ids above every id the
+  * version uses, the file version the dataset stores), shipped to the tasks
+  * that write the files, committed as one version.
+  *
+  * `columns`: the new top-level fields with their final ids (the schema the
+  * new files are written with); `schema`: the dataset's schema with them;
+  * `fragments`: every fragment of the read version, each of which must get a
+  * file (rows the source does not give, and deleted rows, are NULL). */
+final case class ColumnAddition(
+    uri: String,
+    readVersion: Long,
+    fileVersion: DataFileVersion,
+    columns: LanceSchema,
+    schema: LanceSchema,
+    fragments: Map[Long, FragmentState]) {
+
+  /** The deleted row offsets of `fragmentId` at the read version (empty when none). */
+  def deletedRows(storage: DatasetStorage, fragmentId: Long): RoaringBitmap = {
+    val state = fragment(fragmentId)
+    state.deletion.map(d => DeletionVector.read(storage, fragmentId, d, state.physicalRows)).getOrElse(new RoaringBitmap())
+  }
+
+  /** The fragment `fragmentId` of the read version; a row address naming
+    * another fragment is an error. */
+  def fragment(fragmentId: Long): FragmentState = fragments.getOrElse(fragmentId, throw new IllegalArgumentException(
+    s"$uri: the source names fragment $fragmentId (row address ${fragmentId << 32} and up), which version " +
+      s"$readVersion does not have; its fragments are ${fragments.keys.toSeq.sorted.mkString(", ")}"))
+}
+
+object ColumnAddition {
+
+  /** Plans adding `newColumns` (top-level, nullable: rows without a value read
+    * NULL) to `snapshot`. Names already in the dataset are refused. */
+  def plan(snapshot: Snapshot, newColumns: Schema): ColumnAddition = {
+    val uri = snapshot.storage.uri
+    val version = DataFileVersion.ofDataset(snapshot).getOrElse(throw new LanceFormatException(
+      s"$uri: the dataset stores Lance file version ${snapshot.fileVersion}, which this connector reads but does " +
+        s"not write (it writes ${DataFileVersion.Written.mkString(", ")}); columns cannot be added to it"))
+    val names = newColumns.getFields.asScala.toVector.map(_.getName)
+    if (names.isEmpty)
+      throw new IllegalArgumentException(s"$uri: no columns to add: the source has only the row key")
+    val existing = snapshot.schema.fields.map(_.name).toSet
+    val clash = names.filter(existing.contains)
+    if (clash.nonEmpty)
+      throw new IllegalArgumentException(
+        s"$uri: cannot add column${if (clash.size == 1) "" else "s"} ${clash.mkString(", ")}: already in the dataset " +
+          s"(version ${snapshot.version}); rename them in the source (replacing a column's values is update_columns, " +
+          "not yet supported)")
+    newColumns.getFields.asScala.find(!_.isNullable).foreach { f =>
+      throw new IllegalArgumentException(
+        s"$uri: an added column must be nullable (rows the source does not give read NULL); '${f.getName}' is not")
+    }
+    val columns = LanceSchema.fromArrow(newColumns, maxFieldId(snapshot) + 1)
+    ColumnAddition(uri, snapshot.version, version, columns,
+      LanceSchema(snapshot.schema.fields ++ columns.fields, snapshot.schema.metadata),
+      snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap)
+  }
+
+  /** The highest field id the version uses: in its schema or in any data file
+    * (a dropped column's values may still be in files; ids are never reused). */
+  def maxFieldId(snapshot: Snapshot): Int = {
+    val inFiles = snapshot.fragments.iterator.flatMap(_.files.iterator.flatMap(_.fieldIds))
+    (Iterator(snapshot.schema.maxFieldId) ++ inFiles).max
+  }
+
+  /** Commits the added columns' files as one version (a Merge transaction).
+    * Every fragment of the plan needs exactly one file of its physical row
+    * count. On any failure, the files are removed. See
+    * [[io.lancespark.table.commit.ConflictChecker]] for what concurrent
+    * commits it can be rebased onto. */
+  def commit(storage: DatasetStorage, plan: ColumnAddition, files: Seq[FragmentColumns],
+      settings: CommitSettings = CommitSettings()): Snapshot = {
+    val op = AddColumnFiles(files, plan.schema)
+    try {
+      val byFragment = files.groupBy(_.fragmentId)
+      byFragment.find(_._2.size > 1).foreach { case (id, fs) =>
+        throw new IllegalStateException(s"${plan.uri}: fragment $id got ${fs.size} files of added columns; expected one")
+      }
+      val missing = plan.fragments.keySet -- byFragment.keySet
+      if (missing.nonEmpty)
+        throw new IllegalStateException(
+          s"${plan.uri}: no file of added columns for fragment${if (missing.size == 1) "" else "s"} " +
+            missing.toSeq.sorted.mkString(", "))
+      files.foreach { f =>
+        val rows = plan.fragment(f.fragmentId).physicalRows
+        if (f.file.physicalRows != rows)
+          throw new IllegalStateException(s"${plan.uri}: ${f.file.path} has ${f.file.physicalRows} rows; fragment " +
+            s"${f.fragmentId} has $rows physical rows")
+        if (f.file.version != plan.fileVersion)
+          throw new IllegalStateException(s"${plan.uri}: ${f.file.path} is a ${f.file.version} file; the dataset " +
+            s"stores ${plan.fileVersion}")
+      }
+    } catch {
+      case e: Throwable =>
+        Commits.discard(storage, op)
+        throw e
+    }
+    Commits.commitOrDiscard(storage, Some(plan.readVersion), op, settings)
+  }
+}

@@ -1,0 +1,135 @@
+package io.lancespark.table
+
+import java.nio.file.Files
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.vector.types.FloatingPointPrecision
+import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
+import org.apache.hadoop.conf.Configuration
+import org.roaringbitmap.RoaringBitmap
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.proto.file.{Field => PbField}
+import io.lancespark.schema.LanceSchema
+import io.lancespark.table.commit.{AppendFragments, AppendWithSchema, CommitConflictException, CommitSettings, Committer, FragmentColumns, OverwriteDataset, ReplaceSchema, RowLevelChange, WrittenFragment}
+import io.lancespark.table.evolution.ColumnAddition
+import io.lancespark.table.model.{DataFileVersion, FieldList, Snapshot}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, RowDeletions, TransactionFile}
+
+/** The commit side of adding columns (Merge) and of appends that add fields:
+  * manifests, transactions, field ids and the conflict rules. Metadata only
+  * (the data files are names); the files themselves are checked against
+  * pylance in integration-tests/test_add_columns.py. */
+class ColumnAdditionSuite extends AnyFunSuite {
+
+  private def leaf(name: String, id: Int, logical: String) = PbField.newBuilder().setName(name).setId(id)
+    .setParentId(-1).setLogicalType(logical).setType(PbField.Type.LEAF).setNullable(true).build()
+  private val schema = Seq(leaf("id", 0, "int64"), leaf("v", 1, "string"))
+  private def frag(name: String, rows: Long, ids: Vector[Int] = Vector(0, 1)) =
+    WrittenFragment(name, ids, ids.indices.toVector, rows, 100L, DataFileVersion.V2_1)
+  private def fresh(): DatasetStorage =
+    DatasetStorage(Files.createTempDirectory("lance-addcol").resolve("t.lance").toString, new Configuration())
+  private def create(s: DatasetStorage): Snapshot =
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10), frag("b.lance", 20)), schema, Map.empty,
+      DataFileVersion.V2_1), CommitSettings())
+  private val score = new Schema(java.util.Arrays.asList(
+    new Field("score", FieldType.nullable(new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE)), null),
+    new Field("tag", FieldType.nullable(ArrowType.Utf8.INSTANCE), null)))
+  private def files(plan: ColumnAddition, prefix: String): Seq[FragmentColumns] =
+    plan.fragments.toSeq.sortBy(_._1).map { case (id, st) =>
+      FragmentColumns(id, frag(s"$prefix-$id.lance", st.physicalRows, plan.columns.allFields.map(_.id)))
+    }
+
+  test("each fragment gains a file of the new columns; the schema gains fields above the max id; a Merge") {
+    val s = fresh()
+    val v1 = create(s)
+    val plan = ColumnAddition.plan(v1, score)
+    assert(plan.columns.fields.map(f => f.name -> f.id) == Vector("score" -> 2, "tag" -> 3))
+    assert(plan.fileVersion == DataFileVersion.V2_1)
+    val v2 = ColumnAddition.commit(s, plan, files(plan, "c"))
+    assert(v2.version == 2)
+    assert(v2.schema.fields.map(_.name) == Vector("id", "v", "score", "tag"))
+    assert(v2.fragments.map(_.files.map(_.path)) == Vector(Vector("a.lance", "c-0.lance"), Vector("b.lance", "c-1.lance")))
+    assert(v2.fragments.map(_.files(1).fieldIds) == Vector(Vector(2, 3), Vector(2, 3)))
+    val txn = TransactionFile.read(s, v2.manifest.getTransactionFile).get
+    assert(txn.hasMerge && txn.getMerge.getFragmentsCount == 2 && txn.getMerge.getSchemaCount == 4)
+    assert(txn.getReadVersion == 1)
+    // the version before keeps its schema
+    assert(Dataset.open(s, Some(1L)).schema.fields.map(_.name) == Vector("id", "v"))
+  }
+
+  test("ids of dropped columns still in data files are not reused") {
+    val s = fresh()
+    val v1 = create(s)
+    val dropped = FieldList(v1.schema, "t").drop(Seq("v"), ifExists = false)
+    val v2 = Committer.commit(s, Some(1L), ReplaceSchema(dropped.fields, Map.empty), CommitSettings())
+    assert(v2.schema.maxFieldId == 0)
+    assert(ColumnAddition.plan(v2, score).columns.fields.map(_.id) == Vector(2, 3))
+  }
+
+  test("refused: existing names, non-nullable columns, a fragment without its file, a wrong row count") {
+    val s = fresh()
+    val v1 = create(s)
+    val e1 = intercept[IllegalArgumentException](ColumnAddition.plan(v1, new Schema(java.util.Collections.singletonList(
+      new Field("v", FieldType.nullable(ArrowType.Utf8.INSTANCE), null)))))
+    assert(e1.getMessage.contains("already in the dataset") && e1.getMessage.contains("v"))
+    val e2 = intercept[IllegalArgumentException](ColumnAddition.plan(v1, new Schema(java.util.Collections.singletonList(
+      new Field("x", FieldType.notNullable(ArrowType.Utf8.INSTANCE), null)))))
+    assert(e2.getMessage.contains("nullable"))
+    val plan = ColumnAddition.plan(v1, score)
+    val e3 = intercept[IllegalStateException](ColumnAddition.commit(s, plan, files(plan, "c").take(1)))
+    assert(e3.getMessage.contains("fragment 1"))
+    val bad = files(plan, "d").map(f => f.copy(file = f.file.copy(physicalRows = 3)))
+    assert(intercept[IllegalStateException](ColumnAddition.commit(s, plan, bad)).getMessage.contains("physical rows"))
+    assert(Dataset.open(s, None).version == 1)
+  }
+
+  test("conflicts: an append, an update, a compaction or another addition since the read version") {
+    val s = fresh()
+    val v1 = create(s)
+    val plan = ColumnAddition.plan(v1, score)
+    Committer.commit(s, Some(1L), AppendFragments(Seq(frag("n.lance", 5))), CommitSettings())
+    val e = intercept[CommitConflictException](ColumnAddition.commit(s, plan, files(plan, "c")))
+    assert(e.getMessage.contains("version 2") && e.getMessage.contains("appended fragments") &&
+      e.getMessage.contains("add_columns again"), e.getMessage)
+    val v2 = Dataset.open(s, None)
+    val next = ColumnAddition.plan(v2, score)
+    ColumnAddition.commit(s, next, files(next, "x"))
+    val again = intercept[CommitConflictException](ColumnAddition.commit(s, next, files(next, "y")))
+    assert(again.getMessage.contains("merge"), again.getMessage)
+    // an append read before an addition conflicts too (its fragments would miss the columns)
+    val late = intercept[CommitConflictException](
+      Committer.commit(s, Some(2L), AppendFragments(Seq(frag("z.lance", 5))), CommitSettings()))
+    assert(late.getMessage.contains("merge"), late.getMessage)
+  }
+
+  test("a concurrent delete is rebased onto: its deletion files stay, removed fragments are left out") {
+    val s = fresh()
+    val v1 = create(s)
+    val plan = ColumnAddition.plan(v1, score)
+    val rows = new RoaringBitmap()
+    rows.add(1, 4)
+    val d0 = RowDeletions.prepare(s, 0L, 10L, None, rows, 1L)
+    val drop1 = RowDeletions.prepare(s, 1L, 20L, None, RowDeletions.all(20L), 1L)
+    Committer.commit(s, Some(1L), RowLevelChange(Seq(d0, drop1), Nil, "x"), CommitSettings())
+    val v3 = ColumnAddition.commit(s, plan, files(plan, "c"))
+    assert(v3.version == 3)
+    assert(v3.fragments.map(_.id) == Vector(0L))
+    assert(v3.fragments.head.files.map(_.path) == Vector("a.lance", "c-0.lance"))
+    assert(v3.fragments.head.deletedRows == 3)
+  }
+
+  test("an append that adds fields: one Merge version with the new fragments and the wider schema") {
+    val s = fresh()
+    val v1 = create(s)
+    val added = LanceSchema.fromArrow(score, ColumnAddition.maxFieldId(v1) + 1)
+    val wide = LanceSchema(v1.schema.fields ++ added.fields, v1.schema.metadata)
+    val v2 = Committer.commit(s, Some(1L), AppendWithSchema(Seq(frag("w.lance", 4, Vector(0, 1, 2, 3))), wide),
+      CommitSettings())
+    assert(v2.schema.fields.map(_.name) == Vector("id", "v", "score", "tag"))
+    assert(v2.fragments.map(_.id) == Vector(0L, 1L, 2L) && v2.manifest.getMaxFragmentId == 2)
+    val txn = TransactionFile.read(s, v2.manifest.getTransactionFile).get
+    assert(txn.hasMerge && txn.getMerge.getFragmentsList.asScala.map(_.getId) == Seq(0L, 1L, 2L))
+  }
+}

@@ -1,0 +1,249 @@
+"""Data evolution (issue 39, first part): `CALL lance.system.add_columns` /
+`LanceTable.add_columns(df)` add columns as new data files beside the existing
+ones (a Merge commit, no rewrite), and `mergeSchema` lets an append add
+columns. pylance 14 (the oracle) reads every table after each step with the
+same rows as Spark; pylance's own add_columns/merge work on tables Spark
+evolved and Spark's on tables pylance evolved; the old data files are never
+touched; an append racing add_columns is a clear conflict."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+
+from lance_spark import LanceTable
+
+
+@pytest.fixture(scope="module", autouse=True)
+def wh(spark, tmp_path_factory):
+    wh = tmp_path_factory.mktemp("addcol-warehouse")
+    spark.conf.set("spark.sql.catalog.lance.warehouse", str(wh))
+    return wh
+
+
+def quoted(path: str) -> str:
+    return "`" + path + "`"
+
+
+def base_table(n0: int, n: int) -> pa.Table:
+    ids = np.arange(n0, n0 + n, dtype=np.int64)
+    return pa.table({"id": ids, "v": pa.array([f"v{i}" for i in ids])})
+
+
+def data_files(path: str) -> dict[str, tuple[int, int]]:
+    """Every data file: name -> (size, mtime in ns)."""
+    d = os.path.join(path, "data")
+    return {n: (os.stat(os.path.join(d, n)).st_size, os.stat(os.path.join(d, n)).st_mtime_ns) for n in os.listdir(d)}
+
+
+def pylance_rows(path: str, cols: list[str], version: int | None = None) -> list[tuple]:
+    t = lance.dataset(path, version=version).to_table(columns=cols)
+    return sorted(zip(*[t.column(c).to_pylist() for c in cols]))
+
+
+def spark_rows(spark, path: str, cols: list[str], version: int | None = None) -> list[tuple]:
+    r = spark.read.format("lance")
+    if version is not None:
+        r = r.option("version", version)
+    return sorted(tuple(x) for x in r.load(path).select(*cols).collect())
+
+
+def call_add_columns(spark, path: str, view: str) -> dict:
+    return spark.sql(f"CALL lance.system.add_columns(table => '{quoted(path)}', source => '{view}')").first().asDict()
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.2"])
+def test_pylance_written_evolved_by_spark_then_pylance(spark, tmp_path, version):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 300), path, max_rows_per_file=100, data_storage_version=version)
+    lance.dataset(path).delete("id % 10 = 3")
+    lance.dataset(path).delete("id >= 100 AND id < 110")
+    before = lance.dataset(path)
+    v0 = before.version
+    files0 = data_files(path)
+    assert len(before.get_fragments()) == 3
+    # new values for some rows of fragments 0 and 1; fragment 2 (ids 200..299) gets none
+    src = (spark.read.format("lance").load(path).where("id < 200 AND id % 4 != 0")
+           .select("_rowaddr", (F.col("id") * 2).alias("c2"), F.concat(F.lit("s"), F.col("v")).alias("s2")))
+    src.createOrReplaceTempView("addcol_src")
+    res = call_add_columns(spark, path, "addcol_src")
+    assert res["read_version"] == v0 and res["new_version"] == v0 + 1
+    assert res["columns_added"] == ["c2", "s2"] and res["files_added"] == 3
+
+    after = lance.dataset(path)
+    assert after.version == v0 + 1
+    assert after.schema.names == ["id", "v", "c2", "s2"]
+    live = [i for i in range(300) if i % 10 != 3 and not 100 <= i < 110]
+    expected = sorted((i, i * 2 if i < 200 and i % 4 else None, f"sv{i}" if i < 200 and i % 4 else None) for i in live)
+    assert pylance_rows(path, ["id", "c2", "s2"]) == expected
+    assert spark_rows(spark, path, ["id", "c2", "s2"]) == expected
+    # each fragment gained one file holding only the new columns; the old files are untouched
+    for frag in after.get_fragments():
+        files = frag.metadata.files
+        assert len(files) == 2 and files[1].fields == [2, 3] and files[1].column_indices == [0, 1]
+    files1 = data_files(path)
+    assert {k: files1[k] for k in files0} == files0 and len(files1) == len(files0) + 3
+    assert type(after.read_transaction(after.version).operation).__name__ == "Merge"
+    # time travel to the version before: the old schema and rows
+    assert lance.dataset(path, version=v0).schema.names == ["id", "v"]
+    old = spark.read.format("lance").option("version", v0).load(path)
+    assert old.columns == ["id", "v"] and old.count() == len(live)
+
+    # pylance evolves the Spark-evolved table: add_columns (SQL expression) and merge
+    ds = lance.dataset(path)
+    ds.add_columns({"c3": "id + 1"})
+    ds = lance.dataset(path)
+    ds.merge(pa.table({"id": pa.array(live[:50], pa.int64()), "m": pa.array([float(i) for i in live[:50]])}), "id")
+    exp2 = sorted((i, c2, i + 1, float(i) if i in set(live[:50]) else None) for i, c2, _ in expected)
+    assert pylance_rows(path, ["id", "c2", "c3", "m"]) == exp2
+    assert spark_rows(spark, path, ["id", "c2", "c3", "m"]) == exp2
+    lance.dataset(path).validate()
+
+
+def test_spark_written_evolved_by_pylance_then_spark(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    (spark.createDataFrame(base_table(0, 240).to_pandas()).coalesce(1)
+     .write.format("lance").option("maxRowsPerFile", 60).save(path))
+    spark.sql(f"DELETE FROM lance.{quoted(path)} WHERE id % 7 = 0")
+    # pylance first: merge keyed by id, then add_columns
+    ds = lance.dataset(path)
+    ds.merge(pa.table({"id": pa.array(range(0, 240, 2), pa.int64()), "p": pa.array([f"p{i}" for i in range(0, 240, 2)])}),
+             "id")
+    lance.dataset(path).add_columns({"q": "id * 10"})
+    v0 = lance.dataset(path).version
+    files0 = data_files(path)
+    # then Spark, through the Python handle, keyed by _rowid (= the address without stable row ids)
+    src = (spark.read.format("lance").load(path).where("id >= 30")
+           .select("_rowid", (F.col("q") + F.col("id")).alias("z")))
+    res = LanceTable.forPath(spark, path).add_columns(src)
+    assert res["new_version"] == v0 + 1 and res["files_added"] == 4
+    live = [i for i in range(240) if i % 7]
+    expected = sorted((i, f"p{i}" if i % 2 == 0 else None, i * 10, i * 11 if i >= 30 else None) for i in live)
+    assert pylance_rows(path, ["id", "p", "q", "z"]) == expected
+    assert spark_rows(spark, path, ["id", "p", "q", "z"]) == expected
+    assert {k: v for k, v in data_files(path).items() if k in files0} == files0
+    assert lance.dataset(path, version=v0).schema.names == ["id", "v", "p", "q"]
+    lance.dataset(path).validate()
+
+
+def test_stable_row_ids_keyed_by_rowid(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 50), path, enable_stable_row_ids=True)
+    for k in range(1, 4):
+        lance.write_dataset(base_table(k * 50, 50), path, mode="append")
+    lance.dataset(path).delete("id % 5 = 0")
+    lance.dataset(path).optimize.compact_files()  # row ids no longer equal the addresses
+    src = spark.read.format("lance").load(path).select("_rowid", (F.col("id") - 1).alias("w"))
+    LanceTable.forPath(spark, path).add_columns(src)
+    expected = sorted((i, i - 1) for i in range(200) if i % 5)
+    assert pylance_rows(path, ["id", "w"]) == expected
+    assert spark_rows(spark, path, ["id", "w"]) == expected
+
+
+def run_racing(spark, path: str, tmp, other) -> tuple[BaseException | None, dict | None]:
+    """add_columns (t = id * 3 for every row) paused after writing its files and
+    before its commit (a test-only session conf), `other` committed meanwhile."""
+    out: dict = {}
+    prefix = str(tmp / "pause")
+    src = spark.read.format("lance").load(path).select("_rowaddr", (F.col("id") * 3).alias("t"))
+
+    def run():
+        try:
+            out["res"] = LanceTable.forPath(spark, path).add_columns(src)
+        except BaseException as e:  # noqa: BLE001
+            out["err"] = e
+
+    spark.conf.set("spark.lance.test.addColumnsPause", prefix)
+    try:
+        t = threading.Thread(target=run)
+        t.start()
+        deadline = time.time() + 240
+        while not os.path.exists(prefix + ".started") and time.time() < deadline and t.is_alive():
+            time.sleep(0.05)
+        assert os.path.exists(prefix + ".started"), out
+        other()
+        open(prefix + ".go", "a").close()
+        t.join(300)
+        assert not t.is_alive()
+    finally:
+        spark.conf.unset("spark.lance.test.addColumnsPause")
+    return out.get("err"), out.get("res")
+
+
+def test_append_racing_add_columns_is_a_clear_conflict(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 200), path, max_rows_per_file=100)
+    v0 = lance.dataset(path).version
+    err, res = run_racing(spark, path, tmp_path, lambda: lance.write_dataset(base_table(200, 10), path, mode="append"))
+    assert res is None and err is not None
+    assert "appended fragments" in str(err) and "add_columns again" in str(err), str(err)
+    ds = lance.dataset(path)
+    assert ds.version == v0 + 1 and ds.schema.names == ["id", "v"] and ds.count_rows() == 210
+    assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("addcol-")]
+
+
+def test_delete_racing_add_columns_is_rebased(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 200), path, max_rows_per_file=100)
+    err, res = run_racing(spark, path, tmp_path, lambda: lance.dataset(path).delete("id < 20 OR id >= 150"))
+    assert err is None, str(err)
+    expected = sorted((i, i * 3) for i in range(20, 150))
+    assert pylance_rows(path, ["id", "t"]) == expected
+    assert spark_rows(spark, path, ["id", "t"]) == expected
+
+
+def test_bad_sources_are_clear(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 20), path)
+    df = spark.read.format("lance").load(path)
+    for src, words in [
+        (df.select((F.col("id") * 2).alias("c")), ["no _rowaddr or _rowid"]),
+        (df.select("_rowaddr", "v"), ["already in the dataset", "v"]),
+        (df.select("_rowaddr", F.lit(1).alias("c")).union(df.select("_rowaddr", F.lit(2).alias("c"))),
+         ["more than one row for _rowaddr"]),
+        (df.select((F.col("_rowaddr") + 100).alias("_rowaddr"), F.lit(1).alias("c")), ["offset", "has 20 rows"]),
+    ]:
+        with pytest.raises(Exception) as e:
+            LanceTable.forPath(spark, path).add_columns(src)
+        for w in words:
+            assert w in str(e.value), str(e.value)
+    assert lance.dataset(path).version == 1
+    assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("addcol-")]
+
+
+def test_merge_schema_append(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 20), path)
+    more = spark.createDataFrame([(100 + i, f"v{100 + i}", i * 1.5) for i in range(5)], "id long, v string, score double")
+    with pytest.raises(Exception) as e:
+        more.write.format("lance").mode("append").save(path)
+    assert "score" in str(e.value) and "mergeSchema" in str(e.value), str(e.value)
+    assert lance.dataset(path).version == 1
+    # columns in another order: by name
+    more.select("score", "v", "id").write.format("lance").mode("append").option("mergeSchema", "true").save(path)
+    ds = lance.dataset(path)
+    assert ds.schema.names == ["id", "v", "score"]
+    expected = sorted([(i, f"v{i}", None) for i in range(20)] + [(100 + i, f"v{100 + i}", i * 1.5) for i in range(5)])
+    assert pylance_rows(path, ["id", "v", "score"]) == expected
+    assert spark_rows(spark, path, ["id", "v", "score"]) == expected
+    assert lance.dataset(path, version=1).schema.names == ["id", "v"]
+    # the session conf, and a later append of the evolved schema without the option
+    spark.conf.set("spark.lance.write.mergeSchema", "true")
+    try:
+        spark.createDataFrame([(200, "w", 2.0, True)], "id long, v string, score double, flag boolean") \
+            .write.format("lance").mode("append").save(path)
+    finally:
+        spark.conf.unset("spark.lance.write.mergeSchema")
+    spark.createDataFrame([(300, "x", 3.0, False)], "id long, v string, score double, flag boolean") \
+        .write.format("lance").mode("append").save(path)
+    t = lance.dataset(path).to_table(columns=["id", "flag"]).to_pydict()
+    flags = dict(zip(t["id"], t["flag"]))
+    assert flags[200] is True and flags[300] is False and flags[0] is None
+    assert spark.read.format("lance").load(path).where("flag").select("id").collect()[0][0] == 200
+    lance.dataset(path).validate()

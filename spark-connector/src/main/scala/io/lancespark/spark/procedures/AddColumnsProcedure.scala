@@ -1,0 +1,148 @@
+package io.lancespark.spark.procedures
+
+import scala.collection.mutable
+
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.functions.{col, shiftrightunsigned}
+import org.apache.spark.sql.types._
+
+import io.lancespark.spark.{MetadataColumns, SerializableHadoopConf}
+import io.lancespark.spark.procedures.LanceProcedure._
+import io.lancespark.spark.write.{AddColumnsTask, SparkToArrow}
+import io.lancespark.table.commit.{Commits, FragmentColumns}
+import io.lancespark.table.evolution.ColumnAddition
+import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.{Dataset, DatasetStorage}
+
+/** `CALL lance.system.add_columns(table => 'db.t', source => 'view_or_table')`:
+  * adds the source's columns (all but its row key) to the table without
+  * rewriting it. The source is keyed by `_rowaddr` (or `_rowid`: on a table
+  * with stable row ids, mapped to addresses at the version read). Executors
+  * write, per fragment, a data file holding only the new columns in the
+  * fragment's row order (NULL where the source has no row, and for deleted
+  * rows); the driver commits one version (a Merge transaction). */
+final class AddColumnsProcedure(tables: TableResolver) extends LanceProcedure(tables) {
+  override def name(): String = "add_columns"
+  override def description(): String =
+    "Adds columns from a view or table keyed by _rowaddr (or _rowid) as new data files beside the existing ones"
+
+  override val params: Seq[ProcParam] = Seq(
+    required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
+    required("source", StringType, "a view or table with _rowaddr (or _rowid) and the new columns"))
+
+  override val outputType: StructType = new StructType()
+    .add("read_version", LongType).add("new_version", LongType)
+    .add("columns_added", ArrayType(StringType, containsNull = false))
+    .add("files_added", LongType).add("rows_with_values", LongType)
+
+  override protected def run(args: Args): InternalRow = {
+    val spark = SparkSession.active
+    val s = storage(args)
+    val source = args.need("source", args.string("source"))
+    val r = AddColumnsJob.run(spark, s, spark.table(source), s"source '$source'")
+    InternalRow(r.readVersion, r.newVersion, new org.apache.spark.sql.catalyst.util.GenericArrayData(
+      r.columns.map(utf8).toArray[Any]), r.filesAdded, r.rowsWithValues)
+  }
+}
+
+/** What an addition of columns did. */
+final case class AddColumnsResult(readVersion: Long, newVersion: Long, columns: Seq[String], filesAdded: Long,
+    rowsWithValues: Long)
+
+/** An addition of columns as one Spark job (plus one for fragments the source
+  * has no row of) and one commit by the driver. A failed job commits nothing
+  * and deletes what its tasks wrote. */
+object AddColumnsJob {
+
+  private val Keys: Set[String] = MetadataColumns.names
+
+  def run(spark: SparkSession, storage: DatasetStorage, source: DataFrame, what: String): AddColumnsResult = {
+    storage.requireSafeCommit()
+    val conf = spark.sessionState.newHadoopConf()
+    val snapshot = Dataset.open(storage, None)
+    val keyed = withRowAddress(spark, snapshot, source, what)
+    val newCols = keyed.schema.fields.toVector.filterNot(f => Keys.contains(f.name))
+    val sparkSchema = StructType(newCols.map(_.copy(nullable = true)))
+    val plan = ColumnAddition.plan(snapshot,
+      SparkToArrow.schema(sparkSchema, Map.empty, io.lancespark.table.model.DataFileVersion.ofDataset(snapshot)
+        .getOrElse(io.lancespark.table.model.DataFileVersion.Default)))
+    val task = AddColumnsTask(storage.uri, new SerializableHadoopConf(conf), plan, sparkSchema, None)
+    val parts = math.max(1, math.min(plan.fragments.size, spark.sessionState.conf.numShufflePartitions))
+    val arranged = keyed.select((col(MetadataColumns.RowAddr) +: newCols.map(f => col(f.name))): _*)
+      .repartition(parts, shiftrightunsigned(col(MetadataColumns.RowAddr), 32))
+      .sortWithinPartitions(MetadataColumns.RowAddr)
+    val sc = spark.sparkContext
+    val rowsWithValues = sc.longAccumulator("lance add_columns: source rows")
+    val results = mutable.ArrayBuffer.empty[FragmentColumns]
+    val description = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(s"lance add_columns ${storage.uri} (version ${snapshot.version}, " +
+      s"${newCols.map(_.name).mkString(", ")})")
+    try {
+      val rdd = arranged.queryExecution.toRdd
+      sc.runJob(rdd, (_: TaskContext, rows: Iterator[InternalRow]) =>
+        task.writePartition(rows.map { r => rowsWithValues.add(1); r }),
+        (_: Int, done: Seq[FragmentColumns]) => results ++= done)
+      val missing = (plan.fragments.keySet -- results.map(_.fragmentId)).toVector.sorted
+      if (missing.nonEmpty) {
+        val empty = sc.parallelize(missing, math.max(1, math.min(missing.size, sc.defaultParallelism)))
+        sc.runJob(empty, (_: TaskContext, ids: Iterator[Long]) => task.writePartition(Iterator.empty, ids.toVector),
+          (_: Int, done: Seq[FragmentColumns]) => results ++= done)
+      }
+    } catch {
+      case e: Throwable =>
+        Commits.discardFiles(storage, results.map(_.file).toSeq)
+        Commits.sweep(storage, task.filePrefix)
+        Thread.sleep(1000)  // tasks being killed may still be closing files: sweep once more
+        Commits.sweep(storage, task.filePrefix)
+        throw e
+    } finally sc.setJobDescription(description)
+    pauseForTest(spark)
+    val committed = ColumnAddition.commit(storage, plan, results.toVector)
+    AddColumnsResult(snapshot.version, committed.version, newCols.map(_.name), results.size.toLong,
+      rowsWithValues.value)
+  }
+
+  /** Tests only (session conf `spark.lance.test.addColumnsPause` = a path
+    * prefix): with the files written and before the commit, creates
+    * `<prefix>.started` and waits (at most 120 s) for `<prefix>.go`, so a test
+    * can commit another change in between. Never set in production. */
+  private def pauseForTest(spark: SparkSession): Unit =
+    spark.conf.getOption("spark.lance.test.addColumnsPause").filter(_.nonEmpty).foreach { prefix =>
+      java.nio.file.Files.write(java.nio.file.Paths.get(prefix + ".started"), Array.emptyByteArray)
+      val go = java.nio.file.Paths.get(prefix + ".go")
+      val deadline = System.nanoTime() + 120L * 1000000000L
+      while (!java.nio.file.Files.exists(go) && System.nanoTime() < deadline) Thread.sleep(20)
+    }
+
+  /** The source with `_rowaddr`: as given, or from `_rowid` (equal to the
+    * address without stable row ids; else looked up in the version read). */
+  private def withRowAddress(spark: SparkSession, snapshot: Snapshot, source: DataFrame, what: String): DataFrame = {
+    val names = source.schema.fieldNames.toSet
+    def requireLong(c: String): Unit = source.schema(c).dataType match {
+      case LongType | IntegerType => ()
+      case other => throw new IllegalArgumentException(
+        s"${snapshot.storage.uri}: the $what's $c is ${other.simpleString}; expected BIGINT")
+    }
+    val rowAddr = MetadataColumns.RowAddr
+    val rowId = MetadataColumns.RowId
+    if (names.contains(rowAddr)) {
+      requireLong(rowAddr)
+      source.drop((names - rowAddr).filter(Keys.contains).toSeq: _*).withColumn(rowAddr, col(rowAddr).cast(LongType))
+    } else if (names.contains(rowId)) {
+      requireLong(rowId)
+      val bare = source.drop((names - rowId).filter(Keys.contains).toSeq: _*)
+      if (!snapshot.hasStableRowIds) bare.withColumnRenamed(rowId, rowAddr).withColumn(rowAddr, col(rowAddr).cast(LongType))
+      else {
+        val ids = spark.read.format("lance").option("version", snapshot.version.toString)
+          .load(snapshot.storage.uri).select(col(rowId).as("__lance_rowid"), col(rowAddr))
+        bare.join(ids, bare(rowId) === ids("__lance_rowid"), "left_outer").drop(rowId, "__lance_rowid")
+      }
+    } else
+      throw new IllegalArgumentException(
+        s"${snapshot.storage.uri}: the $what has no $rowAddr or $rowId column; add_columns needs one to know each " +
+          s"row's place (select it from the table: SELECT $rowAddr, <new columns> FROM t); its columns are " +
+          source.schema.fieldNames.mkString(", "))
+  }
+}
