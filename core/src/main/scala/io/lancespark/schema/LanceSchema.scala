@@ -6,10 +6,14 @@ import org.apache.arrow.vector.types.pojo.{ArrowType, Field, FieldType, Schema}
 
 import com.google.protobuf.ByteString
 
-import io.lancespark.proto.file.{Encoding => PbEncoding, Field => PbField}
+import io.lancespark.proto.file.{Field => PbField}
 
 /** One field of a Lance schema: a tree rebuilt from the depth-first list of
-  * protobuf Fields. `logicalType` is Lance's name of the Arrow type. */
+  * protobuf Fields (see [[SchemaProto]], the only place that converts).
+  * `logicalType` is Lance's name of the Arrow type; `encoding` is the 0.1
+  * file encoding the field declares (meaningless for 2.x files);
+  * `extensionName` the Arrow extension type's name, if any; `primaryKey`
+  * whether the field is part of the unenforced primary key. */
 final case class LanceField(
     id: Int,
     name: String,
@@ -17,7 +21,9 @@ final case class LanceField(
     nullable: Boolean,
     children: Vector[LanceField],
     metadata: Map[String, String],
-    proto: PbField) {
+    encoding: FieldEncoding = FieldEncoding.Plain,
+    extensionName: Option[String] = None,
+    primaryKey: Boolean = false) {
 
   /** Arrow type, for errors naming `path`. */
   def arrowType: ArrowType = LogicalType.toArrow(logicalType, s"column '$name' (field id $id)")
@@ -62,8 +68,9 @@ final case class LanceSchema(fields: Vector[LanceField], metadata: Map[String, S
   /** All fields depth first (the order of a 2.0 file's columns). */
   def allFields: Vector[LanceField] = fields.flatMap(_.allFields)
 
-  /** The depth-first protobuf field list, as manifests and file descriptors hold it. */
-  def toProto: Seq[PbField] = allFields.map(_.proto)
+  /** The depth-first protobuf field list, as file descriptors hold it (see
+    * [[SchemaProto.encode]] to keep a manifest's attributes this type does not model). */
+  def toProto: Seq[PbField] = SchemaProto.encode(this, Nil)
 
   /** Schema metadata as protobuf bytes. */
   def metadataProto: Map[String, ByteString] = metadata.map { case (k, v) => k -> ByteString.copyFromUtf8(v) }
@@ -73,20 +80,8 @@ object LanceSchema {
 
   /** Rebuilds the tree from Lance's depth-first field list (children name their
     * parent by id; top-level fields have parent -1). */
-  def fromProto(pb: Seq[PbField], metadata: Map[String, Array[Byte]], where: String): LanceSchema = {
-    val ids = pb.map(_.getId).toSet
-    val byParent: Map[Int, Seq[PbField]] = pb.groupBy { f =>
-      if (f.getParentId >= 0 && ids.contains(f.getParentId)) f.getParentId else -1
-    }
-    def build(f: PbField, depth: Int): LanceField = {
-      if (depth > 64) throw new LanceFormatException(s"$where: schema nests deeper than 64 levels")
-      val kids = byParent.getOrElse(f.getId, Nil).map(build(_, depth + 1)).toVector
-      val md = f.getMetadataMap.asScala.map { case (k, v) => k -> v.toStringUtf8 }.toMap
-      LanceField(f.getId, f.getName, f.getLogicalType, f.getNullable, kids, md, f)
-    }
-    val top = byParent.getOrElse(-1, Nil).map(build(_, 0)).toVector
-    LanceSchema(top, metadata.map { case (k, v) => k -> new String(v, "UTF-8") })
-  }
+  def fromProto(pb: Seq[PbField], metadata: Map[String, Array[Byte]], where: String): LanceSchema =
+    SchemaProto.decode(pb, metadata, where)
 
   /** A Lance schema for an Arrow schema: field ids depth first from `firstId`,
     * logical types, nullability, metadata and (0.1-style) encodings as pylance
@@ -94,7 +89,7 @@ object LanceSchema {
     * [[LanceFormatException]] naming the column. */
   def fromArrow(schema: Schema, firstId: Int = 0): LanceSchema = {
     var next = firstId
-    def build(f: Field, parentId: Int, path: String): LanceField = {
+    def build(f: Field, path: String): LanceField = {
       val where = s"column '$path'"
       val logical = LogicalType.fromArrow(f, where)
       val id = next
@@ -104,23 +99,18 @@ object LanceSchema {
       val kids: Vector[LanceField] = f.getType match {
         case _: ArrowType.FixedSizeList => Vector.empty
         case _: ArrowType.Struct | _: ArrowType.List | _: ArrowType.LargeList | _: ArrowType.Map =>
-          f.getChildren.asScala.toVector.map(c => build(c, id, s"$path.${c.getName}"))
+          f.getChildren.asScala.toVector.map(c => build(c, s"$path.${c.getName}"))
         case _ => Vector.empty
       }
       val encoding = f.getType match {
-        case _: ArrowType.Struct => PbEncoding.NONE
+        case _: ArrowType.Struct => FieldEncoding.None
         case _: ArrowType.Utf8 | _: ArrowType.LargeUtf8 | _: ArrowType.Binary | _: ArrowType.LargeBinary =>
-          PbEncoding.VAR_BINARY
-        case _ => PbEncoding.PLAIN
+          FieldEncoding.VarBinary
+        case _ => FieldEncoding.Plain
       }
-      val pb = PbField.newBuilder()
-        .setId(id).setParentId(parentId).setName(f.getName).setLogicalType(logical)
-        .setNullable(f.isNullable).setEncoding(encoding)
-      md.foreach { case (k, v) => pb.putMetadata(k, ByteString.copyFromUtf8(v)) }
-      md.get("ARROW:extension:name").foreach(pb.setExtensionName)
-      LanceField(id, f.getName, logical, f.isNullable, kids, md, pb.build())
+      LanceField(id, f.getName, logical, f.isNullable, kids, md, encoding, md.get("ARROW:extension:name"))
     }
-    val top = schema.getFields.asScala.toVector.map(f => build(f, -1, f.getName))
+    val top = schema.getFields.asScala.toVector.map(f => build(f, f.getName))
     val names = top.map(_.name)
     names.diff(names.distinct).headOption.foreach { n =>
       throw new LanceFormatException(s"column '$n' appears more than once in the schema")

@@ -25,13 +25,13 @@ class ColumnAdditionSuite extends AnyFunSuite {
 
   private def leaf(name: String, id: Int, logical: String) = PbField.newBuilder().setName(name).setId(id)
     .setParentId(-1).setLogicalType(logical).setType(PbField.Type.LEAF).setNullable(true).build()
-  private val schema = Seq(leaf("id", 0, "int64"), leaf("v", 1, "string"))
+  private val schema = LanceSchema.fromProto(Seq(leaf("id", 0, "int64"), leaf("v", 1, "string")), Map.empty, "test")
   private def frag(name: String, rows: Long, ids: Vector[Int] = Vector(0, 1)) =
     WrittenFragment(name, ids, ids.indices.toVector, rows, 100L, DataFileVersion.V2_1)
   private def fresh(): DatasetStorage =
     DatasetStorage(Files.createTempDirectory("lance-addcol").resolve("t.lance").toString, new Configuration())
   private def create(s: DatasetStorage): Snapshot =
-    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10), frag("b.lance", 20)), schema, Map.empty,
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10), frag("b.lance", 20)), schema,
       DataFileVersion.V2_1), CommitSettings())
   private val score = new Schema(java.util.Arrays.asList(
     new Field("score", FieldType.nullable(new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE)), null),
@@ -63,7 +63,7 @@ class ColumnAdditionSuite extends AnyFunSuite {
     val s = fresh()
     val v1 = create(s)
     val dropped = FieldList(v1.schema, "t").drop(Seq("v"), ifExists = false)
-    val v2 = Committer.commit(s, Some(1L), ReplaceSchema(dropped.fields, Map.empty), CommitSettings())
+    val v2 = Committer.commit(s, Some(1L), ReplaceSchema(dropped.schema), CommitSettings())
     assert(v2.schema.maxFieldId == 0)
     assert(ColumnAddition.plan(v2, score).columns.fields.map(_.id) == Vector(2, 3))
   }

@@ -17,8 +17,8 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage, DeletionVector, Fra
 
 class CommitterSuite extends AnyFunSuite {
 
-  private val schema = Seq(PbField.newBuilder().setName("id").setId(0).setParentId(-1)
-    .setLogicalType("int64").setType(PbField.Type.LEAF).setNullable(true).build())
+  private val schema: io.lancespark.schema.LanceSchema = io.lancespark.schema.LanceSchema(
+    Vector(io.lancespark.schema.LanceField(0, "id", "int64", nullable = true, Vector.empty, Map.empty)), Map.empty)
 
   private def frag(name: String, rows: Long) = WrittenFragment(name, Vector(0), Vector(0), rows, 100L, DataFileVersion.V2_0)
 
@@ -26,7 +26,7 @@ class CommitterSuite extends AnyFunSuite {
     DatasetStorage(Files.createTempDirectory("lance-commit").resolve("t.lance").toString, new Configuration())
 
   private def create(s: DatasetStorage, settings: CommitSettings = CommitSettings()): Snapshot =
-    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10)), schema, Map.empty, DataFileVersion.V2_0), settings)
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10)), schema, DataFileVersion.V2_0), settings)
 
   test("create, then appends get the next versions and fresh fragment ids") {
     val s = fresh()
@@ -54,12 +54,12 @@ class CommitterSuite extends AnyFunSuite {
     create(s)
     Committer.commit(s, Some(1), AppendFragments(Seq(frag("b.lance", 5))), CommitSettings())
     val e = intercept[CommitConflictException] {
-      Committer.commit(s, Some(1), OverwriteDataset(Seq(frag("x.lance", 1)), schema, Map.empty, DataFileVersion.V2_0), CommitSettings())
+      Committer.commit(s, Some(1), OverwriteDataset(Seq(frag("x.lance", 1)), schema, DataFileVersion.V2_0), CommitSettings())
     }
     assert(e.getMessage.contains("version 2") && e.getMessage.contains("overwrite"))
     val s2 = fresh()
     create(s2)
-    Committer.commit(s2, Some(1), OverwriteDataset(Seq(frag("x.lance", 1)), schema, Map.empty, DataFileVersion.V2_0), CommitSettings())
+    Committer.commit(s2, Some(1), OverwriteDataset(Seq(frag("x.lance", 1)), schema, DataFileVersion.V2_0), CommitSettings())
     val e2 = intercept[CommitConflictException] {
       Committer.commit(s2, Some(1), AppendFragments(Seq(frag("b.lance", 5))), CommitSettings())
     }
@@ -145,7 +145,7 @@ class CommitterSuite extends AnyFunSuite {
 
   test("two deletes on the same fragment both land: deletion sets are merged on retry") {
     val s = fresh()
-    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10000)), schema, Map.empty, DataFileVersion.V2_0), CommitSettings())
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10000)), schema, DataFileVersion.V2_0), CommitSettings())
     val first = Committer.commit(s, Some(1), RowLevelChange(Seq(del(s, v1, 0, bits(1, 2, 3))), Nil, "a"), CommitSettings())
     assert(first.manifest.getTransactionFile.nonEmpty && deletedOf(s, first, 0) == Set(1, 2, 3))
     // read at version 1, committed after version 2: rebased, nothing lost
@@ -163,7 +163,7 @@ class CommitterSuite extends AnyFunSuite {
   test("a deletion prepared on an unchanged fragment is committed as the task wrote it") {
     val s = fresh()
     val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100), frag("b.lance", 100)), schema,
-      Map.empty, DataFileVersion.V2_0), CommitSettings())
+      DataFileVersion.V2_0), CommitSettings())
     val d = del(s, v1, 1, bits(4, 5))
     Committer.commit(s, Some(1), RowLevelChange(Seq(del(s, v1, 0, bits(9))), Nil), CommitSettings())
     val v3 = Committer.commit(s, Some(1), RowLevelChange(Seq(d), Nil), CommitSettings())
@@ -174,7 +174,7 @@ class CommitterSuite extends AnyFunSuite {
   test("an update racing a delete on the same fragment: disjoint rows merge, the same rows conflict") {
     val s = fresh()
     val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100), frag("b.lance", 100)), schema,
-      Map.empty, DataFileVersion.V2_0), CommitSettings())
+      DataFileVersion.V2_0), CommitSettings())
     Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(5))), CommitSettings())
     // the same row: the update would resurrect a deleted row
     val e = intercept[CommitConflictException] {
@@ -193,14 +193,14 @@ class CommitterSuite extends AnyFunSuite {
 
   test("a delete racing an update on the same rows conflicts; a delete racing a delete of them does not") {
     val s = fresh()
-    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100)), schema, Map.empty, DataFileVersion.V2_0), CommitSettings())
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 100)), schema, DataFileVersion.V2_0), CommitSettings())
     Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(3)), Seq(frag("u.lance", 1))), CommitSettings())
     val e = intercept[CommitConflictException] {
       Committer.commit(s, Some(1), change(s, v1, Map(0L -> bits(3))), CommitSettings())
     }
     assert(e.getMessage.contains("version 2"), e.getMessage)
     val s2 = fresh()
-    val w1 = Committer.commit(s2, None, OverwriteDataset(Seq(frag("a.lance", 100)), schema, Map.empty, DataFileVersion.V2_0), CommitSettings())
+    val w1 = Committer.commit(s2, None, OverwriteDataset(Seq(frag("a.lance", 100)), schema, DataFileVersion.V2_0), CommitSettings())
     Committer.commit(s2, Some(1), change(s2, w1, Map(0L -> bits(3, 4))), CommitSettings())
     val both = Committer.commit(s2, Some(1), change(s2, w1, Map(0L -> bits(3))), CommitSettings())
     assert(deletedOf(s2, both, 0) == Set(3, 4))
@@ -208,7 +208,7 @@ class CommitterSuite extends AnyFunSuite {
 
   test("an update of a fragment a concurrent delete removed conflicts; a delete of it is a no-op") {
     val s = fresh()
-    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 4), frag("b.lance", 4)), schema, Map.empty, DataFileVersion.V2_0),
+    val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 4), frag("b.lance", 4)), schema, DataFileVersion.V2_0),
       CommitSettings())
     val all = new org.roaringbitmap.RoaringBitmap(); all.add(0L, 4L)
     val v2 = Committer.commit(s, Some(1), change(s, v1, Map(0L -> all)), CommitSettings())
@@ -223,7 +223,7 @@ class CommitterSuite extends AnyFunSuite {
   test("deleting every row of a fragment removes it; large sets are bitmaps, small ones Arrow arrays") {
     val s = fresh()
     val v1 = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 6000), frag("b.lance", 4)), schema,
-      Map.empty, DataFileVersion.V2_0), CommitSettings())
+      DataFileVersion.V2_0), CommitSettings())
     val all = new org.roaringbitmap.RoaringBitmap(); all.add(0L, 4L)
     val big = new org.roaringbitmap.RoaringBitmap(); big.add(0L, 5500L)
     val v2 = Committer.commit(s, Some(1), change(s, v1, Map(0L -> big, 1L -> all)), CommitSettings())
@@ -236,7 +236,7 @@ class CommitterSuite extends AnyFunSuite {
     val small = Committer.commit(s, Some(3), change(s, v3, Map(0L -> bits())), CommitSettings())
     assert(small.version == 4)
     val s2 = fresh()
-    val w1 = Committer.commit(s2, None, OverwriteDataset(Seq(frag("a.lance", 6000)), schema, Map.empty, DataFileVersion.V2_0), CommitSettings())
+    val w1 = Committer.commit(s2, None, OverwriteDataset(Seq(frag("a.lance", 6000)), schema, DataFileVersion.V2_0), CommitSettings())
     val w2 = Committer.commit(s2, Some(1), change(s2, w1, Map(0L -> bits(1, 2))), CommitSettings())
     assert(w2.fragments.head.deletion.get.getFileType ==
       io.lancespark.proto.table.DeletionFile.DeletionFileType.ARROW_ARRAY)
@@ -255,7 +255,7 @@ class CommitterSuite extends AnyFunSuite {
   private def exists(s: DatasetStorage, name: String): Boolean = s.fs.exists(s.dataFile(name))
 
   private def overwrite(s: DatasetStorage, files: Seq[WrittenFragment]) =
-    OverwriteDataset(files, schema, Map.empty, DataFileVersion.V2_0)
+    OverwriteDataset(files, schema, DataFileVersion.V2_0)
 
   private def createWritten(s: DatasetStorage): Snapshot =
     Commits.commitOrDiscard(s, None, overwrite(s, Seq(written(s, "a.lance", 10))), CommitSettings())

@@ -96,7 +96,7 @@ class CompactionSuite extends AnyFunSuite with BeforeAndAfterAll {
   /** A dataset with stable row ids of `n` fragments of 10 rows (ids 0 until 10n). */
   private def dataset(n: Int): DatasetStorage = {
     val s = fresh()
-    Committer.commit(s, None, OverwriteDataset(Seq(write(s, 0L until 10L)), schema.toProto, schema.metadata,
+    Committer.commit(s, None, OverwriteDataset(Seq(write(s, 0L until 10L)), schema,
       DataFileVersion.V2_2), CommitSettings(stableRowIds = true))
     (1 until n).foreach(k => append(s, (k * 10L) until (k * 10L + 10)))
     s

@@ -38,8 +38,8 @@ object InMemoryManifestStore {
 
 class ExternalManifestCommitSuite extends AnyFunSuite {
 
-  private val schema = Seq(PbField.newBuilder().setName("id").setId(0).setParentId(-1)
-    .setLogicalType("int64").setType(PbField.Type.LEAF).setNullable(true).build())
+  private val schema: io.lancespark.schema.LanceSchema = io.lancespark.schema.LanceSchema(
+    Vector(io.lancespark.schema.LanceField(0, "id", "int64", nullable = true, Vector.empty, Map.empty)), Map.empty)
 
   private def frag(name: String) = WrittenFragment(name, Vector(0), Vector(0), 10L, 100L, DataFileVersion.V2_0)
 
@@ -55,7 +55,7 @@ class ExternalManifestCommitSuite extends AnyFunSuite {
   private def base(s: DatasetStorage): String = ExternalManifestCommit.baseUri(s)
 
   private def create(s: DatasetStorage): Unit =
-    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance")), schema, Map.empty, DataFileVersion.V2_0), CommitSettings())
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance")), schema, DataFileVersion.V2_0), CommitSettings())
 
   /** The names under _versions/ but the version hint. */
   private def versionsDir(s: DatasetStorage): Seq[String] =

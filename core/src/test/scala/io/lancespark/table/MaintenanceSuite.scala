@@ -16,8 +16,8 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage, TransactionFile}
 
 class MaintenanceSuite extends AnyFunSuite {
 
-  private val schema = Seq(PbField.newBuilder().setName("id").setId(0).setParentId(-1)
-    .setLogicalType("int64").setType(PbField.Type.LEAF).setNullable(true).build())
+  private val schema: io.lancespark.schema.LanceSchema = io.lancespark.schema.LanceSchema(
+    Vector(io.lancespark.schema.LanceField(0, "id", "int64", nullable = true, Vector.empty, Map.empty)), Map.empty)
 
   private def fresh(): DatasetStorage =
     DatasetStorage(Files.createTempDirectory("lance-maint").resolve("t.lance").toString, new Configuration())
@@ -36,7 +36,7 @@ class MaintenanceSuite extends AnyFunSuite {
   }
 
   private def create(s: DatasetStorage): Unit =
-    Committer.commit(s, None, OverwriteDataset(Seq(frag(s, "a.lance", 10)), schema, Map.empty, DataFileVersion.V2_0),
+    Committer.commit(s, None, OverwriteDataset(Seq(frag(s, "a.lance", 10)), schema, DataFileVersion.V2_0),
       CommitSettings())
 
   private def append(s: DatasetStorage, name: String, rows: Long): Long = {
@@ -150,9 +150,9 @@ class MaintenanceSuite extends AnyFunSuite {
   test("cleanup removes old versions and what only they reference; never the latest or a tagged version") {
     val s = fresh()
     create(s)
-    Committer.commit(s, Some(1), OverwriteDataset(Seq(frag(s, "b.lance", 5)), schema, Map.empty, DataFileVersion.V2_0),
+    Committer.commit(s, Some(1), OverwriteDataset(Seq(frag(s, "b.lance", 5)), schema, DataFileVersion.V2_0),
       CommitSettings())
-    Committer.commit(s, Some(2), OverwriteDataset(Seq(frag(s, "c.lance", 7)), schema, Map.empty, DataFileVersion.V2_0),
+    Committer.commit(s, Some(2), OverwriteDataset(Seq(frag(s, "c.lance", 7)), schema, DataFileVersion.V2_0),
       CommitSettings())
     append(s, "d.lance", 3)
     Tags.create(s, "keep", 2)

@@ -26,8 +26,8 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage, ManifestFile, Manif
 class VersionLookupSuite extends AnyFunSuite {
   import ManifestNaming.{V1, V2}
 
-  private val schema = Seq(PbField.newBuilder().setName("id").setId(0).setParentId(-1)
-    .setLogicalType("int64").setType(PbField.Type.LEAF).setNullable(true).build())
+  private val schema: io.lancespark.schema.LanceSchema = io.lancespark.schema.LanceSchema(
+    Vector(io.lancespark.schema.LanceField(0, "id", "int64", nullable = true, Vector.empty, Map.empty)), Map.empty)
   private def frag(name: String, rows: Long) = WrittenFragment(name, Vector(0), Vector(0), rows, 100L, DataFileVersion.V2_0)
   private val Base = 1700000000L
 
@@ -42,7 +42,7 @@ class VersionLookupSuite extends AnyFunSuite {
   private def history(n: Int, naming: ManifestNaming = V2, time: Long => Instant = v => Instant.ofEpochSecond(Base + 10 * v),
       hint: Option[Long] = None): DatasetStorage = {
     val s = fresh()
-    val first = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10)), schema, Map.empty, DataFileVersion.V2_0),
+    val first = Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10)), schema, DataFileVersion.V2_0),
       CommitSettings(v2ManifestNaming = naming == V2))
     for (v <- 1L to n.toLong) {
       val t = time(v)
@@ -117,7 +117,7 @@ class VersionLookupSuite extends AnyFunSuite {
 
   test("conflict checks read the versions after the read one by name; a removed one is skipped") {
     val s = fresh()
-    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10)), schema, Map.empty, DataFileVersion.V2_0),
+    Committer.commit(s, None, OverwriteDataset(Seq(frag("a.lance", 10)), schema, DataFileVersion.V2_0),
       CommitSettings())
     for (v <- 1 to 30) Committer.commit(s, Some(v.toLong), AppendFragments(Seq(frag(s"f$v.lance", 1))), CommitSettings())
     decoy(s)

@@ -71,7 +71,7 @@ final case class TypeMapping(timeTypeEnabled: Boolean) {
         DecimalType(d.getPrecision, d.getScale)
       case _: ArrowType.FixedSizeList =>
         val item = LanceField(-1, "item", LogicalType.fixedSizeListItem(f.logicalType), nullable = true,
-          Vector.empty, Map.empty, f.proto)
+          Vector.empty, Map.empty)
         ArrayType(toSpark(item, s"$path.item"), containsNull = true)
       case _: ArrowType.List | _: ArrowType.LargeList =>
         val item = f.children.headOption.getOrElse(unsupported("list without an item field"))

@@ -10,9 +10,9 @@ import org.apache.arrow.vector.complex.{FixedSizeListVector, LargeListVector, Li
 import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.format.DataFileReader
-import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema, LogicalType}
+import io.lancespark.schema.{FieldEncoding, LanceField, LanceFormatException, LanceSchema, LogicalType}
 import io.lancespark.format.input.RandomAccessSource
-import io.lancespark.proto.file.{Encoding, Field => PbField}
+import io.lancespark.proto.file.{Field => PbField}
 
 /** Reads one file of format 0.1 ("legacy").
   *
@@ -94,8 +94,10 @@ final class LegacyFileReader private (
   private def checkInFile(f: LanceField): Unit = f.allFields.foreach { x =>
     if (!fileFieldIds.contains(x.id))
       io.fail(x, "is not stored in this data file")
-    if (x.proto.getEncoding == Encoding.RLE || x.proto.getEncoding == Encoding.UNRECOGNIZED)
-      io.fail(x, s"encoding ${x.proto.getEncoding} is not supported")
+    x.encoding match {
+      case FieldEncoding.Rle | FieldEncoding.Unknown(_) => io.fail(x, s"encoding ${x.encoding.name.toUpperCase(java.util.Locale.ROOT)} is not supported")
+      case _ =>
+    }
   }
 
   // ---- what to read, and how big each vector is --------------------

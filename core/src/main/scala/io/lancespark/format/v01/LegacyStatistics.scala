@@ -6,10 +6,9 @@ import org.apache.arrow.memory.{BufferAllocator, RootAllocator}
 import org.apache.arrow.vector.BigIntVector
 import org.apache.arrow.vector.complex.StructVector
 
-import io.lancespark.schema.{LanceFormatException, LanceSchema}
+import io.lancespark.schema.{FieldEncoding, LanceFormatException, LanceSchema}
 import io.lancespark.format.input.RandomAccessSource
 import io.lancespark.format.stats.{PageStat, PageStatistics, StatsStore}
-import io.lancespark.proto.file.Encoding
 
 /** The page statistics pylance (lance 0.x, `data_storage_version="legacy"`)
   * writes into 0.1 files: `Metadata.statistics` holds a schema of one struct
@@ -67,7 +66,7 @@ object LegacyStatistics {
             }
             val mn = sv.getChild("min_value")
             val mx = sv.getChild("max_value")
-            val varBinary = f.children.find(_.name == "min_value").exists(_.proto.getEncoding == Encoding.VAR_BINARY)
+            val varBinary = f.children.find(_.name == "min_value").exists(_.encoding == FieldEncoding.VarBinary)
             (0 until pages).foreach { b =>
               val rows = footer.batchEnd(b) - footer.batchStart(b)
               val nulls = nc.filterNot(_.isNull(b)).map(_.get(b)).getOrElse(-1L)

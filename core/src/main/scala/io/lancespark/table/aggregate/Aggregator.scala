@@ -6,7 +6,7 @@ import scala.collection.mutable
 
 import org.apache.arrow.vector.ValueVector
 
-import io.lancespark.format.arrow.DictionaryColumn
+import io.lancespark.table.scan.ColumnDictionary
 import io.lancespark.table.aggregate.AggFn._
 
 /** Partial results of an [[Aggregation]] over the batches given to [[add]].
@@ -46,7 +46,7 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
   def size: Int = keys.groupCount + asideSums.size
 
   /** Adds the rows `rows` (positions in the vectors) of one batch. */
-  def add(vectors: String => ValueVector, dictionaries: String => Option[DictionaryColumn], rows: Array[Int]): Unit = {
+  def add(vectors: String => ValueVector, dictionaries: String => Option[ColumnDictionary], rows: Array[Int]): Unit = {
     val groups = keys.groups(vectors, dictionaries, rows)
     val n = keys.groupCount
     // each expression (and shared subexpression) evaluated once per batch

@@ -4,7 +4,7 @@ import scala.collection.mutable
 
 import org.apache.arrow.vector._
 
-import io.lancespark.format.arrow.DictionaryColumn
+import io.lancespark.table.scan.ColumnDictionary
 
 /** Dense group numbers for the rows of batches, over one or more grouping
   * columns: each column's values get codes (0 is NULL) that last across
@@ -35,7 +35,7 @@ final class GroupKeys(columns: Vector[String]) {
   }
 
   /** The group of each of `rows` (positions in the vectors). */
-  def groups(vectors: String => ValueVector, dictionaries: String => Option[DictionaryColumn], rows: Array[Int]): Array[Int] = {
+  def groups(vectors: String => ValueVector, dictionaries: String => Option[ColumnDictionary], rows: Array[Int]): Array[Int] = {
     val m = rows.length
     if (columns.isEmpty) return new Array[Int](m)
     val perColumn = columns.indices.map(i => codes(i).of(vectors(columns(i)), dictionaries(columns(i)), rows))
@@ -188,7 +188,7 @@ private final class ColumnCodes {
     strings.getOrElse(key, { val fresh = count; strings(key) = fresh; stringValues += b; count += 1; fresh })
   }
 
-  def of(v: ValueVector, dictionary: Option[DictionaryColumn], rows: Array[Int]): Array[Int] = {
+  def of(v: ValueVector, dictionary: Option[ColumnDictionary], rows: Array[Int]): Array[Int] = {
     val m = rows.length
     val out = new Array[Int](m)
     val hasNulls = v.getNullCount > 0

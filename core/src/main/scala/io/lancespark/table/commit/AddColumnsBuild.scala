@@ -36,7 +36,7 @@ private[commit] object AddColumnsBuild {
           s"fragment ${f.getId} already has a data file with field ids ${overlap.mkString(", ")}")
       f.toBuilder.addFiles(Committer.dataFile(file)).build()
     }
-    val schema = op.schema.toProto
+    val schema = io.lancespark.schema.SchemaProto.encode(op.schema, prev.getFieldsList.asScala.toSeq)
     val b = Committer.stamp(prev.toBuilder, version, settings)
       .clearFragments().addAllFragments(fragments.asJava)
       .clearFields().addAllFields(schema.asJava)

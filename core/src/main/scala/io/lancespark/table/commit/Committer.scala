@@ -8,7 +8,7 @@ import scala.jdk.CollectionConverters._
 import com.google.protobuf.Timestamp
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.proto.file.{Field => PbField}
+import io.lancespark.schema.{LanceSchema, SchemaProto}
 import io.lancespark.proto.table.{DataFile, DataFragment, IndexMetadata, IndexSection, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
 import io.lancespark.table.model.{DataFileVersion, FeatureFlags, Snapshot}
 import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, Indices, ManifestFile, ManifestMigration, ManifestNaming, RowDeletions, TransactionFile, VersionLookup}
@@ -34,11 +34,10 @@ final case class AppendFragments(fragments: Seq[WrittenFragment]) extends Pendin
 final case class AppendWithSchema(fragments: Seq[WrittenFragment], schema: io.lancespark.schema.LanceSchema)
     extends PendingOperation
 /** Replaces the dataset's contents and schema (creates it when absent).
-  * `schema` is the depth-first field list with the ids the files were written
-  * with; `version` the file version the dataset stores from now on (the
-  * fragments' own). */
-final case class OverwriteDataset(fragments: Seq[WrittenFragment], schema: Seq[PbField],
-    schemaMetadata: Map[String, String], version: DataFileVersion, config: Map[String, String] = Map.empty)
+  * `schema` has the field ids the files were written with; `version` the file
+  * version the dataset stores from now on (the fragments' own). */
+final case class OverwriteDataset(fragments: Seq[WrittenFragment], schema: LanceSchema,
+    version: DataFileVersion, config: Map[String, String] = Map.empty)
     extends PendingOperation {
   fragments.find(_.version != version).foreach(f =>
     throw new IllegalArgumentException(s"${f.path} is a ${f.version} file; the dataset is being written at $version"))
@@ -46,7 +45,7 @@ final case class OverwriteDataset(fragments: Seq[WrittenFragment], schema: Seq[P
 
 /** Changes only the schema (ALTER TABLE ADD/DROP/RENAME COLUMN): data files
   * stay; added fields read as nulls, dropped fields are no longer read. */
-final case class ReplaceSchema(schema: Seq[PbField], schemaMetadata: Map[String, String]) extends PendingOperation {
+final case class ReplaceSchema(schema: LanceSchema) extends PendingOperation {
   override def fragments: Seq[WrittenFragment] = Nil
 }
 
@@ -305,12 +304,15 @@ object Committer {
         requireSameFileFormat(storage, prev, op.fragments)
         b.addAllFragments(added.asJava)
         keepMaxId()
-        b.clearFields().addAllFields(schema.toProto.asJava)
+        val fields = SchemaProto.encode(schema, b.getFieldsList.asScala.toSeq)
+        b.clearFields().addAllFields(fields.asJava)
           .clearSchemaMetadata().putAllSchemaMetadata(schema.metadataProto.asJava)
         txn.setMerge(Transaction.Merge.newBuilder().addAllFragments(b.getFragmentsList)
-          .addAllSchema(schema.toProto.asJava).putAllSchemaMetadata(schema.metadataProto.asJava))
+          .addAllSchema(fields.asJava).putAllSchemaMetadata(schema.metadataProto.asJava))
         Built(b.build(), base.flatMap(_.indexSection), txn.build())
-      case OverwriteDataset(_, schema, schemaMetadata, version, config) =>
+      case OverwriteDataset(_, lance, version, config) =>
+        val schema = SchemaProto.encode(lance, Nil)  // a new schema: nothing of the old fields kept
+        val schemaMetadata = lance.metadata
         b.putAllConfig(config.asJava)
         val flags = if (stable) FeatureFlags.StableRowIds else 0L
         b.clearFragments().addAllFragments(added.asJava)
@@ -327,7 +329,9 @@ object Committer {
         txn.setOverwrite(Transaction.Overwrite.newBuilder().addAllFragments(added.asJava).addAllSchema(schema.asJava)
           .putAllSchemaMetadata(utf8(schemaMetadata)).putAllConfigUpsertValues(config.asJava))
         Built(b.build(), None, txn.build())  // indices describe the replaced data
-      case ReplaceSchema(schema, schemaMetadata) =>
+      case ReplaceSchema(lance) =>
+        val schema = SchemaProto.encode(lance, b.getFieldsList.asScala.toSeq)
+        val schemaMetadata = lance.metadata
         b.clearFields().addAllFields(schema.asJava)
           .clearSchemaMetadata()
           .putAllSchemaMetadata(utf8(schemaMetadata))
@@ -454,8 +458,8 @@ object Committer {
     op match {
       case AppendFragments(_) => t.setAppend(Transaction.Append.getDefaultInstance)
       case AppendWithSchema(_, _) => t.setMerge(Transaction.Merge.getDefaultInstance)
-      case OverwriteDataset(_, _, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
-      case ReplaceSchema(_, _) => t.setProject(Transaction.Project.getDefaultInstance)
+      case OverwriteDataset(_, _, _, _) => t.setOverwrite(Transaction.Overwrite.getDefaultInstance)
+      case ReplaceSchema(_) => t.setProject(Transaction.Project.getDefaultInstance)
       case RestoreVersion(v) => t.setRestore(Transaction.Restore.newBuilder().setVersion(v))
       case CreateIndices(created, removed) =>
         t.setCreateIndex(Transaction.CreateIndex.newBuilder().addAllNewIndices(created.asJava)

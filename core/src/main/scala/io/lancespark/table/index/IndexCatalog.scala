@@ -17,7 +17,8 @@ import io.lancespark.table.storage.Indices
   * empty when the manifest records none. `covered`: the fragments the index
   * was built over that still exist in this version (its fragment bitmap; a
   * fragment appended or rewritten since is not in it). `fields`: the indexed
-  * columns as paths of names (empty when a field id is not in the schema). */
+  * columns as paths of names (empty when a field id is not in the schema).
+  * `createdAtMillis`: when it was built, if the manifest says. */
 final case class IndexEntry(
     name: String,
     uuid: String,
@@ -27,7 +28,8 @@ final case class IndexEntry(
     indexVersion: Int,
     datasetVersion: Long,
     covered: RoaringBitmap,
-    proto: IndexMetadata) {
+    createdAtMillis: Option[Long],
+    private[table] val proto: IndexMetadata) {
   /** The index's directory, relative to the dataset root. */
   def dir: String = s"_indices/$uuid"
   def describe: String = s"index '$name' ($kind, uuid $uuid, built at version $datasetVersion)"
@@ -53,7 +55,8 @@ object IndexCatalog {
     val ids = m.getFieldsList.asScala.toVector.map(_.intValue)
     val kind = if (m.hasIndexDetails) m.getIndexDetails.getTypeUrl.split('.').last.split('/').last else ""
     IndexEntry(m.getName, uuid(m), ids, ids.flatMap(id => path(snapshot.schema.fields, id)), kind,
-      if (m.hasIndexVersion) m.getIndexVersion else 0, m.getDatasetVersion, covered, m)
+      if (m.hasIndexVersion) m.getIndexVersion else 0, m.getDatasetVersion, covered,
+      if (m.hasCreatedAt) Some(m.getCreatedAt * 1000L) else None, m)
   }
 
   /** The hyphenated text form of the index's UUID (its directory name). */

@@ -36,15 +36,19 @@ object DataFileRef {
       d.getFileSizeBytes)
 }
 
-/** A fragment of one version: its data files, deletions and row ids. */
+/** A fragment of one version: its data files, deletions and row ids. The
+  * manifest's protobuf entries stay inside the table layer (`deletion`,
+  * `proto`); what lies outside sees the native members. */
 final case class FragmentInfo(
     id: Long,
     files: Vector[DataFileRef],
-    deletion: Option[io.lancespark.proto.table.DeletionFile],
+    private[table] val deletion: Option[io.lancespark.proto.table.DeletionFile],
     physicalRows: Long,
-    proto: DataFragment) {
+    private[table] val proto: DataFragment) {
   def deletedRows: Long = deletion.map(_.getNumDeletedRows).getOrElse(0L)
   def numRows: Long = physicalRows - deletedRows
+  /** The deletion file's path relative to the dataset root, if rows were deleted. */
+  def deletionFile: Option[String] = deletion.map(d => io.lancespark.table.storage.DeletionVector.relativePath(id, d))
 }
 
 /** One version of a dataset: the manifest and what it says, checked. A
@@ -60,7 +64,7 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
     throw new LanceFormatException(
       s"$where: data files under other base paths (shallow clones, imported files) are not supported yet")
 
-  val manifest: Manifest =
+  private[table] val manifest: Manifest =
     ManifestMigration(storage, stored, s"${storage.uri}/${ManifestNaming.Dir}/${naming.fileName(version)}")
 
   val schema: LanceSchema =

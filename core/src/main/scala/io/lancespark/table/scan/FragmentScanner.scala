@@ -7,6 +7,7 @@ import org.apache.arrow.vector.FieldVector
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.DataFileReader
+import io.lancespark.format.arrow.DictionaryColumn
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.{Filter, RowEvaluator}
 import io.lancespark.table.model.{DataFileRef, FragmentInfo, RowIdSequence}
@@ -27,7 +28,7 @@ final class FragmentBatch(val vectors: Seq[FieldVector], offsetsOf: () => Array[
 
   /** Vector `i`'s rows as items of one page dictionary, where the file reader
     * saw them so (string columns whose batch rows all come from one page). */
-  def dictionary(i: Int): Option[DictionaryColumn] = dictionaries.lift(i).flatten
+  def dictionary(i: Int): Option[ColumnDictionary] = dictionaries.lift(i).flatten.map(new ColumnDictionary(_))
 
   override def close(): Unit = vectors.foreach(_.close())
 }
@@ -83,7 +84,7 @@ final class FragmentScanner(
         val keep = b.offsets
         val selected = b.vectors.map(v => VectorSelection.select(v, rows, allocator))
         new FragmentBatch(selected, () => keep, keep.length,
-          b.vectors.indices.map(i => b.dictionary(i).map(_.select(rows, 0))))
+          b.vectors.indices.map(i => b.dictionary(i).map(_.column.select(rows, 0))))
     }
   }
 

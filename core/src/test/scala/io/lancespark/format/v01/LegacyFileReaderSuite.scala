@@ -200,7 +200,7 @@ class LegacyFileReaderSuite extends AnyFunSuite with BeforeAndAfterAll {
     val reader = open(ref, schema)
     try {
       val id = schema.field("id").get
-      val rle = id.copy(proto = id.proto.toBuilder.setEncoding(Encoding.RLE).build())
+      val rle = id.copy(encoding = io.lancespark.schema.FieldEncoding.Rle)
       val e = intercept[LanceFormatException](reader.read(Seq(rle), 0, 1, allocator))
       assert(e.getMessage.contains(ref.path.toString) && e.getMessage.contains("'id'") && e.getMessage.contains("RLE"))
       val ghost = id.copy(id = 999, name = "ghost")

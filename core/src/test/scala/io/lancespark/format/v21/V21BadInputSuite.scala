@@ -72,8 +72,7 @@ class V21BadInputSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   // ---- pages crafted by hand, over bytes of our own
 
-  private val leafField = LanceField(7, "x", "int32", nullable = true, Vector.empty, Map.empty,
-    PbField.newBuilder.setId(7).setName("x").setLogicalType("int32").build)
+  private val leafField = LanceField(7, "x", "int32", nullable = true, Vector.empty, Map.empty)
   private val leaf = LeafColumn(leafField, 3, Vector(LayerKind.Item), "column 3 (field 'x', id 7)")
 
   private def withPage(layout: PageLayout, buffers: Vector[Region], rows: Long, file: Array[Byte])

@@ -158,7 +158,7 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
     val version = opts.versionFor(None, overwrite = true)
     val lance = LanceSchema.fromArrow(SparkToArrow.schema(schema, opts.vectorColumns, version))
     val storage = DatasetStorage(location(ident), conf)
-    Committer.commit(storage, None, OverwriteDataset(Nil, lance.toProto, lance.metadata, version, kept),
+    Committer.commit(storage, None, OverwriteDataset(Nil, lance, version, kept),
       CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths))
     loadTable(ident)
   }
@@ -170,7 +170,7 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
     val storage = DatasetStorage(location(ident), conf)
     val snapshot = Dataset.open(storage, None)
     val fields = SchemaChanges.apply(snapshot.schema, changes, ident.toString, DataFileVersion.ofDataset(snapshot))
-    Committer.commit(storage, Some(snapshot.version), ReplaceSchema(fields.fields, snapshot.schema.metadata),
+    Committer.commit(storage, Some(snapshot.version), ReplaceSchema(fields.schema),
       CommitSettings())
     loadTable(ident)
   }

@@ -93,7 +93,7 @@ object MetadataTables {
       snap.fragments.map { f =>
         InternalRow(snap.version, f.id, f.physicalRows, f.deletedRows, f.numRows, f.files.size,
           f.files.map(_.sizeBytes).sum, s(f.files.headOption.map(_.versionName).getOrElse("")),
-          f.deletion.map(d => s(io.lancespark.table.storage.DeletionVector.relativePath(f.id, d))).orNull,
+          f.deletionFile.map(s).orNull,
           strings(f.files.map(_.relativePath)))
       }.toArray
     case "indices" =>
@@ -105,7 +105,7 @@ object MetadataTables {
           new GenericArrayData(covered.map(Long.box).toArray[Any]),
           new GenericArrayData(all.filterNot(covered.toSet).map(Long.box).toArray[Any]),
           e.datasetVersion, e.indexVersion, s(e.uuid),
-          if (e.proto.hasCreatedAt) java.lang.Long.valueOf(e.proto.getCreatedAt * 1000L) else null)
+          e.createdAtMillis.map(java.lang.Long.valueOf).orNull)
       }.toArray
     case other => throw new IllegalArgumentException(s"no metadata table '$other'")
   }

@@ -12,7 +12,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import io.lancespark.table.aggregate.{Aggregation, Aggregator}
 import io.lancespark.table.filter.Filter
-import io.lancespark.table.scan.{Clustering, DictionaryColumn}
+import io.lancespark.table.scan.{Clustering, ColumnDictionary}
 
 /** A scan that returns aggregates: each task aggregates the rows it reads
   * (`rows`, a scan of the aggregation's columns with the filter, plans the
@@ -72,7 +72,7 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
   private var out: Iterator[InternalRow] = Iterator.empty
   /** Rows of the batch last read that belong to the next chunk (a complete
     * aggregation hands out its groups at a cut inside a batch). */
-  private var pending: Option[(Map[String, ValueVector], Map[String, Option[DictionaryColumn]], Array[Int])] = None
+  private var pending: Option[(Map[String, ValueVector], Map[String, Option[ColumnDictionary]], Array[Int])] = None
 
   /** Aggregates batches until the partition ends or the aggregator holds
     * [[LanceAggregateReader.MaxRows]] rows, then returns its rows. Partial:

@@ -9,7 +9,7 @@ import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.lancespark.table.scan.DictionaryColumn
+import io.lancespark.table.scan.ColumnDictionary
 
 /** A Spark column over an Arrow vector decoded by the codec, converting on
   * access where Spark's representation differs (unsigned widening, time units,
@@ -18,7 +18,7 @@ import io.lancespark.table.scan.DictionaryColumn
   * With a `selection`, row `i` is the vector's row `selection(i)` (the rows a
   * filter or deletions kept, read in place rather than copied). */
 final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
-                              dictionary: Option[DictionaryColumn] = None,
+                              dictionary: Option[ColumnDictionary] = None,
                               strings: DictionaryStrings = DictionaryStrings.Fresh,
                               selection: Option[Array[Int]] = None) extends ColumnVector(sparkType) {
 
@@ -90,7 +90,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   // A column of dictionary items: one UTF8String per item, made on first use
   // and shared by the rows (and batches) using it, so what Spark computes and
   // caches on a string (its length in characters) is computed once per item.
-  private val items: DictionaryColumn = dictionary.filter(_ => kind == LanceColumnVector.Utf8Dictionary).orNull
+  private val items: ColumnDictionary = dictionary.filter(_ => kind == LanceColumnVector.Utf8Dictionary).orNull
   private val itemStrings: Array[UTF8String] = if (items == null) Array.empty else strings.of(items)
   private val offsetAddress: Long = vector match {
     case v: VarCharVector => v.getOffsetBufferAddress

@@ -45,7 +45,7 @@ final class LanceBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, hadoopCo
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     val files = messages.toSeq.collect { case LanceCommitMessage(f) => f }.flatten
     val op =
-      if (overwrite) OverwriteDataset(files, snapshot.schema.toProto, snapshot.schema.metadata, version)
+      if (overwrite) OverwriteDataset(files, snapshot.schema, version)
       else AppendFragments(files)
     Commits.commitOrDiscard(snapshot.storage, Some(snapshot.version), op, CommitSettings())
   }

@@ -54,7 +54,7 @@ object LanceWriteJob {
             s"connector) at $version")
         }
         val files = writeFiles(data, schema, version, storage, opts, new SerializableHadoopConf(conf))
-        val op = OverwriteDataset(files, schema.toProto, schema.metadata, version)
+        val op = OverwriteDataset(files, schema, version)
         Some(Commits.commitOrDiscard(storage, base.map(_.version), op, settings(opts)))
     }
   }
