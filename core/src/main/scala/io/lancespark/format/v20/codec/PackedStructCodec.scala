@@ -21,10 +21,13 @@ private[v20] final case class PackedStructCodec(ps: PackedStruct) extends ArrayC
     else if (e.hasNullable && e.getNullable.hasNoNulls) flat(e.getNullable.getNoNulls.getValues)
     else None
 
-  private def widths(ctx: PageContext): Vector[Int] = ps.getInnerList.asScala.toVector.map { e =>
-    flat(e).filter(f => f.getBitsPerValue % 8 == 0 && f.getBitsPerValue > 0) match {
-      case Some(f) => (f.getBitsPerValue / 8).toInt
-      case None => ctx.fail(s"unsupported encoding: a packed struct field encoded as ${e.getArrayEncodingCase}")
+  private def widths(ctx: PageContext): Vector[Int] = {
+    if (ps.getInnerCount == 0) ctx.fail("unsupported encoding: packed_struct without fields")
+    ps.getInnerList.asScala.toVector.map { e =>
+      flat(e).filter(f => f.getBitsPerValue % 8 == 0 && f.getBitsPerValue > 0) match {
+        case Some(f) => (f.getBitsPerValue / 8).toInt
+        case None => ctx.fail(s"unsupported encoding: a packed_struct field encoded as ${e.getArrayEncodingCase}")
+      }
     }
   }
 
