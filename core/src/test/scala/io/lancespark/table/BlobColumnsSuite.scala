@@ -14,7 +14,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.model.Snapshot
-import io.lancespark.table.scan.FragmentScanner
+import io.lancespark.table.scan.{BlobColumns, FragmentScanner}
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
 
 /** Blob columns as pylance writes them: blob v1 (`lance-encoding:blob`) at
@@ -151,6 +151,8 @@ for i, b in zip(ids, blobs):
       }
     }.toMap
     assert(sizes == expected.map { case (id, (len, _)) => id -> len })
+    // the scan's batch cap applies when bytes are read, not for descriptions only
+    assert(BlobColumns.readsBytes(Seq(img)) && !BlobColumns.readsBytes(Seq(meta, snap.schema.fields.head)))
     assert(bytes < 64 * 1024, s"a scan of position and size read $bytes bytes")
   }
 
