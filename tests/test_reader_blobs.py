@@ -264,3 +264,25 @@ def test_cli_verify_reports_a_blob_outside_the_file(blob_datasets, capsys, monke
     rc, out, _ = run(capsys, "verify", path)
     assert rc == 1
     assert "PROBLEM" in out and "'blob'" in out and "outside the file" in out
+
+
+def test_2_0_blob_columns(tmp_path):
+    """File version 2.0: a `lance-encoding:blob` column (pages of (position, size) descriptions,
+    the values elsewhere in the file) reads as take_blobs returns, nulls and empty values kept,
+    deleted rows gone."""
+    rng = np.random.default_rng(20)
+    vals = [None if i % 7 == 3 else rng.integers(0, 256, int(s), dtype=np.uint8).tobytes()
+            for i, s in enumerate(np.concatenate([[0, 1, 300_000], rng.integers(0, 5000, 197)]))]
+    t = pa.Table.from_arrays([pa.array(range(len(vals)), pa.int64()), pa.array(vals, pa.large_binary())],
+                             schema=pa.schema([pa.field("id", pa.int64()),
+                                               pa.field("blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})]))
+    path = tmp_path / "v20.lance"
+    lance.write_dataset(t, str(path), data_storage_version="2.0", max_rows_per_file=120)
+    lance.dataset(str(path)).delete("id % 10 = 9")
+    ds = lance.dataset(str(path))
+    ids = ds.to_table(columns=["id"]).column("id").to_pylist()
+    got = reader.dataset(path).to_table()
+    assert got.column("id").to_pylist() == ids
+    assert got.column("blob").to_pylist() == [vals[i] for i in ids]
+    rowids = ds.to_table(columns=[], with_row_id=True).column("_rowid").to_pylist()
+    assert [None if f is None else f.read() for f in ds.take_blobs("blob", ids=rowids)] == [vals[i] for i in ids]
