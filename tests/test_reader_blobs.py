@@ -148,49 +148,63 @@ def _blob_v2_table(vals) -> pa.Table:
 
 
 def test_2_2_external_uris(tmp_path):
-    """Values in the data file read as `data`, external ones as `uri`."""
-    vals = [b"abc", "s3://bucket/x.bin", None, b"", b"\x00" * 100, "file:///tmp/y"] * 500
+    """Values in the data file and external ones (local file: URIs, whole files) both read as
+    `data` (the bytes take_blobs returns); `uri` names the external ones."""
+    ext = []
+    for k in range(2):
+        f = tmp_path / f"ext{k}.bin"
+        f.write_bytes(bytes([k + 1]) * (1000 + k))
+        ext.append("file://" + str(f))
+    vals = [b"abc", ext[0], None, b"", b"\x00" * 100, ext[1]] * 500
     path = tmp_path / "u.lance"
     lance.write_dataset(_blob_v2_table(vals), str(path), data_storage_version="2.2",
                         allow_external_blob_outside_bases=True, max_rows_per_file=1000)
     desc = lance.dataset(str(path)).to_table().column("blob").to_pylist()
     assert {d["kind"] for d in desc if d} == {0, 3}  # inline and external
-    want = [None if v is None else {"data": None, "uri": v} if isinstance(v, str) else {"data": v, "uri": None}
-            for v in vals]
+    data = _oracle_blobs(lance.dataset(str(path)))
+    want = [None if v is None else {"data": d, "uri": v if isinstance(v, str) else None} for v, d in zip(vals, data)]
     ds = reader.dataset(path)
     assert ds.to_table().column("blob").to_pylist() == want
     assert pa.Table.from_batches(list(ds.to_batches(columns=["blob"], batch_rows=333))).column(
         "blob").to_pylist() == want
 
 
-def test_2_2_blobs_in_blob_files_are_refused(tmp_path):
-    """Values pylance put in the dataset's blob files (not the data file) are refused with an error
-    naming the file and column; other columns still read."""
-    big = [b"x" * 10, b"y" * 200_000, None]  # above pylance's inline limit: goes to a blob file
+def test_2_2_blobs_in_blob_files(tmp_path):
+    """Values pylance put in the data file's packed and dedicated blob files read as take_blobs
+    returns them."""
+    big = [b"x" * 10, b"y" * 200_000, None, bytes(range(256)) * 40_000]  # 200 kB: packed; 10 MB: dedicated
     path = tmp_path / "big.lance"
     lance.write_dataset(_blob_v2_table(big), str(path), data_storage_version="2.2")
     kinds = [d and d["kind"] for d in lance.dataset(str(path)).to_table().column("blob").to_pylist()]
-    assert kinds[1] in (1, 2), kinds
-    assert lance.dataset(str(path)).take_blobs("blob", indices=[1])[0].read() == big[1]
+    assert kinds[1] in (1, 2) and kinds[3] in (1, 2), kinds
+    got = [None if v is None else v["data"] for v in reader.dataset(path).to_table().column("blob").to_pylist()]
+    assert got == _oracle_blobs(lance.dataset(str(path))) == big
+
+
+def test_2_2_missing_blob_file_is_an_error(tmp_path):
+    """A blob file gone: an error naming the data file and column, never other bytes."""
+    path = tmp_path / "gone.lance"
+    lance.write_dataset(_blob_v2_table([b"a", b"y" * 200_000]), str(path), data_storage_version="2.2")
+    for f in path.rglob("*.blob"):
+        f.unlink()
     with pytest.raises(LanceFormatError) as e:
         reader.dataset(path).to_table()
     msg = str(e.value)
-    assert ".lance" in msg and "'blob'" in msg and "kind" in msg and "blob files" in msg
-    assert reader.dataset(path).to_table(columns=["id"]).column("id").to_pylist() == [0, 1, 2]
+    assert ".lance" in msg and "'blob'" in msg and ".blob" in msg
+    assert reader.dataset(path).to_table(columns=["id"]).column("id").to_pylist() == [0, 1]
 
 
-def test_2_2_blob_columns_of_other_shapes_are_refused(tmp_path):
-    """pylance's `blob_field` declares struct<data, uri, position, size>: refused (as by the Spark
-    connector), naming the file, column and fields."""
+def test_2_2_blob_field_with_position_and_size(tmp_path):
+    """pylance's `blob_field` declares struct<data, uri, position, size>: data as take_blobs,
+    position/size where the bytes are and how many."""
     vals = [b"abc", None, b"de"]
     t = pa.Table.from_arrays([pa.array(range(3), pa.int64()), lance.blob_array(vals)],
                              schema=pa.schema([pa.field("id", pa.int64()), lance.blob_field("blob")]))
     path = tmp_path / "bf.lance"
     lance.write_dataset(t, str(path), data_storage_version="2.2")
-    with pytest.raises(LanceFormatError) as e:
-        reader.dataset(path).to_table()
-    msg = str(e.value)
-    assert ".lance" in msg and "'blob'" in msg and "position" in msg
+    got = reader.dataset(path).to_table().column("blob").to_pylist()
+    assert [None if g is None else g["data"] for g in got] == vals
+    assert [None if g is None else g["size"] for g in got] == [3, None, 2]
 
 
 def _blobs_past_the_end(monkeypatch) -> None:
@@ -250,3 +264,25 @@ def test_cli_verify_reports_a_blob_outside_the_file(blob_datasets, capsys, monke
     rc, out, _ = run(capsys, "verify", path)
     assert rc == 1
     assert "PROBLEM" in out and "'blob'" in out and "outside the file" in out
+
+
+def test_2_0_blob_columns(tmp_path):
+    """File version 2.0: a `lance-encoding:blob` column (pages of (position, size) descriptions,
+    the values elsewhere in the file) reads as take_blobs returns, nulls and empty values kept,
+    deleted rows gone."""
+    rng = np.random.default_rng(20)
+    vals = [None if i % 7 == 3 else rng.integers(0, 256, int(s), dtype=np.uint8).tobytes()
+            for i, s in enumerate(np.concatenate([[0, 1, 300_000], rng.integers(0, 5000, 197)]))]
+    t = pa.Table.from_arrays([pa.array(range(len(vals)), pa.int64()), pa.array(vals, pa.large_binary())],
+                             schema=pa.schema([pa.field("id", pa.int64()),
+                                               pa.field("blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})]))
+    path = tmp_path / "v20.lance"
+    lance.write_dataset(t, str(path), data_storage_version="2.0", max_rows_per_file=120)
+    lance.dataset(str(path)).delete("id % 10 = 9")
+    ds = lance.dataset(str(path))
+    ids = ds.to_table(columns=["id"]).column("id").to_pylist()
+    got = reader.dataset(path).to_table()
+    assert got.column("id").to_pylist() == ids
+    assert got.column("blob").to_pylist() == [vals[i] for i in ids]
+    rowids = ds.to_table(columns=[], with_row_id=True).column("_rowid").to_pylist()
+    assert [None if f is None else f.read() for f in ds.take_blobs("blob", ids=rowids)] == [vals[i] for i in ids]

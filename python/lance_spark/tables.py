@@ -4,6 +4,8 @@ the connector's SQL procedures (``CALL lance.system.*``) and metadata tables
 (``lance.<table>.history``, ``.tags``, ``.fragments``)."""
 from __future__ import annotations
 
+import io
+
 import datetime as _dt
 from typing import Any, Dict, Optional, Union
 
@@ -88,6 +90,32 @@ class LanceTable:
         if version is None:
             return self._spark.table(name)
         return self._spark.sql(f"SELECT * FROM {name} VERSION AS OF {_literal(version)}")
+
+    def open_blob(self, column: str, rowid: int) -> Optional[io.BytesIO]:
+        """The value of blob column `column` in the row of stable row id (``_rowid``) `rowid`, as
+        a seekable read-only file-like object; None for a null value. A 2.2 blob column
+        (``struct<data, uri, ...>``) gives its ``data``; blob columns of 2.0/2.1 (``BINARY``) their
+        value. The value is fetched with one SQL query (Spark Connect-safe), selecting only this
+        row and column; a row id no live row has raises KeyError."""
+        from pyspark.sql.types import BinaryType, StructType
+
+        name = f"{self._catalog}.{self._sql_name}"
+        fields = {f.name: f for f in self._spark.table(name).schema.fields}
+        if column not in fields:
+            raise KeyError(f"{name}: no column {column!r}")
+        typ = fields[column].dataType
+        quoted = "`" + column.replace("`", "``") + "`"
+        if isinstance(typ, StructType) and "data" in typ.fieldNames():
+            expr = f"{quoted}.data"
+        elif isinstance(typ, BinaryType):
+            expr = quoted
+        else:
+            raise TypeError(f"{name}: column {column!r} is {typ.simpleString()}, not a blob column")
+        rows = self._spark.sql(f"SELECT {expr} AS v FROM {name} WHERE _rowid = {int(rowid)}").collect()
+        if not rows:
+            raise KeyError(f"{name}: no live row with _rowid {int(rowid)}")
+        value = rows[0][0]
+        return None if value is None else io.BytesIO(bytes(value))
 
     def history(self):
         """Every version: timestamp, operation, rows added/deleted, files, transaction properties."""

@@ -11,11 +11,12 @@ Blob columns are read as the Spark connector reads them:
 - file version 2.1, a ``large_binary`` field with ``lance-encoding:blob`` (blob page layout): the
   column holds the values themselves (``large_binary``; pylance's ``to_table()`` returns their
   positions and ``take_blobs`` the values);
-- file version 2.2, a ``lance.blob.v2`` column: ``struct<data: large_binary, uri: string>``,
-  ``data`` holding values stored in the data file and ``uri`` the uri of external values (the
-  other null). Values pylance stored in the dataset's blob files, and ``lance.blob.v2`` columns
-  declared with other fields (pylance's ``blob_field``: data, uri, position, size), are refused
-  with a ``LanceFormatError`` naming the file and column.
+- file version 2.2, a ``lance.blob.v2`` column: ``struct<data: large_binary, uri: string[,
+  position: uint64, size: uint64]>``, ``data`` the value wherever pylance stored it (the data
+  file, its packed or dedicated blob files, an external ``file:`` URI), ``uri`` the uri of external
+  values, ``position``/``size`` where the bytes are and how many (docs/blobs.md). What cannot be
+  read exactly (a missing blob file, a range outside its file, a non-``file:`` external URI) is a
+  ``LanceFormatError`` naming the file and column.
 
 Datasets from old Lance releases are read as the reference reads them: a fragment's physical_rows of
 0, or any when the manifest has no writer_version, is the row count of its first data file; a

@@ -161,7 +161,7 @@ class FileV2Reader(MappedFile):
         if cm.HasField("encoding"):
             col_enc = self._unwrap(cm.encoding, encodings_pb2.ColumnEncoding(), f"column {idx}")
             kind = col_enc.WhichOneof("column_encoding")
-            if kind not in (None, "values"):
+            if kind not in (None, "values", "blob"):  # blob: pages of (position, size) descriptions
                 raise LanceFormatError(self.path, f"column {idx}: unsupported column encoding {kind!r}")
 
     def _unwrap(self, enc, msg, what: str):
@@ -204,6 +204,42 @@ class FileV2Reader(MappedFile):
             where = f"{what}, column {col_idx} page {pno}"
             enc = self._unwrap(page.encoding, encodings_pb2.ArrayEncoding(), where)
             yield where, page, enc, self._page_buffers(cm, page, where)
+
+    def _blob_v1(self, col: int, typ: pa.DataType, what: str) -> pa.Array:
+        """A 2.0 blob column: each page a packed struct of (position u64, size u64) per row, the
+        value's bytes at that position of this file; size 0 at position 1 is a null (at 0: empty)."""
+        pos_parts: List[np.ndarray] = []
+        size_parts: List[np.ndarray] = []
+        for where, page, enc, bufs in self._pages(col, what):
+            if enc.WhichOneof("array_encoding") != "packed_struct":
+                raise self._decoder.unsupported(where, enc)
+            widths = []
+            for e in enc.packed_struct.inner:
+                while e.WhichOneof("array_encoding") == "nullable" and e.nullable.WhichOneof("nullability") == "no_nulls":
+                    e = e.nullable.no_nulls.values
+                widths.append(e.flat.bits_per_value if e.WhichOneof("array_encoding") == "flat" else 0)
+            if widths != [64, 64]:
+                raise LanceFormatError(self.path, f"{where}: blob descriptions of {widths} bits, not (u64, u64)")
+            n = int(page.length)
+            buf = bufs(enc.packed_struct.buffer)
+            if buf.size < 16 * n:
+                raise LanceFormatError(self.path, f"{where}: {buf.size} bytes for {n} blob descriptions")
+            d = np.frombuffer(buf, dtype=np.uint64, count=2 * n).reshape(n, 2)
+            pos_parts.append(d[:, 0].astype(np.int64))
+            size_parts.append(d[:, 1].astype(np.int64))
+        pos = np.concatenate(pos_parts) if pos_parts else np.empty(0, np.int64)
+        size = np.concatenate(size_parts) if size_parts else np.empty(0, np.int64)
+        valid = ~((size == 0) & (pos == 1))
+        offs = np.zeros(size.size + 1, np.int64)
+        np.cumsum(size, out=offs[1:])
+        parts = []
+        for p, z in zip(pos[size > 0].tolist(), size[size > 0].tolist()):
+            self._check(p, z, f"{what}: blob value")
+            parts.append(np.frombuffer(self._read(p, z), dtype=np.uint8))
+        data = pa.py_buffer(np.concatenate(parts)) if parts else pa.py_buffer(b"")
+        arr = pa.Array.from_buffers(pa.large_binary(), size.size,
+                                    [_arrow.bitmap_from_bools(valid), pa.py_buffer(offs), data])
+        return arr.cast(typ)
 
     # -- fields -----------------------------------------------------------------------------
     def read_field(self, field: LanceField, columns: Dict[int, int]) -> pa.Array:
@@ -251,6 +287,9 @@ class FileV2Reader(MappedFile):
             offsets = _arrow.offsets_buffer(ends, pa.types.is_large_list(typ), f"{self.path}: {what}")
             return pa.Array.from_buffers(typ, len(ends), [_arrow.bitmap_from_bools(valid), offsets],
                                          children=[child])
+        meta = field.metadata.get("lance-encoding:blob")
+        if (meta.decode() if isinstance(meta, bytes) else meta) == "true":
+            return self._blob_v1(col, typ, what)
         value_type = typ.value_type if pa.types.is_dictionary(typ) else typ
         chunks = [self._decoder.decode(enc, page.length, value_type, bufs, where)
                   for where, page, enc, bufs in self._pages(col, what)]

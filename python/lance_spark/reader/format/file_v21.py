@@ -19,6 +19,7 @@ id, uri), read as a leaf and turned into the field's struct<data, uri> (`blob_v2
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -215,35 +216,91 @@ def is_blob_v2(field: LanceField) -> bool:
     return (ext if isinstance(ext, bytes) else str(ext or "").encode()) == BLOB_V2_EXTENSION
 
 
-def blob_v2_values(desc: pa.Array, typ: pa.DataType, read_at) -> pa.Array:
-    """`lance.blob.v2` descriptions -> the field's struct<data, uri> (children matched by name):
-    `data` holds the values stored in this data file (kind 0, "inline": read at position / size),
-    `uri` the uri of external values (null when empty). Values in the dataset's blob files (kinds 1
-    "packed" and 2 "dedicated", without a uri) are refused. Slots of null rows are placeholders."""
+def blob_file_name(blob_id: int) -> str:
+    """A blob file's name in `<data file stem>/`: the id's 32 bits reversed, as binary digits."""
+    return f"{blob_id & 0xFFFFFFFF:032b}"[::-1] + ".blob"
+
+
+def _local_path(uri: str) -> str:
+    """The local file an external blob URI names (``file:`` URIs; others are refused)."""
+    from urllib.parse import unquote, urlparse
+    u = urlparse(uri)
+    if u.scheme != "file":
+        raise DecodeError(f"external blob uri {uri!r}: only file: URIs are read by the pure-Python reader")
+    return unquote(u.path)
+
+
+def _file_bytes(path: str, pos: int, size: Optional[int], what: str) -> np.ndarray:
+    """`size` bytes at `pos` of a local file (all of it when size is None)."""
+    try:
+        with open(path, "rb") as f:
+            total = os.fstat(f.fileno()).st_size
+            if size is None:
+                pos, size = 0, total
+            if pos < 0 or size < 0 or pos + size > total:
+                raise DecodeError(f"{what}: bytes [{pos}, {pos + size}) lie outside {path} ({total} bytes)")
+            f.seek(pos)
+            return np.frombuffer(f.read(size), dtype=np.uint8)
+    except OSError as e:
+        raise DecodeError(f"{what}: cannot read {path}: {e}") from None
+
+
+def blob_v2_values(desc: pa.Array, typ: pa.DataType, read_at, data_path: Optional[str] = None) -> pa.Array:
+    """`lance.blob.v2` descriptions -> the field's struct<data, uri[, position, size]> (children
+    matched by name): `data` the value wherever it lives: in this data file (kind 0, "inline"),
+    in one of its blob files (1 "packed", 2 "dedicated": `<data file stem>/<blob_file_name>`), or
+    an external local file (3: the range [position, position + size), all of it when size is 0);
+    `uri` the uri of external values; `position`/`size` where the value's bytes are and how many.
+    Slots of null rows are placeholders."""
     if not pa.types.is_struct(typ):
         raise DecodeError(f"blob field of type {typ} (a struct<data, uri> expected)")
     names = [typ.field(i).name for i in range(typ.num_fields)]
-    unknown = [x for x in names if x not in ("data", "uri")]
+    unknown = [x for x in names if x not in ("data", "uri", "position", "size")]
     if unknown:
-        raise DecodeError(f"lance.blob.v2 column declared as struct<{', '.join(names)}>: only struct<data, uri> "
-                          f"is supported (unknown field(s) {', '.join(unknown)})")
+        raise DecodeError(f"lance.blob.v2 column declared as struct<{', '.join(names)}>: unknown field(s) "
+                          f"{', '.join(unknown)}")
     kind = np.asarray(desc.field(0).to_numpy(zero_copy_only=False), np.int64)
     uri = desc.field(4)
     has_uri = np.asarray(pc.binary_length(uri).fill_null(0).to_numpy(zero_copy_only=False)) > 0
     inline = kind == 0
-    bad = np.flatnonzero(~inline & ~has_uri)
-    if bad.size:
-        k = int(kind[bad[0]])
-        raise DecodeError(f"blob of slot {int(bad[0])} is of kind {k} ({_BLOB_KINDS.get(k, 'unknown')}: stored "
-                          f"in the dataset's blob files, not this data file); only values in the data file "
-                          f"and external ones (uri) are supported")
     pos, size = positions_and_sizes(desc.field(1).to_numpy(zero_copy_only=False),
                                     desc.field(2).to_numpy(zero_copy_only=False), "blob v2 descriptions")
-    size = np.where(inline, size, 0)
-    data = block_to_arrow(read_blobs(np.where(inline, pos, 0), size, read_at), pa.large_binary())
-    data = _arrow.with_validity(data, _arrow.bitmap_from_bools(inline))
+    pos = np.array(pos, np.int64)
+    ids = np.asarray(desc.field(3).to_numpy(zero_copy_only=False), np.int64)
+    uris = uri.to_pylist()
+    if inline.all():
+        data = block_to_arrow(read_blobs(pos, size, read_at), pa.large_binary())
+        sizes_out = size
+    else:
+        parts: List[np.ndarray] = []
+        sizes_out = size.copy()
+        for i in range(len(kind)):
+            k = int(kind[i])
+            what = f"blob of slot {i} ({_BLOB_KINDS.get(k, 'unknown')})"
+            if k == 0:
+                parts.append(read_at(int(pos[i]), int(size[i])) if size[i] else np.empty(0, np.uint8))
+            elif k in (1, 2):
+                if data_path is None:
+                    raise DecodeError(f"{what}: stored in a blob file; the data file's path is unknown")
+                stem = os.path.splitext(data_path)[0]
+                parts.append(_file_bytes(os.path.join(stem, blob_file_name(int(ids[i]))),
+                                         int(pos[i]), int(size[i]), what))
+            elif k == 3:
+                if not uris[i]:
+                    raise DecodeError(f"{what}: an external blob without a uri")
+                b = _file_bytes(_local_path(uris[i]), int(pos[i]), int(size[i]) or None, what)
+                if not size[i]:
+                    pos[i], sizes_out[i] = 0, b.size
+                parts.append(b)
+            else:
+                raise DecodeError(f"{what}: unknown blob kind {k}")
+        offs = np.zeros(len(parts) + 1, np.int64)
+        np.cumsum([p.size for p in parts], out=offs[1:])
+        data = block_to_arrow(Var(offs, np.concatenate(parts) if parts else np.empty(0, np.uint8)),
+                              pa.large_binary())
     uri = _arrow.with_validity(uri, _arrow.bitmap_from_bools(has_uri))
-    kids = {"data": data, "uri": uri}
+    kids = {"data": data, "uri": uri, "position": pa.array(pos.astype(np.uint64), pa.uint64()),
+            "size": pa.array(np.asarray(sizes_out).astype(np.uint64), pa.uint64())}
     return pa.StructArray.from_arrays([kids[x].cast(typ.field(x).type) for x in names], fields=list(typ))
 
 
@@ -340,7 +397,7 @@ class FileV21Reader(FileV2Reader):
                     raise DecodeError(f"page holds {data.values.n} values, its levels {nvis} visible items")
                 values = block_to_arrow(data.values, storage)
             if blob_v2:
-                values = blob_v2_values(values, typ, self.read_at)
+                values = blob_v2_values(values, typ, self.read_at, self.path)
         except LanceFormatError:
             raise
         except _DECODE_ERRORS as e:

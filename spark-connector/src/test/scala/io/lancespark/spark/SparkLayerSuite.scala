@@ -20,7 +20,7 @@ class SparkLayerSuite extends AnyFunSuite {
   test("read options: defaults, case-insensitive names, each value parsed") {
     assert(read(Map.empty) == ReadConf())
     assert(read(Map("BATCHSIZE" -> "100", "splitrows" -> "7", "pushDown" -> "FALSE", "readahead" -> "true")) ==
-      ReadConf(batchSize = 100, splitRows = Some(7L), pushdown = false, readAhead = Some(true)))
+      ReadConf(batchSize = 100, splitRows = Some(7L), pushdown = false, readAhead = Some(true), batchSizeGiven = true))
     assert(read(Map("readAhead" -> "auto")).readAhead.isEmpty)
     assert(ReadOptions.target(Map("path" -> "/x", "Version" -> "3")) == ReadTarget("/x", Some(3L)))
   }
@@ -48,7 +48,7 @@ class SparkLayerSuite extends AnyFunSuite {
   test("precedence: the read's own option, then the session, then the table property") {
     val table = Map("batchSize" -> "10", "splitRows" -> "1000")
     val session = Map("spark.lance.batchSize" -> "20")
-    assert(read(Map.empty, session, table) == ReadConf(batchSize = 20, splitRows = Some(1000L)))
+    assert(read(Map.empty, session, table) == ReadConf(batchSize = 20, splitRows = Some(1000L), batchSizeGiven = true))
     assert(read(Map("batchSize" -> "30"), session, table).batchSize == 30)
     assert(read(Map.empty, Map.empty, table).batchSize == 10)
   }

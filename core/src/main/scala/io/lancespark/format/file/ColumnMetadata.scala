@@ -128,6 +128,8 @@ final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer) {
       }
     ce.getColumnEncodingCase match {
       case ColumnEncoding.ColumnEncodingCase.VALUES | ColumnEncoding.ColumnEncodingCase.COLUMNENCODING_NOT_SET => ()
+      // a 2.0 blob column: its pages hold (position, size) descriptions of values stored elsewhere in the file
+      case ColumnEncoding.ColumnEncodingCase.BLOB => ()
       case other =>
         throw LanceFormatException(path, s"$where: unsupported column encoding '$other' (only plain values are supported)")
     }

@@ -4,7 +4,7 @@ import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
 
 import io.lancespark.schema.{LanceField, LanceSchema, LogicalType}
-import io.lancespark.format.arrow.{Block, DictionaryCache, Slice, VectorLoader}
+import io.lancespark.format.arrow.{Bits, Block, DictionaryCache, Slice, VectorLoader}
 import io.lancespark.format.arrow.Block._
 import io.lancespark.format.file.{ContainerReader, FileContainer, Footer}
 import io.lancespark.format.input.{ByteRange, ByteReader, CoalescedReads, PlannedRead, RandomAccessSource}
@@ -126,10 +126,55 @@ final class V20FileReader private (
       loader.loadList(vec, ss)
       val (ia, ib) = if (itemRanges.isEmpty) (0L, 0L) else (itemRanges.head._1, itemRanges.last._2)
       fill(field.children.head, listItems(field, vec), ia, ib, input)
+    } else if (field.metadata.get("lance-encoding:blob").contains("true")) {
+      loader.loadLeaf(vec, blobValues(field, slices(field, columnOf(field), from, until, input)))
     } else {
       val col = columnOf(field)
       loader.loadLeaf(vec, slices(field, col, from, until, input))
     }
+  }
+
+  /** A 2.0 blob column (`lance-encoding:blob`): each row's description
+    * (position, size) of its value elsewhere in this file; a size of 0 at
+    * position 1 is a null (0 at 0: an empty value). The values' bytes are
+    * read straight into the batch's one data buffer. */
+  private def blobValues(field: LanceField, descriptions: Vector[Slice]): Seq[Slice] = {
+    val n = descriptions.map(_.count).sum.toInt
+    val pos = new Array[Long](n)
+    val size = new Array[Long](n)
+    var at = 0
+    descriptions.foreach {
+      case Slice(PackedBlock(_, Vector(FixedBlock(_, 8, p), FixedBlock(_, 8, z))), start, count) =>
+        var i = 0
+        while (i < count) {
+          pos(at) = p.getLong(8 * (start + i).toInt); size(at) = z.getLong(8 * (start + i).toInt); at += 1; i += 1
+        }
+      case Slice(other, _, _) =>
+        fail(s"blob field '${field.name}': descriptions decode to ${other.getClass.getSimpleName}, not (position, size) pairs")
+    }
+    val valid = Bits.tabulate(n)(i => !(size(i) == 0 && pos(i) == 1))
+    val offsets = new Array[Long](n + 1)
+    var i = 0
+    while (i < n) {
+      if (size(i) < 0 || pos(i) < 0 || (size(i) > 0 && pos(i) + size(i) > source.size))
+        fail(s"blob field '${field.name}', row ${i} of the batch: [${pos(i)}, ${pos(i) + size(i)}) lies outside the file")
+      offsets(i + 1) = offsets(i) + size(i)
+      i += 1
+    }
+    if (offsets(n) > Int.MaxValue - 16)
+      fail(s"blob field '${field.name}': ${offsets(n)} bytes of blob values in one batch of $n rows " +
+        "(more than a Java array holds; read fewer rows per batch)")
+    val bytes = java.nio.ByteBuffer.allocate(offsets(n).toInt)
+    i = 0
+    while (i < n) {
+      if (size(i) > 0) {
+        val dst = bytes.duplicate()
+        dst.position(offsets(i).toInt).limit(offsets(i + 1).toInt)
+        source.readInto(pos(i), dst.slice())
+      }
+      i += 1
+    }
+    Seq(Slice(VarBlock(n.toLong, offsets, bytes, Some(valid)), 0, n.toLong))
   }
 
   private def listBlock(b: Block): Option[ListBlock] = b match {

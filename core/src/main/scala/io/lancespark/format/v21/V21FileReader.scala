@@ -32,8 +32,15 @@ import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
 final class V21FileReader private (
     container: FileContainer,
     schemaOverride: Option[LanceSchema],
-    fieldColumnsOverride: Option[Map[Int, Int]])
+    fieldColumnsOverride: Option[Map[Int, Int]],
+    blobs: BlobSources)
     extends ContainerReader(container, schemaOverride, fieldColumnsOverride) {
+
+  override def bytesRead: Long = super.bytesRead + blobs.bytesRead
+
+  override def readRequests: Long = super.readRequests + blobs.readRequests
+
+  override def close(): Unit = try super.close() finally blobs.close()
 
   /** Only leaves have columns (a packed struct or a blob is one). */
   override protected def storedFields(field: LanceField): Seq[LanceField] = V21FileReader.leaves(field)
@@ -179,8 +186,13 @@ final class V21FileReader private (
 
   /** A blob column of file version 2.2 (`lance.blob.v2`): the Lance schema
     * says struct<data, uri>; the file stores one description per value (kind,
-    * position, size, blob id, uri). Values stored in this data file ("inline")
-    * are read at their position; external ones have only their uri. */
+    * position, size, blob id, uri). `data` is the value, wherever it lives:
+    * in this data file (kind 0, "inline"), in one of the data file's blob
+    * files (1 "packed", 2 "dedicated": [[BlobSources.blobFile]] by blob id),
+    * or in an external file (3: its uri, the range [position, position +
+    * size) of it, or all of it when size is 0); `uri` the uri of external
+    * values. The values' bytes are read straight into the one buffer of the
+    * batch's `data` vector (no copy per value). */
   private def fillBlobV2(field: LanceField, vec: FieldVector, u: Unravelled, layer: LayerOut,
                          loader: VectorLoader): Unit = {
     val sv = vec match {
@@ -189,30 +201,30 @@ final class V21FileReader private (
     }
     loader.loadStruct(sv, layer.count, layer.validity)
     val n = layer.count
-    val data = new Array[Array[Byte]](n)
-    val uris = new Array[Array[Byte]](n)
+    val kinds = new Array[Int](n)
+    java.util.Arrays.fill(kinds, -1)
+    val positions = new Array[Long](n)
+    val sizes = new Array[Long](n)
+    val ids = new Array[Int](n)
+    val uris = new Array[String](n)
     var row = 0
     u.values.foreach { s =>
       s.block match {
-        case PackedBlock(_, Vector(FixedBlock(_, 1, kind), FixedBlock(_, 8, pos), FixedBlock(_, 8, size), _, VarBlock(_, uo, ud, _))) =>
+        case PackedBlock(_, Vector(FixedBlock(_, 1, kind), FixedBlock(_, 8, pos), FixedBlock(_, 8, size),
+                                   FixedBlock(_, 4, id), VarBlock(_, uo, ud, _))) =>
           var i = s.start.toInt
           while (i < s.start + s.count) {
-            val k = kind.get(i) & 0xff
-            val p = pos.getLong(8 * i)
-            val z = size.getLong(8 * i)
-            val uriLen = (uo(i + 1) - uo(i)).toInt
-            if (uriLen > 0) { val b = new Array[Byte](uriLen); ud.duplicate().position(uo(i).toInt).asInstanceOf[java.nio.ByteBuffer].get(b); uris(row) = b }
-            k match {
-              case 0 => // stored in this data file
-                if (z < 0 || p < 0 || p + z > source.size)
-                  fail(s"blob field '${field.name}', row ${row}: [$p, ${p + z}) lies outside the file")
-                if (z > Int.MaxValue - 16) fail(s"blob field '${field.name}', row $row: a blob of $z bytes")
-                val b = new Array[Byte](z.toInt)
-                if (z > 0) source.read(p, z).get(b)
-                data(row) = b
-              case _ if uriLen > 0 => () // stored elsewhere, named by its uri
-              case other => fail(s"blob field '${field.name}', row $row: blobs of kind $other (stored in the " +
-                "dataset's blob files) are not supported; blobs in the data file and external ones are")
+            if (layer.validity.forall(_.get(row))) {
+              kinds(row) = kind.get(i) & 0xff
+              positions(row) = pos.getLong(8 * i)
+              sizes(row) = size.getLong(8 * i)
+              ids(row) = id.getInt(4 * i)
+              val uriLen = (uo(i + 1) - uo(i)).toInt
+              if (uriLen > 0) {
+                val b = new Array[Byte](uriLen)
+                ud.duplicate().position(uo(i).toInt).asInstanceOf[java.nio.ByteBuffer].get(b)
+                uris(row) = new String(b, java.nio.charset.StandardCharsets.UTF_8)
+              }
             }
             row += 1
             i += 1
@@ -221,24 +233,88 @@ final class V21FileReader private (
         case other => fail(s"blob field '${field.name}': descriptions decode to ${other.getClass.getSimpleName}")
       }
     }
-    def column(values: Array[Array[Byte]]): Seq[Slice] = {
+    if (row != n) fail(s"blob field '${field.name}': $row descriptions for $n rows")
+    // read only when the scan asks for `data` (a scan of `uri` reads no blob bytes)
+    def dataColumn: Seq[Slice] = {
+      // where each value's bytes are: (source, position, length)
+      val sources = new Array[RandomAccessSource](n)
+      val lengths = new Array[Long](n)
+      var r = 0
+      while (r < n) {
+        val k = kinds(r)
+        val (src, at, len) = k match {
+          case -1 => (null, 0L, 0L)
+          case 0 => (source, positions(r), sizes(r))
+          case 1 | 2 => (blobSource(field, r, blobs.blobFile(ids(r)), ids(r)), positions(r), sizes(r))
+          case 3 =>
+            if (uris(r) == null) fail(s"blob field '${field.name}', row $r: an external blob without a uri")
+            val ext = blobSource(field, r, blobs.external(uris(r)), uris(r))
+            if (sizes(r) == 0) (ext, 0L, ext.size) else (ext, positions(r), sizes(r))
+          case other => fail(s"blob field '${field.name}', row $r: unknown blob kind $other")
+        }
+        if (src != null && (len < 0 || at < 0 || at + len > src.size))
+          fail(s"blob field '${field.name}', row $r: bytes [$at, ${at + len}) lie outside ${src.path} (${src.size} bytes)")
+        sources(r) = src
+        positions(r) = at
+        lengths(r) = len
+        r += 1
+      }
       val offsets = new Array[Long](n + 1)
+      r = 0
+      while (r < n) { offsets(r + 1) = offsets(r) + lengths(r); r += 1 }
+      if (offsets(n) > Int.MaxValue - 16)
+        fail(s"blob field '${field.name}': ${offsets(n)} bytes of blob values in one batch of $n rows " +
+          "(more than a Java array holds; read fewer rows per batch)")
+      val bytes = java.nio.ByteBuffer.allocate(offsets(n).toInt)
+      r = 0
+      while (r < n) {
+        if (lengths(r) > 0) {
+          val dst = bytes.duplicate()
+          dst.position(offsets(r).toInt).limit(offsets(r + 1).toInt)
+          sources(r).readInto(positions(r), dst.slice())
+        }
+        r += 1
+      }
+      Seq(Slice(VarBlock(n, offsets, bytes, Some(Bits.tabulate(n)(kinds(_) >= 0))), 0, n))
+    }
+    def uriColumn: Seq[Slice] = {
+      val enc = uris.map(u => if (u == null) null else u.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+      val off = new Array[Long](n + 1)
       var i = 0
-      while (i < n) { offsets(i + 1) = offsets(i) + (if (values(i) == null) 0 else values(i).length); i += 1 }
-      val bytes = new Array[Byte](offsets(n).toInt)
+      while (i < n) { off(i + 1) = off(i) + (if (enc(i) == null) 0 else enc(i).length); i += 1 }
+      val b = new Array[Byte](off(n).toInt)
       i = 0
-      while (i < n) { if (values(i) != null) System.arraycopy(values(i), 0, bytes, offsets(i).toInt, values(i).length); i += 1 }
-      val valid = Bits.tabulate(n)(values(_) != null)
-      Seq(Slice(VarBlock(n, offsets, java.nio.ByteBuffer.wrap(bytes), Some(valid)), 0, n))
+      while (i < n) { if (enc(i) != null) System.arraycopy(enc(i), 0, b, off(i).toInt, enc(i).length); i += 1 }
+      Seq(Slice(VarBlock(n, off, java.nio.ByteBuffer.wrap(b), Some(Bits.tabulate(n)(enc(_) != null))), 0, n))
+    }
+    // a value's position in the file holding it and its size in bytes, as
+    // the descriptions say (an external value's whole file: 0 and the file's size)
+    def longColumn(value: Int => Long): Seq[Slice] = {
+      val buf = java.nio.ByteBuffer.allocate(8 * n).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+      var i = 0
+      while (i < n) { if (kinds(i) >= 0) buf.putLong(8 * i, value(i)); i += 1 }
+      Seq(Slice(NullableBlock(Bits.tabulate(n)(kinds(_) >= 0), FixedBlock(n, 8, buf)), 0, n))
     }
     field.children.zip(sv.getChildrenFromFields.asScala).foreach { case (c, cv) =>
       c.name match {
-        case "data" => loader.loadLeaf(cv, column(data))
-        case "uri"  => loader.loadLeaf(cv, column(uris))
+        case "data" => loader.loadLeaf(cv, dataColumn)
+        case "uri"  => loader.loadLeaf(cv, uriColumn)
+        case "position" => loader.loadLeaf(cv, longColumn(r => if (kinds(r) == 3 && sizes(r) == 0) 0L else positions(r)))
+        case "size" => loader.loadLeaf(cv, longColumn(r =>
+          if (kinds(r) == 3 && sizes(r) == 0) blobSource(field, r, blobs.external(uris(r)), uris(r)).size else sizes(r)))
         case other  => fail(s"blob field '${field.name}' has an unknown field '$other'")
       }
     }
   }
+
+  /** Opens a blob value's file, naming the data file and column when that fails. */
+  private def blobSource(field: LanceField, row: Int, open: => RandomAccessSource, what: Any): RandomAccessSource =
+    try open
+    catch {
+      case e: Exception =>
+        throw io.lancespark.schema.LanceFormatException(path,
+          s"blob field '${field.name}', row $row of the batch: cannot open the file of its value ($what): ${e.getMessage}", e)
+    }
 
   override protected def decode(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
                                 reads: CoalescedReads, batch: BatchOutput): Unit = {
@@ -293,16 +369,22 @@ object V21FileReader {
   /** A data file of a dataset: `schema` is the dataset's, `fieldColumns` the
     * manifest's field id -> column index mapping. */
   def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int]): V21FileReader =
-    new V21FileReader(container(source), Some(schema), Some(fieldColumns))
+    new V21FileReader(container(source), Some(schema), Some(fieldColumns), BlobSources.none)
 
   /** Like `open`, for a file the manifest says is 2.`minor`: a footer that
     * says otherwise is an error naming both (the two minors decode differently). */
   def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int], minor: Int): V21FileReader =
+    open(source, schema, fieldColumns, minor, BlobSources.none)
+
+  /** Like `open`, with the blob files and external files of 2.2 blob values. */
+  def open(source: RandomAccessSource, schema: LanceSchema, fieldColumns: Map[Int, Int], minor: Int,
+           blobs: BlobSources): V21FileReader =
     new V21FileReader(FileContainer.open(source, f => f.major == 2 && f.minor == minor,
-      s"2.$minor, the version the dataset's manifest records for it"), Some(schema), Some(fieldColumns))
+      s"2.$minor, the version the dataset's manifest records for it"), Some(schema), Some(fieldColumns), blobs)
 
   /** A standalone file: schema and leaf columns (depth first) from the file. */
-  def openStandalone(source: RandomAccessSource): V21FileReader = new V21FileReader(container(source), None, None)
+  def openStandalone(source: RandomAccessSource): V21FileReader =
+    new V21FileReader(container(source), None, None, BlobSources.none)
 
   /** Whether a footer is of a version this reader reads (2.1, 2.2). */
   def accepts(f: Footer): Boolean = f.major == 2 && (f.minor == 1 || f.minor == 2)

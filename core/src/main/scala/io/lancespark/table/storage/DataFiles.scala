@@ -37,7 +37,8 @@ object DataFiles {
       (if (ref.isLegacy) footerVersion(source) else (ref.majorVersion, ref.minorVersion)) match {
         case (0, minor) if minor <= 2 => LegacyFileReader.open(source, schema, ref.fieldIds)
         case (0, 3) | (2, 0) => V20FileReader.open(source, schema, columns(ref))
-        case (2, minor) if minor == 1 || minor == 2 => V21FileReader.open(source, schema, columns(ref), minor)
+        case (2, minor) if minor == 1 || minor == 2 => V21FileReader.open(source, schema, columns(ref), minor,
+          new DatasetBlobSources(storage, path))
         case (major, minor) =>
           throw LanceFormatException(path.toString,
             s"data file version $major.$minor is not supported (this connector reads 0.1, 2.0, 2.1 and 2.2)")

@@ -139,6 +139,20 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
         throw LanceFormatException(path.toString, "file is missing (referenced by the dataset)", e)
     }
 
+  /** Opens a file outside the dataset (an external blob value's file), with
+    * the dataset's Hadoop configuration. */
+  def openExternal(path: Path): RandomAccessSource = {
+    val efs = path.getFileSystem(conf) match {
+      case local: LocalFileSystem => local.getRawFileSystem
+      case other => other
+    }
+    try new HadoopSource(efs, path, coalesceGap, 0L)
+    catch {
+      case e: FileNotFoundException =>
+        throw LanceFormatException(path.toString, "file is missing (an external blob value of the dataset)", e)
+    }
+  }
+
   /** The whole of `path`. On remote stores its length is asked once and the
     * file opened with it (one metadata request, not one for the length and
     * one more when the file is opened). */

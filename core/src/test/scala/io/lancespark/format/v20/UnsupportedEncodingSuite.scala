@@ -44,6 +44,8 @@ class UnsupportedEncodingSuite extends AnyFunSuite {
       .setCompressedBitsPerValue(3).setUncompressedBitsPerValue(32).setBuffer(pageBuffer)).build, "bitpacked_for_non_neg")
     refuse(ArrayEncoding.newBuilder.setConstant(Constant.newBuilder.setValue(ByteString.copyFrom(Array[Byte](1)))).build, "constant")
     refuse(ArrayEncoding.newBuilder.setPackedStruct(PackedStruct.newBuilder.setBuffer(pageBuffer)).build, "packed_struct")
+    refuse(ArrayEncoding.newBuilder.setPackedStruct(PackedStruct.newBuilder.setBuffer(pageBuffer)
+      .addInner(ArrayEncoding.newBuilder.setFlat(flat(3)))).build, "packed_struct field")
     refuse(ArrayEncoding.newBuilder.setFlat(flat(32).setCompression(Compression.newBuilder.setScheme("zstd"))).build, "zstd")
     refuse(ArrayEncoding.newBuilder.setFlat(flat(3)).build, "3 bits")
     refuse(ArrayEncoding.newBuilder.setFixedSizeList(FixedSizeList.newBuilder.setDimension(2)

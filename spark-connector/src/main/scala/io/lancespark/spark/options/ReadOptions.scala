@@ -8,7 +8,8 @@ final case class ReadConf(
     pushdown: Boolean = true,
     readAhead: Option[Boolean] = None,
     aggregatePushdown: Boolean = true,
-    useIndex: Boolean = true)
+    useIndex: Boolean = true,
+    batchSizeGiven: Boolean = false)
 
 /** Which dataset a read opens: its path and version or tag (only from the
   * read's own options; at most one of the two). */
@@ -62,7 +63,8 @@ object ReadOptions {
     pushdown = source.getOrElse(Pushdown, true),
     readAhead = source.get(ReadAhead).flatten,
     aggregatePushdown = source.getOrElse(AggregatePushdown, true),
-    useIndex = source.getOrElse(UseIndex, true))
+    useIndex = source.getOrElse(UseIndex, true),
+    batchSizeGiven = source.get(BatchSize).isDefined)
 
   /** A read's settings from its own options, the session and the table's properties. */
   def conf(explicit: Map[String, String], session: String => Option[String],

@@ -6,7 +6,7 @@ import org.apache.spark.sql.types.{IntegerType, LongType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 
 import io.lancespark.spark.MetadataColumns
-import io.lancespark.table.scan.{FragmentBatch, FragmentPiece, FragmentScanner}
+import io.lancespark.table.scan.{BlobColumns, FragmentBatch, FragmentPiece, FragmentScanner}
 import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 
 /** Reads one piece of a partition (row ranges of a fragment) as columnar
@@ -22,6 +22,13 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
     ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields)
 
   private lazy val rowIds = scanner.rowIds(factory.stableRowIds)
+
+  /** Rows per batch: the batchSize option, or for a scan reading blob values
+    * without one, at most [[BlobColumns.BatchRows]] (docs/blobs.md). */
+  private val batchRows: Int =
+    if (!factory.read.batchSizeGiven && BlobColumns.readsBytes(factory.fields))
+      math.min(factory.read.batchSize, BlobColumns.BatchRows)
+    else factory.read.batchSize
 
   /** Reads on the read pool ahead of the decode: asked for, or storage that is not local. */
   private val readAhead: Boolean = factory.read.readAhead.getOrElse(!storage.isLocal)
@@ -42,7 +49,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
     var found = false
     while (!found && limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
       if (position >= range._2) { range = ranges.next(); position = range._1 }
-      val end = math.min(range._2, position + factory.read.batchSize)
+      val end = math.min(range._2, position + batchRows)
       val batch = scanner.readView(position, end, if (readAhead) following(end) else None)
       span = (position, end)
       position = end
@@ -58,8 +65,8 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
   /** The batch after the one ending at `end`, if any. */
   private def following(end: Long): Option[(Long, Long)] =
     if (limit.exists(returned >= _)) None
-    else if (end < range._2) Some((end, math.min(range._2, end + factory.read.batchSize)))
-    else if (ranges.hasNext) Some((ranges.head._1, math.min(ranges.head._2, ranges.head._1 + factory.read.batchSize)))
+    else if (end < range._2) Some((end, math.min(range._2, end + batchRows)))
+    else if (ranges.hasNext) Some((ranges.head._1, math.min(ranges.head._2, ranges.head._1 + batchRows)))
     else None
 
   override def get(): ColumnarBatch = current.map(_._2).getOrElse(throw new NoSuchElementException)

@@ -50,6 +50,7 @@ private[v20] object ArrayCodec {
       case DICTIONARY        => DictionaryCodec(enc.getDictionary)
       case LIST              => ListCodec(enc.getList)
       case STRUCT            => StructCodec
+      case PACKED_STRUCT     => PackedStructCodec(enc.getPackedStruct)
       case other             => UnsupportedCodec(other.name.toLowerCase)
     }
   }
