@@ -13,9 +13,8 @@ import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.scan.{BlobColumns, FragmentScanner}
-import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
+import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage, Snapshot}
 
 /** Blob columns as pylance writes them: blob v1 (`lance-encoding:blob`) at
   * file versions 2.0 and 2.1, blob v2 (`lance.blob.v2`) at 2.2 with values

@@ -12,10 +12,12 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.schema.LanceSchema
-import io.lancespark.table.commit.{AppendFragments, AppendWithSchema, CommitConflictException, CommitSettings, Committer, FragmentColumns, OverwriteDataset, ReplaceSchema, RowLevelChange, WrittenFragment}
+import io.lancespark.table.commit.{AppendFragments, AppendWithSchema, CommitConflictException, CommitSettings, Committer, FragmentColumns, OverwriteDataset, ReplaceSchema, RowLevelChange}
 import io.lancespark.table.evolution.ColumnAddition
-import io.lancespark.table.model.{DataFileVersion, FieldList, Snapshot}
+import io.lancespark.table.model.{DataFileVersion, FieldList}
 import io.lancespark.table.storage.{Dataset, DatasetStorage, RowDeletions, TransactionFile}
+import io.lancespark.table.model.WrittenFragment
+import io.lancespark.table.storage.Snapshot
 
 /** The commit side of adding columns (Merge) and of appends that add fields:
   * manifests, transactions, field ids and the conflict rules. Metadata only

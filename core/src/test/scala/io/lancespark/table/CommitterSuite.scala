@@ -11,9 +11,11 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.table.model.DataFileVersion
-import io.lancespark.table.commit.{AppendFragments, CommitConflictException, CommitSettings, Committer, Commits, OverwriteDataset, RowLevelChange, RowLevelPart, RowLevelRead, RowLevelWrites, TaskDeletions, WrittenFragment}
-import io.lancespark.table.model.{FeatureFlags, RowIdSequence, Snapshot}
+import io.lancespark.table.commit.{AppendFragments, CommitConflictException, CommitSettings, Committer, Commits, OverwriteDataset, RowLevelChange, RowLevelPart, RowLevelRead, RowLevelWrites, TaskDeletions}
+import io.lancespark.table.model.{FeatureFlags, RowIdSequence}
 import io.lancespark.table.storage.{Dataset, DatasetStorage, DeletionVector, FragmentDeletion, RowDeletions, TransactionFile}
+import io.lancespark.table.model.WrittenFragment
+import io.lancespark.table.storage.Snapshot
 
 class CommitterSuite extends AnyFunSuite {
 

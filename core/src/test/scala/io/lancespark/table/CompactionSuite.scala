@@ -16,9 +16,10 @@ import org.scalatest.funsuite.AnyFunSuite
 import io.lancespark.schema.LanceSchema
 import io.lancespark.table.commit._
 import io.lancespark.table.maintenance._
-import io.lancespark.table.model.{DataFileVersion, RowIdSequence, RowVersions, Snapshot}
+import io.lancespark.table.model.{DataFileVersion, RowIdSequence, RowVersions, WrittenFragment}
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage, FragmentWriter, RowDeletions}
+import io.lancespark.table.storage.Snapshot
 
 class CompactionSuite extends AnyFunSuite with BeforeAndAfterAll {
 

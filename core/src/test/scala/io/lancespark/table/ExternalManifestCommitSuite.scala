@@ -13,9 +13,10 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.table.commit.{AppendFragments, CommitSettings, Committer, OverwriteDataset, WrittenFragment}
+import io.lancespark.table.commit.{AppendFragments, CommitSettings, Committer, OverwriteDataset}
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{Dataset, DatasetStorage, ExternalManifestCommit, ExternalManifestStore, ManifestFile, ManifestNaming, ManifestRecord}
+import io.lancespark.table.model.WrittenFragment
 
 /** A store of records in this JVM: a real implementation of the pluggable
   * interface (its conditional insert is a map's putIfAbsent), shared by every

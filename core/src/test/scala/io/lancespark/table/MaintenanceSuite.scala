@@ -9,10 +9,11 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.proto.file.{Field => PbField}
-import io.lancespark.table.commit.{AppendFragments, CommitConflictException, CommitSettings, Committer, OverwriteDataset, RestoreVersion, WrittenFragment}
+import io.lancespark.table.commit.{AppendFragments, CommitConflictException, CommitSettings, Committer, OverwriteDataset, RestoreVersion}
 import io.lancespark.table.maintenance._
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{Dataset, DatasetStorage, TransactionFile}
+import io.lancespark.table.model.WrittenFragment
 
 class MaintenanceSuite extends AnyFunSuite {
 

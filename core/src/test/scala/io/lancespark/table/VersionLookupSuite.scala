@@ -10,10 +10,11 @@ import com.google.protobuf.Timestamp
 
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.table.commit.{AppendFragments, CommitSettings, CommittedTransactions, Committer, OverwriteDataset, WrittenFragment}
+import io.lancespark.table.commit.{AppendFragments, CommitSettings, CommittedTransactions, Committer, OverwriteDataset}
 import io.lancespark.table.maintenance.Restore
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{Dataset, DatasetStorage, ManifestFile, ManifestNaming, VersionLookup}
+import io.lancespark.table.model.WrittenFragment
 
 /** Long histories on real local files: the latest version from the hint and
   * its successors, and TIMESTAMP AS OF by bisection, against the linear

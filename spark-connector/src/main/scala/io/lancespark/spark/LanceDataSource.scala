@@ -14,9 +14,9 @@ import scala.jdk.CollectionConverters._
 import io.lancespark.spark.options.{NearestOptions, ReadOptions, ReadTarget}
 import io.lancespark.spark.shim.WritableTypes
 import io.lancespark.spark.write.LanceWriteJob
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.maintenance.Tags
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
+import io.lancespark.table.storage.Snapshot
 
 /** `spark.read.format("lance")` and `df.write.format("lance")`: the entry point
   * Spark finds through META-INF/services and the short name "lance".

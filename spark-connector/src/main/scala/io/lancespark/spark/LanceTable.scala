@@ -17,7 +17,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import io.lancespark.spark.options.{NearestConf, NearestOptions, OptionSource, ReadConf, ReadOptions, ReadTarget}
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.spark.write.{LanceDeltaOperation, LanceWriteBuilder, MetadataDelete}
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.Snapshot
 
 /** One version of a Lance dataset as a Spark table, opened on first use (a
   * DataFrameWriter asks for the table of a path that may not exist yet).

@@ -4,8 +4,10 @@ import scala.collection.mutable
 
 import org.roaringbitmap.RoaringBitmap
 
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.storage.{DatasetStorage, FragmentDeletion, FragmentState, FragmentWriter, RowDeletions}
+import io.lancespark.table.model.WrittenFragment
+import io.lancespark.table.storage.Snapshot
 
 /** A change's files are written before its commit and are invisible until a
   * manifest names them: a commit either makes them part of the table or,

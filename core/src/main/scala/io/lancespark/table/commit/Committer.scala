@@ -10,17 +10,10 @@ import com.google.protobuf.Timestamp
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.schema.{LanceSchema, SchemaProto}
 import io.lancespark.proto.table.{DataFile, DataFragment, IndexMetadata, IndexSection, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
-import io.lancespark.table.model.{DataFileVersion, FeatureFlags, Snapshot}
+import io.lancespark.table.model.{DataFileVersion, FeatureFlags}
 import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, Indices, ManifestFile, ManifestMigration, ManifestNaming, RowDeletions, TransactionFile, VersionLookup}
-
-/** A data file a task wrote, before the commit gives it a fragment id. */
-final case class WrittenFragment(
-    path: String,
-    fieldIds: Vector[Int],
-    columnIndices: Vector[Int],
-    physicalRows: Long,
-    sizeBytes: Long,
-    version: DataFileVersion)
+import io.lancespark.table.model.WrittenFragment
+import io.lancespark.table.storage.Snapshot
 
 /** What a write commits. */
 sealed trait PendingOperation { def fragments: Seq[WrittenFragment] }

@@ -7,8 +7,9 @@ import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.table.commit.{AddColumnFiles, CommitSettings, Commits, FragmentColumns}
-import io.lancespark.table.model.{DataFileVersion, Snapshot}
+import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{DatasetStorage, DeletionVector, FragmentState}
+import io.lancespark.table.storage.Snapshot
 
 /** Adding columns to a version without rewriting it (the format's Merge
   * operation, as pylance's `add_columns` / `merge`): each fragment gains a
@@ -48,7 +49,7 @@ object ColumnAddition {
     * NULL) to `snapshot`. Names already in the dataset are refused. */
   def plan(snapshot: Snapshot, newColumns: Schema): ColumnAddition = {
     val uri = snapshot.storage.uri
-    val version = DataFileVersion.ofDataset(snapshot).getOrElse(throw new LanceFormatException(
+    val version = DataFileVersion.ofDataset(snapshot.fileVersion).getOrElse(throw new LanceFormatException(
       s"$uri: the dataset stores Lance file version ${snapshot.fileVersion}, which this connector reads but does " +
         s"not write (it writes ${DataFileVersion.Written.mkString(", ")}); columns cannot be added to it"))
     val names = newColumns.getFields.asScala.toVector.map(_.getName)

@@ -1,6 +1,7 @@
 package io.lancespark.table.filter
 
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.model.FragmentInfo
+import io.lancespark.table.storage.Snapshot
 
 /** Which whole fragments a filter selects, from statistics alone. */
 object FragmentPruner {

@@ -13,9 +13,10 @@ import org.roaringbitmap.RoaringBitmap
 import io.lancespark.proto.table.{IndexDetails, IndexMetadata, UUID => PbUuid}
 import io.lancespark.schema.LanceField
 import io.lancespark.table.commit.{CommitSettings, Committer, CreateIndices}
-import io.lancespark.table.model.{DataFileVersion, Snapshot}
+import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.DataFiles
+import io.lancespark.table.storage.Snapshot
 
 /** An index type this connector builds. `detailsType`: the last part of its
   * details' type URL. */

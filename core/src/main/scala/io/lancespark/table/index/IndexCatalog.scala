@@ -9,8 +9,8 @@ import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.proto.table.IndexMetadata
 import io.lancespark.schema.LanceField
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.storage.Indices
+import io.lancespark.table.storage.Snapshot
 
 /** One index of a dataset version, as its manifest describes it.
   * `kind`: the last part of its details' type URL ("BTreeIndexDetails", ...),

@@ -7,7 +7,7 @@ import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.table.filter.{Filter, RowRanges}
 import io.lancespark.table.filter.Filter._
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.Snapshot
 
 /** What the scalar indices of a dataset version answer of a filter: for
   * each fragment they decide, the offsets of the rows that may match (a

@@ -10,8 +10,9 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.{DataFragment, Transaction}
 import io.lancespark.table.commit.{CommitConflictException, CommitSettings, CommittedTransactions, Committer, ConflictChecker,
   RewriteFragments, RewriteGroupResult}
-import io.lancespark.table.model.{DataFileVersion, FragmentInfo, Snapshot}
+import io.lancespark.table.model.{DataFileVersion, FragmentInfo}
 import io.lancespark.table.storage.{Dataset, DatasetStorage, FragmentWriter, Indices, TransactionFile}
+import io.lancespark.table.storage.Snapshot
 
 /** How a compaction chooses and rewrites fragments; the reference's options
   * (pylance's `compact_files`) and defaults. `maxRowsPerGroup`: rows per batch
@@ -94,7 +95,7 @@ object Compaction {
   /** The plan for the latest version (or `version`) of a dataset. */
   def plan(snapshot: Snapshot, options: CompactionOptions): CompactionPlan = {
     val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
-    val fileVersion = DataFileVersion.ofDataset(snapshot).getOrElse(throw new LanceFormatException(
+    val fileVersion = DataFileVersion.ofDataset(snapshot.fileVersion).getOrElse(throw new LanceFormatException(
       s"$where: cannot compact a dataset of file version ${snapshot.fileVersion}: this connector writes only " +
         s"${DataFileVersion.Accepted}"))
     snapshot.schema.allFields.find(f => f.metadata.contains("lance-encoding:blob") ||

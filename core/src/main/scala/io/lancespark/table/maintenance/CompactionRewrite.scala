@@ -8,9 +8,10 @@ import scala.util.Using
 import org.apache.arrow.memory.BufferAllocator
 
 import io.lancespark.table.commit.RewrittenFragment
-import io.lancespark.table.model.{DataFileVersion, FragmentInfo, RowIdSequence, RowVersions, Snapshot}
+import io.lancespark.table.model.{DataFileVersion, FragmentInfo, RowIdSequence, RowVersions}
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, DatasetStorage, FragmentWriter}
+import io.lancespark.table.storage.Snapshot
 
 /** One group rewritten: the new fragments (not yet committed) and the live
   * rows they hold. */
@@ -34,7 +35,7 @@ object CompactionRewrite {
     val byId = snapshot.fragments.map(f => f.id -> f).toMap
     val fragments = group.fragmentIds.map(id => byId.getOrElse(id, throw new IllegalArgumentException(
       s"${storage.uri} (version ${snapshot.version}): fragment $id to compact is not in this version")))
-    val version = DataFileVersion.ofDataset(snapshot).getOrElse(throw new IllegalArgumentException(
+    val version = DataFileVersion.ofDataset(snapshot.fileVersion).getOrElse(throw new IllegalArgumentException(
       s"${storage.uri} (version ${snapshot.version}): file version ${snapshot.fileVersion} is not written by this connector"))
     val out = new Output(storage, snapshot, version, options, prefix)
     try {

@@ -4,8 +4,8 @@ import java.time.Instant
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.table.commit.{CommitSettings, Committer, RestoreVersion}
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.storage.{Dataset, DatasetStorage, VersionLookup}
+import io.lancespark.table.storage.Snapshot
 
 /** What a restore committed. */
 final case class RestoreResult(restoredVersion: Long, previousVersion: Long, newVersion: Long, rows: Long, fragments: Int)

@@ -1,5 +1,6 @@
 package io.lancespark.table.model
 
+
 /** A Lance data file version this connector writes: 2.0, 2.1 or 2.2. A
   * dataset's manifest names one (`data_format.version`) and every data file
   * added to it is written at that version, as the reference does. */
@@ -32,5 +33,5 @@ object DataFileVersion {
     if (s.trim.equalsIgnoreCase("stable")) Some(Stable) else Written.find(_.name == s.trim)
 
   /** The version a dataset's manifest names, if this connector writes it. */
-  def ofDataset(snapshot: Snapshot): Option[DataFileVersion] = Written.find(_.name == snapshot.fileVersion)
+  def ofDataset(fileVersion: String): Option[DataFileVersion] = Written.find(_.name == fileVersion)
 }

@@ -4,7 +4,6 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.table.model.Snapshot
 
 /** Opens versions of a Lance dataset directory. The latest version and a
   * version by number are found without listing `_versions/` (see

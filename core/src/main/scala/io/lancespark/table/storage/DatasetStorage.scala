@@ -177,7 +177,7 @@ object HadoopSource {
 
 object DatasetStorage {
   /** The directory of a dataset's data files. */
-  val DataDir: String = "data"
+  val DataDir: String = io.lancespark.table.model.DataFileRef.Dir
   /** Hadoop configuration key (`spark.hadoop.` prefix, or a session SQL conf) of [[DatasetStorage.coalesceGap]]. */
   val CoalesceGapKey: String = "lance.read.coalesce-gap"
   val RemoteCoalesceGap: Long = 1L << 20

@@ -19,11 +19,8 @@ import io.lancespark.proto.table.DeletionFile
   *  - `.bin`: a roaring bitmap in the portable serialization. */
 object DeletionVector {
 
-  def relativePath(fragmentId: Long, d: DeletionFile): String = {
-    val ext = if (d.getFileType == DeletionFile.DeletionFileType.BITMAP) "bin" else "arrow"
-    // ids are u64 on the wire: print them unsigned
-    s"_deletions/$fragmentId-${java.lang.Long.toUnsignedString(d.getReadVersion)}-${java.lang.Long.toUnsignedString(d.getId)}.$ext"
-  }
+  def relativePath(fragmentId: Long, d: DeletionFile): String =
+    io.lancespark.table.model.FragmentInfo.deletionPath(fragmentId, d)
 
   def read(storage: DatasetStorage, fragmentId: Long, d: DeletionFile, physicalRows: Long): RoaringBitmap = {
     val rel = relativePath(fragmentId, d)

@@ -9,8 +9,8 @@ import io.lancespark.format.file.DataFileWriter
 import io.lancespark.format.v20.V20FileWriter
 import io.lancespark.format.v21.write.{V21FileWriter, WriteCodecs}
 import io.lancespark.schema.LanceSchema
-import io.lancespark.table.commit.WrittenFragment
 import io.lancespark.table.model.DataFileVersion
+import io.lancespark.table.model.WrittenFragment
 
 /** Writes the data file of one new fragment: named `<prefix>-<uuid>.lance`
   * under the dataset's data directory, at `version` (the dataset's file

@@ -8,7 +8,6 @@ import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.{IndexMetadata, IndexSection}
-import io.lancespark.table.model.Snapshot
 
 /** The index metadata a manifest carries (its index section). This connector
   * neither builds nor reads index files; compaction plans around their

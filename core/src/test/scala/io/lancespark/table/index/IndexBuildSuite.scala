@@ -7,10 +7,10 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.table.filter.{CompareOp, Lit}
 import io.lancespark.table.filter.Filter._
-import io.lancespark.table.model.Snapshot
-import io.lancespark.table.scan.ScanPlanner
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 import io.lancespark.table.PylanceProcess
+import io.lancespark.table.storage.Snapshot
+import io.lancespark.table.plan.ScanPlanner
 
 /** BTREE and BITMAP indices built by this connector on pylance-written
   * tables (several fragments, nulls, deleted rows; file versions 2.0, 2.1

@@ -12,10 +12,11 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.table.filter.{CompareOp, Filter, Lit}
 import io.lancespark.table.filter.Filter._
-import io.lancespark.table.model.Snapshot
-import io.lancespark.table.scan.{FragmentScanner, ScanPlanner}
+import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
 import io.lancespark.table.PylanceProcess
+import io.lancespark.table.storage.Snapshot
+import io.lancespark.table.plan.ScanPlanner
 
 /** Scalar indices pylance builds (BTREE, BITMAP; others ignored), read by the
   * table layer: what they select of each covered fragment holds every row

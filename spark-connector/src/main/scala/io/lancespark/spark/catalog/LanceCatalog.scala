@@ -169,7 +169,7 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
     if (!exists(ident)) throw new NoSuchTableException(ident)
     val storage = DatasetStorage(location(ident), conf)
     val snapshot = Dataset.open(storage, None)
-    val fields = SchemaChanges.apply(snapshot.schema, changes, ident.toString, DataFileVersion.ofDataset(snapshot))
+    val fields = SchemaChanges.apply(snapshot.schema, changes, ident.toString, DataFileVersion.ofDataset(snapshot.fileVersion))
     Committer.commit(storage, Some(snapshot.version), ReplaceSchema(fields.schema),
       CommitSettings())
     loadTable(ident)

@@ -11,8 +11,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.lancespark.table.maintenance.{History, Tags}
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
+import io.lancespark.table.storage.Snapshot
 
 /** A read-only table computed on the driver from a dataset's metadata
   * (`lance.db.t.history`, `.tags`, `.fragments`), read as a local scan. */

@@ -1,8 +1,9 @@
 package io.lancespark.spark.options
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.table.model.{DataFileVersion, Snapshot}
+import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.FragmentWriter
+import io.lancespark.table.storage.Snapshot
 
 /** A write's settings, resolved once on the driver. `maxRowsPerPage` and
   * `fileVersion`: None when not set (the writer's default; the dataset's
@@ -24,7 +25,7 @@ final case class WriteConf(
   def versionFor(existing: Option[Snapshot], overwrite: Boolean): DataFileVersion = existing match {
     case None => fileVersion.getOrElse(DataFileVersion.Default)
     case Some(s) =>
-      val stored = DataFileVersion.ofDataset(s)
+      val stored = DataFileVersion.ofDataset(s.fileVersion)
       if (overwrite) fileVersion.orElse(stored).getOrElse(DataFileVersion.Default)
       else {
         val v = stored.getOrElse(throw new LanceFormatException(

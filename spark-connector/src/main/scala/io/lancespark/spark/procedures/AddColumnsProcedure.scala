@@ -13,8 +13,8 @@ import io.lancespark.spark.procedures.LanceProcedure._
 import io.lancespark.spark.write.{AddColumnsTask, SparkToArrow}
 import io.lancespark.table.commit.{Commits, FragmentColumns}
 import io.lancespark.table.evolution.ColumnAddition
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
+import io.lancespark.table.storage.Snapshot
 
 /** `CALL lance.system.add_columns(table => 'db.t', source => 'view_or_table')`:
   * adds the source's columns (all but its row key) to the table without
@@ -66,7 +66,7 @@ object AddColumnsJob {
     val newCols = keyed.schema.fields.toVector.filterNot(f => Keys.contains(f.name))
     val sparkSchema = StructType(newCols.map(_.copy(nullable = true)))
     val plan = ColumnAddition.plan(snapshot,
-      SparkToArrow.schema(sparkSchema, Map.empty, io.lancespark.table.model.DataFileVersion.ofDataset(snapshot)
+      SparkToArrow.schema(sparkSchema, Map.empty, io.lancespark.table.model.DataFileVersion.ofDataset(snapshot.fileVersion)
         .getOrElse(io.lancespark.table.model.DataFileVersion.Default)))
     val task = AddColumnsTask(storage.uri, new SerializableHadoopConf(conf), plan, sparkSchema, None)
     val parts = math.max(1, math.min(plan.fragments.size, spark.sessionState.conf.numShufflePartitions))

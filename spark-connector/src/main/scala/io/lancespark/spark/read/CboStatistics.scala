@@ -7,7 +7,7 @@ import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
 import org.apache.spark.sql.types._
 
 import io.lancespark.table.filter.PageBounds
-import io.lancespark.table.scan.ColumnSummary
+import io.lancespark.table.plan.ColumnSummary
 
 /** Column statistics for Spark's cost-based optimizer from a scan's
   * [[ColumnSummary]]s: null count, distinct estimate, and min/max as the

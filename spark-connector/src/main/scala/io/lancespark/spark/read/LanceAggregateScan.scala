@@ -12,7 +12,8 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import io.lancespark.table.aggregate.{Aggregation, Aggregator}
 import io.lancespark.table.filter.Filter
-import io.lancespark.table.scan.{Clustering, ColumnDictionary}
+import io.lancespark.table.scan.ColumnDictionary
+import io.lancespark.table.plan.Clustering
 
 /** A scan that returns aggregates: each task aggregates the rows it reads
   * (`rows`, a scan of the aggregation's columns with the filter, plans the

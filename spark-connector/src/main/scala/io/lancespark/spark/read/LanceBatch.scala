@@ -1,11 +1,11 @@
 package io.lancespark.spark.read
 
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
+import io.lancespark.table.plan.FragmentPiece
 
-import io.lancespark.table.scan.FragmentPiece
 
 /** The batch of a Lance scan (`scan`): its input partitions, the pieces
-  * [[io.lancespark.table.scan.PartitionPlanner]] planned (planned again on
+  * [[io.lancespark.table.plan.PartitionPlanner]] planned (planned again on
   * each call), and its reader factory. Equal when the scans are equal: Spark
   * compares its scan nodes by their batches (before reusing an exchange, for
   * example), so two scans of the same rows have equal batches. */

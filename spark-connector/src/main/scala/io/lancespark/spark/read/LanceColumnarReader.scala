@@ -6,8 +6,9 @@ import org.apache.spark.sql.types.{IntegerType, LongType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 
 import io.lancespark.spark.MetadataColumns
-import io.lancespark.table.scan.{BlobColumns, FragmentBatch, FragmentPiece, FragmentScanner}
+import io.lancespark.table.scan.{BlobColumns, FragmentBatch, FragmentScanner}
 import io.lancespark.table.storage.{DataFiles, DatasetStorage}
+import io.lancespark.table.plan.FragmentPiece
 
 /** Reads one piece of a partition (row ranges of a fragment) as columnar
   * batches, at most `limit` rows when a LIMIT is pushed. */

@@ -4,7 +4,8 @@ import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.PartitionReader
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
-import io.lancespark.table.scan.{FragmentBatch, FragmentPiece}
+import io.lancespark.table.scan.FragmentBatch
+import io.lancespark.table.plan.FragmentPiece
 
 /** Reads a partition: its fragments' pieces one after another, each with its
   * own [[LanceColumnarReader]] (opened when reached, closed when done). A

@@ -12,8 +12,12 @@ import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
-import io.lancespark.table.model.Snapshot
-import io.lancespark.table.scan.{Clustering, FragmentPiece, PartitionPlanner, ScanPlanner, SplitTarget}
+import io.lancespark.table.storage.Snapshot
+import io.lancespark.table.plan.Clustering
+import io.lancespark.table.plan.FragmentPiece
+import io.lancespark.table.plan.PartitionPlanner
+import io.lancespark.table.plan.ScanPlanner
+import io.lancespark.table.plan.SplitTarget
 
 /** A scan of one version: the row ranges left after pruning, fragment after
   * fragment, packed into input partitions of about equal rows (see

@@ -9,9 +9,10 @@ import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.options.{NearestConf, ReadConf}
 import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.aggregate.Aggregator
-import io.lancespark.table.scan.{Clustering, ScanPlanner}
+import io.lancespark.table.storage.Snapshot
+import io.lancespark.table.plan.Clustering
+import io.lancespark.table.plan.ScanPlanner
 
 /** Column pruning (nested too); predicates the connector can evaluate exactly,
   * which prune fragments and pages by their statistics and are then
@@ -32,11 +33,14 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   private var countOnly: Option[Int] = None
   private var accepted: Seq[(Predicate, Filter)] = Nil
   private var limit: Option[Int] = None
+  /** Rows named by address in the predicates (point reads; see [[RowAddressPredicates]]). */
+  private var restriction: Option[io.lancespark.table.plan.RowRestriction] = None
 
   override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
 
   override def pushPredicates(predicates: Array[Predicate]): Array[Predicate] = {
     if (!options.pushdown || nearest.exists(!_.prefilter)) return predicates
+    if (nearest.isEmpty) restriction = RowAddressPredicates.restriction(predicates.toSeq, snapshot.hasStableRowIds)
     val typeOf = (c: Filter.Column) => FragmentStats.field(snapshot.schema, c).map(_.arrowType)
     val (ok, rest) = predicates.toSeq.map(p => p -> PredicateTranslation(p)).partition {
       case (_, Some(f)) => RowEvaluator.unsupported(f, typeOf).isEmpty
@@ -69,7 +73,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
 
   /** COUNT(*)s only, answered from the manifest or from statistics that decide every row. */
   private def countable(aggregation: Aggregation): Boolean =
-    aggregation.groupByExpressions().isEmpty &&
+    restriction.isEmpty && aggregation.groupByExpressions().isEmpty &&
       aggregation.aggregateExpressions().forall(_.isInstanceOf[CountStar]) && countRows.isDefined
 
   private lazy val countRows: Option[Long] = planner.countRows
@@ -82,7 +86,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   private var completable: Option[(Aggregation, Clustering)] = None
 
   /** Statistics are read once: by COUNT(*) pushdown if it asks, then by the scan. */
-  private lazy val planner: ScanPlanner = ScanPlanner(snapshot, filter, options.useIndex)
+  private lazy val planner: ScanPlanner = ScanPlanner(snapshot, filter, options.useIndex, restriction)
 
   /** COUNT(*)s answered without the data; or an aggregation the scan
     * computes whose GROUP BY includes a column that the statistics show

@@ -13,9 +13,10 @@ import org.apache.spark.sql.types.StructType
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
-import io.lancespark.table.commit.{FragmentColumns, WrittenFragment}
+import io.lancespark.table.commit.FragmentColumns
 import io.lancespark.table.evolution.ColumnAddition
 import io.lancespark.table.storage.{DatasetStorage, FragmentWriter}
+import io.lancespark.table.model.WrittenFragment
 
 /** What every task of an addition of columns needs; serialized to executors.
   * The rows it is given are `[_rowaddr, new columns...]` (`sparkSchema`

@@ -7,8 +7,9 @@ import org.apache.spark.sql.connector.write._
 
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.{OptionSource, WriteOptions}
-import io.lancespark.table.commit.{AppendFragments, CommitSettings, Commits, OverwriteDataset, WrittenFragment}
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.commit.{AppendFragments, CommitSettings, Commits, OverwriteDataset}
+import io.lancespark.table.model.WrittenFragment
+import io.lancespark.table.storage.Snapshot
 
 /** What one task reports: the data files it wrote (not yet visible). */
 final case class LanceCommitMessage(files: Seq[WrittenFragment]) extends WriterCommitMessage

@@ -13,9 +13,9 @@ import org.apache.spark.sql.types.StructType
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
-import io.lancespark.table.commit.WrittenFragment
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{DatasetStorage, FragmentWriter}
+import io.lancespark.table.model.WrittenFragment
 
 /** What every task of one write needs; serialized to executors. `schema`
   * carries the field ids the files are written with, `sparkSchema` the

@@ -14,8 +14,8 @@ import io.lancespark.spark.options.{OptionSource, WriteOptions}
 import io.lancespark.spark.read.LanceScanBuilder
 import io.lancespark.spark.shim.DeltaWriterShim
 import io.lancespark.table.commit.{CommitSettings, Commits, RowLevelPart, RowLevelRead, RowLevelWrites, TaskDeletions}
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.storage.DatasetStorage
+import io.lancespark.table.storage.Snapshot
 
 /** DELETE / UPDATE / MERGE as merge-on-read (SupportsDelta): the row id is
   * `_rowaddr`. The write asks Spark to cluster rows by `_fragid`, so each

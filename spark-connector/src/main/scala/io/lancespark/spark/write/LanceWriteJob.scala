@@ -12,10 +12,12 @@ import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
 import io.lancespark.spark.shim.TimeTypes
 import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
-import io.lancespark.table.commit.{AppendFragments, AppendWithSchema, CommitSettings, Commits, OverwriteDataset, WrittenFragment}
+import io.lancespark.table.commit.{AppendFragments, AppendWithSchema, CommitSettings, Commits, OverwriteDataset}
 import io.lancespark.table.evolution.ColumnAddition
-import io.lancespark.table.model.{DataFileVersion, Snapshot}
+import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
+import io.lancespark.table.model.WrittenFragment
+import io.lancespark.table.storage.Snapshot
 
 /** A DataFrame write: executors write data files, the driver commits one
   * version with a transaction file (see Committer). A failed or cancelled job
@@ -49,7 +51,7 @@ object LanceWriteJob {
       case (_, base) =>
         val version = opts.versionFor(base, overwrite = true)
         val schema = LanceSchema.fromArrow(SparkToArrow.schema(data.schema, opts.vectorColumns, version))
-        base.filter(s => DataFileVersion.ofDataset(s).isEmpty && opts.fileVersion.isEmpty).foreach { s =>
+        base.filter(s => DataFileVersion.ofDataset(s.fileVersion).isEmpty && opts.fileVersion.isEmpty).foreach { s =>
           log.warn(s"${storage.uri}: overwriting a dataset of file version ${s.fileVersion} (not written by this " +
             s"connector) at $version")
         }

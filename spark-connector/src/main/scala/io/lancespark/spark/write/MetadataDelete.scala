@@ -6,7 +6,8 @@ import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.read.PredicateTranslation
 import io.lancespark.table.filter.{Filter, FragmentPruner}
 import io.lancespark.table.commit.{CommitSettings, RowLevelWrites}
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.model.FragmentInfo
+import io.lancespark.table.storage.Snapshot
 
 /** DELETE whose condition statistics or `_fragid` prove to cover whole
   * fragments: the fragments are dropped from the manifest, no job runs. */

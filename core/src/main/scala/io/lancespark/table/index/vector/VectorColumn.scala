@@ -1,7 +1,7 @@
 package io.lancespark.table.index.vector
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LogicalType}
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.Snapshot
 
 /** The searched column: a top-level fixed-size list of float32 or float64. */
 final case class VectorColumn(field: LanceField, dim: Int, itemType: String)

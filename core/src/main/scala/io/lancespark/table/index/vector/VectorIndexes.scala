@@ -2,8 +2,8 @@ package io.lancespark.table.index.vector
 
 import io.lancespark.proto.table.IndexMetadata
 import io.lancespark.schema.LanceField
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.storage.Indices
+import io.lancespark.table.storage.Snapshot
 
 /** A vector index the manifest lists on a column (what the manifest says of
   * it; its files under `_indices/<uuid>/` are not read yet). */

@@ -9,9 +9,10 @@ import org.slf4j.LoggerFactory
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.Filter
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.DataFiles
+import io.lancespark.table.storage.Snapshot
 
 /** Nearest-neighbour search over one version of a dataset: the `k` nearest
   * live rows (deleted rows never count), nearest first.

@@ -1,4 +1,4 @@
-package io.lancespark.table.scan
+package io.lancespark.table.plan
 
 import io.lancespark.table.model.FragmentInfo
 

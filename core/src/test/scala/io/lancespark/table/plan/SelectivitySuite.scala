@@ -1,4 +1,4 @@
-package io.lancespark.table.scan
+package io.lancespark.table.plan
 
 import org.apache.arrow.vector.types.pojo.ArrowType
 import org.scalatest.funsuite.AnyFunSuite

@@ -1,9 +1,10 @@
-package io.lancespark.table.scan
+package io.lancespark.table.plan
 
 import io.lancespark.table.filter.{ColumnStats, Filter, FragmentStats, RowRanges, StatsPruner}
 import io.lancespark.table.index.IndexSelection
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.storage.DeletionVector
+import io.lancespark.table.storage.Snapshot
 
 /** A fragment to scan: the physical row ranges that may hold matching rows
   * (all rows without a filter) and those where statistics prove every row matches. */
@@ -12,9 +13,13 @@ final case class FragmentPlan(fragment: FragmentInfo, mayMatch: RowRanges, allMa
 /** Planning-time pruning: for each fragment, the statistics of the filter's
   * columns (read from the tail of each data file, never the data) give the row
   * ranges worth reading; with `useIndex`, the dataset's scalar indices
-  * ([[IndexSelection]]) narrow them to the rows they select. Fragments with
-  * none are pruned. */
-final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean = true) {
+  * ([[IndexSelection]]) narrow them to the rows they select; a
+  * [[RowRestriction]] (rows named by address) to its rows, and fragments it
+  * does not name are not looked at. Fragments with none are pruned. Rows
+  * kept by the restriction are not all named ones (nearby rows are read
+  * together): whoever restricts filters the rows again. */
+final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean = true,
+    restriction: Option[RowRestriction] = None) {
 
   private final case class Planned(plan: FragmentPlan, statsPages: Long, prunedPages: Long,
                                    byIndex: Option[Long] = None, prunedByIndex: Boolean = false)
@@ -24,9 +29,20 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     if (!useIndex) None else filter.flatMap(f => IndexSelection(snapshot, f))
 
   private lazy val planned: Vector[Planned] = {
-    val fragments = snapshot.fragments.filter(_.numRows > 0)
+    val fragments = snapshot.fragments.filter(f => f.numRows > 0 && restriction.forall(_.names(f.id)))
     filter.foreach(f => FragmentStats.prefetch(snapshot.storage, f.columns, snapshot.schema, fragments))
-    fragments.map(plan).map(narrow)
+    fragments.map(plan).map(narrow).map(restrict)
+  }
+
+  /** The planned ranges within the restriction's rows; nothing is then known
+    * to match in full (the restriction is not part of the filter). */
+  private def restrict(p: Planned): Planned = restriction match {
+    case None => p
+    case Some(r) =>
+      val f = p.plan.fragment
+      val named = r.ranges(f.id, f.physicalRows)
+      val may = p.plan.mayMatch.intersect(if (named.isEmpty) named else ScanPlanner.coalesce(named, f.physicalRows))
+      p.copy(plan = p.plan.copy(mayMatch = may, allMatch = RowRanges.of()))
   }
 
   /** The planned ranges less the rows the indices rule out. */
@@ -129,6 +145,8 @@ object ScanPlanner {
   def apply(snapshot: Snapshot, filter: Option[Filter]): ScanPlanner = new ScanPlanner(snapshot, filter)
   def apply(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean): ScanPlanner =
     new ScanPlanner(snapshot, filter, useIndex)
+  def apply(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean,
+      restriction: Option[RowRestriction]): ScanPlanner = new ScanPlanner(snapshot, filter, useIndex, restriction)
 
   /** Rows apart by at most this many are read as one range: reading a few
     * rows more costs less than another read request. */

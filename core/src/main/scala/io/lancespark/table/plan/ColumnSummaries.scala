@@ -1,11 +1,11 @@
-package io.lancespark.table.scan
+package io.lancespark.table.plan
 
 import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.format.stats.DistinctSketch
 import io.lancespark.table.filter.{ColumnStats, FragmentStats, RowRanges}
 import io.lancespark.table.filter.Filter.Column
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.Snapshot
 
 /** What the statistics already kept in a scan's data files say about one
   * column over the rows the scan plans to read, for a query planner's cost

@@ -1,8 +1,8 @@
-package io.lancespark.table.scan
+package io.lancespark.table.plan
 
 import io.lancespark.table.filter.{ColumnStats, FragmentStats, PageBounds}
 import io.lancespark.table.filter.Filter.Column
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.Snapshot
 
 /** Where the rows of a scan may be cut so that no value of one column has rows
   * on both sides: physical rows of each planned fragment (fragment id to

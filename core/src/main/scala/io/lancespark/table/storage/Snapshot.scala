@@ -1,55 +1,12 @@
-package io.lancespark.table.model
+package io.lancespark.table.storage
 
 import java.time.Instant
 
 import scala.jdk.CollectionConverters._
 
-import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
-import io.lancespark.proto.table.{DataFile, DataFragment, Manifest}
-import io.lancespark.table.storage.{DatasetStorage, ManifestMigration, ManifestNaming}
-
-/** A data file of a fragment, as the manifest lists it. */
-final case class DataFileRef(
-    path: String,
-    fieldIds: Vector[Int],
-    columnIndices: Vector[Int],
-    majorVersion: Int,
-    minorVersion: Int,
-    sizeBytes: Long) {
-  // 0.0 (old writers), 0.1 and 0.2 (what pylance records for legacy files) are all file format 0.1
-  def isLegacy: Boolean = majorVersion == 0 && minorVersion <= 2
-  /** The file version as users name it: "0.1" (legacy), "2.0" (also for the
-    * 0.3 that Lance 0.15-0.16 recorded for it), "2.1", ... */
-  def versionName: String =
-    if (isLegacy) "0.1" else if (majorVersion == 0 && minorVersion == 3) "2.0" else s"$majorVersion.$minorVersion"
-  def relativePath: String = s"${DatasetStorage.DataDir}/$path"
-
-  /** Whether this file stores (part of) a field: its id, or, as 2.1+ files
-    * list only leaf fields, the id of a field below it. */
-  def stores(field: LanceField): Boolean = fieldIds.contains(field.id) || field.children.exists(stores)
-}
-
-object DataFileRef {
-  def of(d: DataFile): DataFileRef =
-    DataFileRef(d.getPath, d.getFieldsList.asScala.map(_.toInt).toVector,
-      d.getColumnIndicesList.asScala.map(_.toInt).toVector, d.getFileMajorVersion, d.getFileMinorVersion,
-      d.getFileSizeBytes)
-}
-
-/** A fragment of one version: its data files, deletions and row ids. The
-  * manifest's protobuf entries stay inside the table layer (`deletion`,
-  * `proto`); what lies outside sees the native members. */
-final case class FragmentInfo(
-    id: Long,
-    files: Vector[DataFileRef],
-    private[table] val deletion: Option[io.lancespark.proto.table.DeletionFile],
-    physicalRows: Long,
-    private[table] val proto: DataFragment) {
-  def deletedRows: Long = deletion.map(_.getNumDeletedRows).getOrElse(0L)
-  def numRows: Long = physicalRows - deletedRows
-  /** The deletion file's path relative to the dataset root, if rows were deleted. */
-  def deletionFile: Option[String] = deletion.map(d => io.lancespark.table.storage.DeletionVector.relativePath(id, d))
-}
+import io.lancespark.schema.{LanceFormatException, LanceSchema}
+import io.lancespark.proto.table.{DataFile, Manifest}
+import io.lancespark.table.model.{DataFileRef, FeatureFlags, FragmentInfo}
 
 /** One version of a dataset: the manifest and what it says, checked. A
   * manifest of an old release is read as the reference reads it

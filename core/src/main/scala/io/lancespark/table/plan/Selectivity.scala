@@ -1,4 +1,4 @@
-package io.lancespark.table.scan
+package io.lancespark.table.plan
 
 import io.lancespark.table.filter.{BoundLeaf, CompareOp, Domain, Filter, Outcomes, PageBounds, ValueTest}
 import io.lancespark.table.filter.Filter._
