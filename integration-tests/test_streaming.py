@@ -222,3 +222,108 @@ def test_sink_exactly_once_across_killed_drivers(tmp_path):
     props = _stream_props(out)
     batches = [int(p[BATCH_ID_KEY]) for p in props if BATCH_ID_KEY in p]
     assert batches == sorted(set(batches)), f"a batch id was committed twice: {batches}"
+
+
+# --- the source: spark.readStream.format("lance") ---------------------------
+
+def _pylance_append(path: Path, ids: range, **kw) -> None:
+    t = pa.table({"id": pa.array(list(ids), pa.int64()), "grp": pa.array([f"g{i % 3}" for i in ids]),
+                  "v": pa.array([i * 0.5 for i in ids])})
+    mode = "append" if (path / "_versions").exists() else "create"
+    lance.write_dataset(t, str(path), mode=mode, **kw)
+
+
+def _spark_append(spark, path: Path, ids: range) -> None:
+    (spark.range(ids.start, ids.stop).selectExpr("id", "concat('g', cast(id % 3 AS STRING)) AS grp", "CAST(id * 0.5 AS DOUBLE) AS v")
+     .write.format("lance").mode("append").save(str(path)))
+
+
+def _stream_to_lance(spark, src: Path, out: Path, ckpt: Path, **opts) -> int:
+    """Runs the stream src -> out with Trigger.AvailableNow; returns the number of micro-batches."""
+    r = spark.readStream.format("lance")
+    for k, v in opts.items():
+        r = r.option(k, v)
+    q = (r.load(str(src)).writeStream.format("lance").option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start(str(out)))
+    q.awaitTermination()
+    return len([p for p in q.recentProgress if p["numInputRows"] > 0])
+
+
+def test_source_delivers_spark_and_pylance_appends_once(spark, tmp_path):
+    src, out, ckpt = tmp_path / "src.lance", tmp_path / "out_parquet", tmp_path / "ckpt"
+    _pylance_append(src, range(0, 100), max_rows_per_file=40)        # the snapshot: 3 fragments
+    q = (spark.readStream.format("lance").load(str(src)).writeStream.format("parquet")
+         .option("checkpointLocation", str(ckpt)).trigger(processingTime="200 milliseconds").start(str(out)))
+    try:
+        expected = 100
+        for k in range(6):
+            lo = 100 + k * 50
+            if k % 2 == 0:
+                _spark_append(spark, src, range(lo, lo + 50))
+            else:
+                _pylance_append(src, range(lo, lo + 50))
+            expected += 50
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if (out / "_spark_metadata").exists() and spark.read.parquet(str(out)).count() >= expected:
+                break
+            time.sleep(0.3)
+        time.sleep(1.0)  # a duplicate would show up in a later batch
+    finally:
+        q.stop()
+    ids = [r.id for r in spark.read.parquet(str(out)).select("id").collect()]
+    assert len(ids) == len(set(ids)), "a row was delivered twice"
+    assert sorted(ids) == list(range(400))
+    # restarted from the checkpoint: only what was appended since
+    _pylance_append(src, range(400, 420))
+    _spark_append(spark, src, range(420, 430))
+    q = (spark.readStream.format("lance").load(str(src)).writeStream.format("parquet")
+         .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start(str(out)))
+    q.awaitTermination()
+    ids = [r.id for r in spark.read.parquet(str(out)).select("id").collect()]
+    assert sorted(ids) == list(range(430))
+    got = spark.read.parquet(str(out)).where("id = 7").collect()[0]
+    assert (got.grp, got.v) == ("g1", 3.5)
+
+
+def test_source_starting_version_and_trigger_limits(spark, tmp_path):
+    src = tmp_path / "src.lance"
+    _pylance_append(src, range(0, 10))                                  # v1
+    _pylance_append(src, range(10, 30), max_rows_per_file=4)           # v2: 5 fragments of 4
+    _pylance_append(src, range(30, 33))                                # v3
+    out = tmp_path / "a.lance"
+    batches = _stream_to_lance(spark, src, out, tmp_path / "ck_a", startingVersion=2, maxRowsPerTrigger=8)
+    assert sorted(_ids(out)) == list(range(10, 33))
+    assert batches == 3                  # v2's 5 fragments of 4 rows, then v3's 3 rows: 8 + 8 + (4 + 3)
+    assert len(lance.dataset(str(out)).versions()) == 3
+    out = tmp_path / "b.lance"
+    batches = _stream_to_lance(spark, src, out, tmp_path / "ck_b", maxFilesPerTrigger=2)
+    assert sorted(_ids(out)) == list(range(33))
+    assert batches == 4                  # snapshot of v3: 7 fragments, 2 a batch
+    out = tmp_path / "c.lance"
+    _stream_to_lance(spark, src, out, tmp_path / "ck_c", startingVersion="latest")
+    assert lance.dataset(str(out)).count_rows() == 0     # nothing new after the start (the first batch is empty)
+    _pylance_append(src, range(33, 40))
+    _stream_to_lance(spark, src, out, tmp_path / "ck_c", startingVersion="latest")
+    assert sorted(_ids(out)) == list(range(33, 40))
+    ts = lance.dataset(str(src), version=3).versions()[2]["timestamp"]
+    out = tmp_path / "d.lance"
+    _stream_to_lance(spark, src, out, tmp_path / "ck_d", startingTimestamp=ts.strftime("%Y-%m-%dT%H:%M:%S.%f"))
+    assert sorted(_ids(out)) == list(range(30, 40))
+
+
+def test_source_change_commits_fail_or_are_skipped(spark, tmp_path):
+    src = tmp_path / "src.lance"
+    _pylance_append(src, range(0, 10))                       # v1
+    _pylance_append(src, range(10, 20))                      # v2
+    lance.dataset(str(src)).delete("id < 5")                 # v3: a change commit
+    _pylance_append(src, range(20, 25))                      # v4
+    lance.dataset(str(src)).optimize.compact_files()         # v5: a compaction, no row changed
+    _pylance_append(src, range(25, 30))                      # v6
+    with pytest.raises(Exception, match=r"(?s)version 3.*skipChangeCommits"):
+        _stream_to_lance(spark, src, tmp_path / "x.lance", tmp_path / "ck_x", startingVersion=1)
+    out = tmp_path / "y.lance"
+    _stream_to_lance(spark, src, out, tmp_path / "ck_y", startingVersion=1, skipChangeCommits="true")
+    assert sorted(_ids(out)) == list(range(30))              # the appends as appended; the delete skipped
+    with pytest.raises(Exception, match="startingVersion"):
+        _stream_to_lance(spark, src, tmp_path / "z.lance", tmp_path / "ck_z", startingVersion="soon")

@@ -58,8 +58,8 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 
   override def capabilities(): util.Set[TableCapability] =
     if (writable) util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE,
-      TableCapability.STREAMING_WRITE)
-    else util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.STREAMING_WRITE)
+      TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
+    else util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
 
   override def properties(): util.Map[String, String] = (Map(
     "provider" -> "lance",
@@ -76,7 +76,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
       throw new IllegalArgumentException(s"${name()}: nearest-neighbour options are read by " +
         "spark.read.format(\"lance\").load(<path>) or the SQL function lance_vector_search('<table>', ...), " +
         "not by reads of catalog tables")
-    new LanceScanBuilder(snapshot, schema, readConf(scanOptions), nearest)
+    new LanceScanBuilder(snapshot, schema, readConf(scanOptions), nearest, tableOptions ++ scanOptions)
   }
 
   private def hadoopConf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())

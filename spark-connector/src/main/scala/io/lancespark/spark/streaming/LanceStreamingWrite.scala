@@ -69,9 +69,15 @@ final class LanceStreamingWrite(uri: String, hadoopConf: SerializableHadoopConf,
     val files = messages.toSeq.collect { case LanceCommitMessage(f) => f }.flatten
     val store = storage
     val key = (store.uri, queryId)
-    val done = StreamingCommits.lastCommitted(store, queryId, Option(LanceStreamingWrite.known.get(key)).map(_.longValue).getOrElse(1L))
-    done.foreach(c => LanceStreamingWrite.known.put(key, Long.box(c.version)))
-    if (done.exists(_.batchId >= epochId)) {
+    lazy val done = {
+      val found = StreamingCommits.lastCommitted(store, queryId,
+        Option(LanceStreamingWrite.known.get(key)).map(_.longValue).getOrElse(1L))
+      found.foreach(c => LanceStreamingWrite.known.put(key, Long.box(c.version)))
+      found
+    }
+    if (files.isEmpty && !complete && p.base.isDefined) {
+      ()  // an empty micro-batch appends nothing: no new version
+    } else if (done.exists(_.batchId >= epochId)) {
       log.info(s"$uri: streaming query $queryId batch $epochId was already committed " +
         s"(version ${done.map(_.version).getOrElse(0L)} holds batch ${done.map(_.batchId).getOrElse(0L)}); skipping it")
       Commits.discardFiles(store, files)
