@@ -141,9 +141,16 @@ def test_sink_update_mode_is_refused(spark, tmp_path):
     assert not (tmp_path / "out.lance" / "_versions").exists()
 
 
-def test_sink_to_catalog_table(spark, tmp_path):
-    wh = tmp_path / "wh"
+@pytest.fixture(scope="module")
+def warehouse(spark, tmp_path_factory):
+    """One warehouse for the module: a session's catalog keeps the first one it was opened with."""
+    wh = tmp_path_factory.mktemp("warehouse")
     spark.conf.set("spark.sql.catalog.lance.warehouse", str(wh))
+    return wh
+
+
+def test_sink_to_catalog_table(spark, warehouse, tmp_path):
+    wh = warehouse
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lance.sdb")
     spark.sql("CREATE TABLE lance.sdb.events (id BIGINT, grp STRING, v DOUBLE) USING lance")
     src, ckpt = tmp_path / "in", tmp_path / "ckpt"
@@ -327,3 +334,30 @@ def test_source_change_commits_fail_or_are_skipped(spark, tmp_path):
     assert sorted(_ids(out)) == list(range(30))              # the appends as appended; the delete skipped
     with pytest.raises(Exception, match="startingVersion"):
         _stream_to_lance(spark, src, tmp_path / "z.lance", tmp_path / "ck_z", startingVersion="soon")
+
+
+def test_foreach_batch_merge_upserts(spark, warehouse, tmp_path):
+    """Upserts as docs/streaming.md describes them: foreachBatch + MERGE INTO."""
+    wh = warehouse
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lance.up")
+    spark.sql("CREATE TABLE lance.up.latest (id BIGINT, grp STRING, v DOUBLE) USING lance")
+    src = tmp_path / "in"
+    _write_json(src, "a", range(0, 10))
+    with (src / "b.json").open("w") as f:        # updates of ids 0..4 (v = 100 + id) and a new id 10
+        for i in list(range(5)) + [10]:
+            f.write(json.dumps({"id": i, "grp": "upd", "v": 100.0 + i}) + "\n")
+
+    def upsert(batch, batch_id):
+        batch.createOrReplaceTempView("updates")
+        batch.sparkSession.sql("""
+            MERGE INTO lance.up.latest t USING updates u ON t.id = u.id
+            WHEN MATCHED THEN UPDATE SET grp = u.grp, v = u.v
+            WHEN NOT MATCHED THEN INSERT *""")
+
+    q = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src)).writeStream
+         .foreachBatch(upsert).option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    rows = sorted(lance.dataset(str(wh / "up" / "latest.lance")).to_table().to_pylist(), key=lambda r: r["id"])
+    assert [r["id"] for r in rows] == list(range(11))
+    assert [r["v"] for r in rows] == [100.0 + i for i in range(5)] + [i * 0.5 for i in range(5, 10)] + [110.0]
+    spark.sql("DROP TABLE lance.up.latest")

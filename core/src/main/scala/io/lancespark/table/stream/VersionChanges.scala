@@ -2,6 +2,8 @@ package io.lancespark.table.stream
 
 import java.time.Instant
 
+import scala.jdk.CollectionConverters._
+
 import io.lancespark.proto.table.Transaction.OperationCase
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.table.commit.CommittedTransactions
@@ -46,12 +48,16 @@ final class VersionChanges(storage: DatasetStorage) {
   /** What version `v` changed. */
   def of(v: Long): VersionChange = {
     val cur = snapshot(v)
-    val op = transactions(cur.naming, v).flatten.map(_.getOperationCase)
+    val txn = transactions(cur.naming, v).flatten
+    val op = txn.map(_.getOperationCase)
     val kind = op.map(o => io.lancespark.table.commit.ConflictChecker.name(o)).getOrElse("unknown operation")
     val prevExists = v > 1 && VersionLookup.exists(storage, cur.naming, v - 1)
     if (!prevExists) {
-      if (v <= 1 || op.contains(OperationCase.APPEND)) appended(cur, op, v, None)
-      else throw new LanceFormatException(s"${storage.uri}: version ${v - 1} was removed (cleanup), so what " +
+      if (v <= 1) appended(cur, op, v, None)
+      else if (op.contains(OperationCase.APPEND)) {  // the transaction names the appended fragments
+        val ids = txn.toSeq.flatMap(_.getAppend.getFragmentsList.asScala.map(_.getId)).toSet
+        VersionChange.Appended(cur.fragments.filter(f => ids.contains(f.id)).sortBy(_.id))
+      } else throw new LanceFormatException(s"${storage.uri}: version ${v - 1} was removed (cleanup), so what " +
         s"version $v ($kind) changed cannot be told; start the stream at a later version")
     } else {
       val prev = snapshot(v - 1)
