@@ -164,6 +164,12 @@ def test_sink_to_catalog_table(spark, warehouse, tmp_path):
     assert sorted(_ids(path)) == list(range(50))
     assert spark.sql("SELECT count(*) FROM lance.sdb.events").collect()[0][0] == 50
     assert [p.get(BATCH_ID_KEY) for p in _stream_props(path)] == [None, "0", "1"]
+    # the catalog table as a source too (startingVersion 3: what batch 1's commit appended)
+    out = tmp_path / "copy_parquet"
+    q = (spark.readStream.option("startingVersion", 3).table("lance.sdb.events").writeStream.format("parquet")
+         .option("checkpointLocation", str(tmp_path / "ckpt2")).trigger(availableNow=True).start(str(out)))
+    q.awaitTermination()
+    assert sorted(r.id for r in spark.read.parquet(str(out)).collect()) == list(range(40, 50))
     spark.sql("DROP TABLE lance.sdb.events")
 
 
