@@ -32,6 +32,10 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     val asked = options.asCaseSensitiveMap().asScala.toMap
+    val target = ReadOptions.target(asked)
+    // a stream's sink may create the dataset: no schema yet (a read of the table still fails, naming the path)
+    if (!target.pinned && !Dataset.isDataset(target.path, SparkSession.active.sessionState.newHadoopConf()))
+      return new StructType()
     LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(ReadOptions.target(asked)).schema),
       NearestOptions.parse(asked).isDefined)
   }

@@ -48,12 +48,18 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
   /** The read's nearest-neighbour search (`nearest.*` options), if any. */
   private lazy val nearest: Option[NearestConf] = NearestOptions.parse(tableOptions)
 
+  /** A table at a path with no dataset yet has no columns: a stream's sink
+    * creates it with its first batch. Reads still fail, naming the path, when
+    * their scan opens the snapshot. */
   override lazy val schema: StructType =
-    LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(snapshot.schema), nearest.isDefined)
+    if (!target.pinned && !io.lancespark.table.storage.Dataset.isDataset(path,
+        SparkSession.active.sessionState.newHadoopConf())) new StructType()
+    else LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(snapshot.schema), nearest.isDefined)
 
   override def capabilities(): util.Set[TableCapability] =
-    if (writable) util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE)
-    else util.EnumSet.of(TableCapability.BATCH_READ)
+    if (writable) util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE,
+      TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
+    else util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
 
   override def properties(): util.Map[String, String] = (Map(
     "provider" -> "lance",
@@ -70,7 +76,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
       throw new IllegalArgumentException(s"${name()}: nearest-neighbour options are read by " +
         "spark.read.format(\"lance\").load(<path>) or the SQL function lance_vector_search('<table>', ...), " +
         "not by reads of catalog tables")
-    new LanceScanBuilder(snapshot, schema, readConf(scanOptions), nearest)
+    new LanceScanBuilder(snapshot, schema, readConf(scanOptions), nearest, tableOptions ++ scanOptions)
   }
 
   private def hadoopConf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
@@ -105,7 +111,8 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
     if (target.pinned)
       throw new IllegalArgumentException(s"$path: cannot write to an old version (${target.describe})")
-    new LanceWriteBuilder(snapshot, info, hadoopConf)
+    // opened when a batch write needs it: a stream's sink may create the dataset
+    new LanceWriteBuilder(() => snapshot, LanceTable.uriOf(path), info, hadoopConf)
   }
 
   // --- CREATE INDEX name ON t [USING btree|bitmap] (col) / DROP INDEX name ON t (catalog tables) ---
@@ -144,6 +151,10 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 }
 
 object LanceTable {
+  /** The dataset's URI as storage names it (the path may not be a dataset yet). */
+  def uriOf(path: String): String =
+    io.lancespark.table.storage.DatasetStorage(path, SparkSession.active.sessionState.newHadoopConf()).uri
+
   /** `schema` plus the `_distance` column of a nearest-neighbour search, when `nearest`. */
   def withDistance(schema: StructType, nearest: Boolean): StructType =
     if (!nearest) schema

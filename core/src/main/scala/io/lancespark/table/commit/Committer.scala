@@ -114,7 +114,10 @@ final case class CommitSettings(
     v2ManifestNaming: Boolean = true,
     maxAttempts: Int = 20,
     writerLibrary: String = "lance-spark",
-    writerVersion: String = "0.1.0")
+    writerVersion: String = "0.1.0",
+    /** Recorded in the transaction file's `transaction_properties` (e.g. a
+      * streaming query's id and batch id, see [[StreamingCommits]]). */
+    transactionProperties: Map[String, String] = Map.empty)
 
 /** Another writer committed a change this one cannot be rebased onto. */
 final class CommitConflictException(message: String) extends RuntimeException(message)
@@ -158,7 +161,9 @@ object Committer {
       case _ => build(storage, base, op, readVersion.getOrElse(0L), version, settings, disjoint)
     }
     val committed = try {
-      val txnName = TransactionFile.write(storage, built.txn)
+      val txn = if (settings.transactionProperties.isEmpty) built.txn
+        else built.txn.toBuilder.putAllTransactionProperties(settings.transactionProperties.asJava).build()
+      val txnName = TransactionFile.write(storage, txn)
       val manifest = built.manifest.toBuilder.setTransactionFile(txnName).build()
       val path = Dataset.manifestPath(storage, naming, version)
       CommitFaults.reached(CommitFaults.BeforeManifest)

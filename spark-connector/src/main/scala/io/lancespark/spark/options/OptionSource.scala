@@ -53,7 +53,7 @@ object OptionSource {
 
   /** Keys Spark itself puts into a source's options and table properties. */
   val Ignored: Seq[String] = Seq("path", "paths", "provider", "location", "owner", "comment", "external",
-    "is_managed_location", "__spark_internal_option_source")
+    "is_managed_location", "__spark_internal_option_source", "checkpointlocation", "queryname")
 
   /** The dataset path among a read's or write's options (case-insensitive
     * key "path"); `usage` shows how to give one. */

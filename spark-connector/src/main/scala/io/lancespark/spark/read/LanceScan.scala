@@ -33,7 +33,8 @@ final class LanceScan(
     filter: Option[Filter] = None,
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int],
-    planner: ScanPlanner)
+    planner: ScanPlanner,
+    streamOptions: Map[String, String] = Map.empty)
     extends Scan with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
@@ -58,6 +59,14 @@ final class LanceScan(
   override def hashCode(): Int = identity.hashCode()
 
   override def toBatch: Batch = new LanceBatch(this, partitions, readerFactory)
+
+  /** `spark.readStream.format("lance")`: the versions after this one's, as micro-batches. */
+  override def toMicroBatchStream(checkpointLocation: String): org.apache.spark.sql.connector.read.streaming.MicroBatchStream = {
+    if (filter.isDefined || limit.isDefined || metadataColumns.nonEmpty)
+      throw new IllegalArgumentException(s"${snapshot.storage.uri}: a streaming read returns the table's columns only")
+    new io.lancespark.spark.streaming.LanceMicroBatchStream(snapshot, tableSchema, fields, dataSchema, outputSchema,
+      options, io.lancespark.spark.options.StreamOptions.conf(streamOptions))
+  }
 
   override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ScanMetrics.all
 

@@ -25,7 +25,7 @@ import io.lancespark.table.plan.ScanPlanner
   * dictionary item, and hands Spark the rows kept in place (a selection over
   * the decoded vectors, not a copy). */
 final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, options: ReadConf,
-    nearest: Option[NearestConf] = None)
+    nearest: Option[NearestConf] = None, streamOptions: Map[String, String] = Map.empty)
     extends ScanBuilder with SupportsPushDownRequiredColumns with SupportsPushDownAggregates
     with SupportsPushDownV2Filters with SupportsPushDownLimit {
 
@@ -125,7 +125,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       val fields = data.toSeq.map(f => LanceScanBuilder.prune(field(f.name), f.dataType))
       val filterFields = filter.toSeq.flatMap(_.columns.map(_.head)).distinct.map(field)
       new LanceScan(snapshot, tableSchema, StructType(data), fields, meta.map(_.name).toSeq, required, options,
-        filter, filterFields, limit, planner)
+        filter, filterFields, limit, planner, streamOptions)
   }
 
   /** The search's rows: the pushed predicates are its prefilter (those not

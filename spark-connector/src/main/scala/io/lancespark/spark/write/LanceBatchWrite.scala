@@ -17,17 +17,20 @@ final case class LanceCommitMessage(files: Seq[WrittenFragment]) extends WriterC
 /** DataSourceV2 writes into an existing table (catalog INSERT INTO / INSERT
   * OVERWRITE / CTAS): the same task writer as DataFrameWriter saves, and one
   * commit of an Append or Overwrite transaction read at `snapshot`'s version. */
-final class LanceWriteBuilder(snapshot: Snapshot, info: LogicalWriteInfo, hadoopConf: SerializableHadoopConf)
-    extends WriteBuilder with SupportsTruncate {
+final class LanceWriteBuilder(snapshot: () => Snapshot, uri: String, info: LogicalWriteInfo,
+    hadoopConf: SerializableHadoopConf) extends WriteBuilder with SupportsTruncate {
 
   private var overwrite = false
 
   override def truncate(): WriteBuilder = { overwrite = true; this }
 
   override def build(): Write = new Write {
-    override def toBatch: BatchWrite = new LanceBatchWrite(snapshot, info, hadoopConf, overwrite)
-    override def description(): String =
-      s"LanceWrite(${snapshot.storage.uri}, ${if (overwrite) "overwrite" else "append"} on version ${snapshot.version})"
+    override def toBatch: BatchWrite = new LanceBatchWrite(snapshot(), info, hadoopConf, overwrite)
+    /** A streaming query's sink: append mode appends each micro-batch, complete
+      * mode (which truncates) overwrites the dataset with each. */
+    override def toStreaming: org.apache.spark.sql.connector.write.streaming.StreamingWrite =
+      new io.lancespark.spark.streaming.LanceStreamingWrite(uri, hadoopConf, info, complete = overwrite)
+    override def description(): String = s"LanceWrite($uri, ${if (overwrite) "overwrite" else "append"})"
   }
 }
 

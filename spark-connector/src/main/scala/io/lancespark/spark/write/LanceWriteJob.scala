@@ -100,7 +100,7 @@ object LanceWriteJob {
   /** Whether `incoming` data can be stored in a column of type `stored`: the
     * same type but for nullability, or a TIME of no more fractional digits than
     * the column's (stored to the nanosecond, TIME reads back as TIME(6)). */
-  private def sameShape(incoming: DataType, stored: DataType): Boolean =
+  private[spark] def sameShape(incoming: DataType, stored: DataType): Boolean =
     (TimeTypes.precision(incoming), TimeTypes.precision(stored)) match {
       case (Some(p), Some(q)) => p <= q
       case _ => withoutNullability(incoming) == withoutNullability(stored)
