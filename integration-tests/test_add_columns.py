@@ -247,3 +247,145 @@ def test_merge_schema_append(spark, tmp_path):
     assert flags[200] is True and flags[300] is False and flags[0] is None
     assert spark.read.format("lance").load(path).where("flag").select("id").collect()[0][0] == 200
     lance.dataset(path).validate()
+
+
+# ---- computed columns: add_columns(expressions => map(...)) ----
+
+def call_add_expressions(spark, path: str, exprs: dict[str, str]) -> dict:
+    def lit(s: str) -> str:
+        return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    pairs = ", ".join(f"{lit(k)}, {lit(v)}" for k, v in exprs.items())
+    return spark.sql(f"CALL lance.system.add_columns(table => '{quoted(path)}', expressions => map({pairs}))") \
+        .first().asDict()
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_computed_columns_pylance_written(spark, tmp_path, version):
+    path = str(tmp_path / "t.lance")
+    rng = np.random.default_rng(39)
+    n = 250
+    emb = rng.normal(size=(n, 4)).astype(np.float64)
+    a = np.arange(n, dtype=np.int64)
+    lance.write_dataset(pa.table({"a": a, "v": pa.array([f"v{i}" for i in a]),
+                                  "emb": pa.array(list(emb), pa.list_(pa.float64()))}),
+                        path, max_rows_per_file=100, data_storage_version=version)
+    lance.dataset(path).delete("a % 9 = 4")
+    v0 = lance.dataset(path).version
+    files0 = data_files(path)
+    res = call_add_expressions(spark, path, {
+        "c2": "a * 2", "norm": "sqrt(aggregate(emb, 0D, (s, x) -> s + x * x))", "up": "upper(v)"})
+    assert res["read_version"] == v0 and res["new_version"] == v0 + 1
+    assert res["columns_added"] == ["c2", "norm", "up"] and res["files_added"] == 3
+    ds = lance.dataset(path)
+    assert ds.schema.names == ["a", "v", "emb", "c2", "norm", "up"]
+    assert type(ds.read_transaction(ds.version).operation).__name__ == "Merge"
+    live = [i for i in range(n) if i % 9 != 4]
+    got = lance.dataset(path).to_table(columns=["a", "c2", "norm", "up"]).to_pydict()
+    assert sorted(got["a"]) == live
+    by_a = {x: (c, nm, u) for x, c, nm, u in zip(got["a"], got["c2"], got["norm"], got["up"])}
+    norms = np.linalg.norm(emb, axis=1)  # numpy, not our code, gives the expected norms
+    for i in live:
+        c, nm, u = by_a[i]
+        assert c == 2 * i and u == f"V{i}" and nm == pytest.approx(norms[i], rel=1e-12)
+    assert spark_rows(spark, path, ["a", "c2", "norm", "up"]) == pylance_rows(path, ["a", "c2", "norm", "up"])
+    files1 = data_files(path)
+    assert {k: files1[k] for k in files0} == files0 and len(files1) == len(files0) + 3
+    assert lance.dataset(path, version=v0).schema.names == ["a", "v", "emb"]
+    old = spark.read.format("lance").option("version", v0).load(path)
+    assert old.columns == ["a", "v", "emb"] and old.count() == len(live)
+    lance.dataset(path).validate()
+
+
+def test_computed_columns_python_and_over_added_columns(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    (spark.createDataFrame(base_table(0, 120).to_pandas()).coalesce(1)
+     .write.format("lance").option("maxRowsPerFile", 50).save(path))
+    t = LanceTable.forPath(spark, path)
+    t.add_columns(expressions={"d": "id * 3"})
+    # a computed column over a column the previous evolution added (two column files a fragment)
+    res = t.add_columns(expressions={"e": "d + id", "half": "CAST(id AS DOUBLE) / 2"})
+    assert res["columns_added"] == ["e", "half"]
+    expected = sorted((i, 3 * i, 4 * i, i / 2) for i in range(120))
+    assert pylance_rows(path, ["id", "d", "e", "half"]) == expected
+    assert spark_rows(spark, path, ["id", "d", "e", "half"]) == expected
+    for frag in lance.dataset(path).get_fragments():
+        assert len(frag.metadata.files) == 3
+    # pylance's own add_columns on top
+    lance.dataset(path).add_columns({"f": "e - d"})
+    assert pylance_rows(path, ["id", "f"]) == sorted((i, i) for i in range(120))
+    assert spark_rows(spark, path, ["id", "f"]) == sorted((i, i) for i in range(120))
+
+
+def test_computed_columns_bad_input_is_clear(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 20), path)
+    q = quoted(path)
+    cases = [
+        (f"CALL lance.system.add_columns(table => '{q}', source => 'x', expressions => map('c', 'id'))",
+         ["not both"]),
+        (f"CALL lance.system.add_columns(table => '{q}')", ["source", "expressions"]),
+        (f"CALL lance.system.add_columns(table => '{q}', expressions => map('c', 'nosuch + 1'))",
+         ["nosuch", "c = nosuch + 1"]),
+        (f"CALL lance.system.add_columns(table => '{q}', expressions => map('v', 'id + 1'))",
+         ["already in the dataset", "v"]),
+        (f"CALL lance.system.add_columns(table => '{q}', expressions => map('c', 'id +* 1'))",
+         ["does not parse", "c"]),
+        (f"CALL lance.system.add_columns(table => '{q}', expressions => map('_rowaddr', 'id'))",
+         ["metadata column"]),
+    ]
+    for sql, words in cases:
+        with pytest.raises(Exception) as e:
+            spark.sql(sql).collect()
+        for w in words:
+            assert w in str(e.value), (sql, str(e.value))
+    with pytest.raises(ValueError):
+        LanceTable.forPath(spark, path).add_columns()
+    assert lance.dataset(path).version == 1
+    assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("addcol-")]
+
+
+# ---- DataFrame appends follow spark.sql.storeAssignmentPolicy, as SQL INSERT does ----
+
+def test_dataframe_append_store_assignment(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64()), "x": pa.array([0.5, 1.5], pa.float64()),
+                                  "s": pa.array([10, 20], pa.int32())}), path)
+    ints = spark.createDataFrame([(3, 7, 30), (4, None, 40)], "id int, x int, s int")
+    # ANSI (the default): INT -> BIGINT and INT -> DOUBLE are cast, as SQL INSERT casts them
+    assert spark.conf.get("spark.sql.storeAssignmentPolicy").upper() == "ANSI"
+    ints.write.format("lance").mode("append").save(path)
+    spark.sql(f"INSERT INTO lance.{quoted(path)} VALUES (5, 9, 50)")
+    expected = [(1, 0.5, 10), (2, 1.5, 20), (3, 7.0, 30), (4, None, 40), (5, 9.0, 50)]
+    assert pylance_rows(path, ["id", "x", "s"]) == expected
+    assert spark_rows(spark, path, ["id", "x", "s"]) == expected
+    assert lance.dataset(path).schema.field("id").type == pa.int64()
+    # ANSI: a BIGINT that does not fit the INT column fails the write, nothing committed
+    v = lance.dataset(path).version
+    with pytest.raises(Exception) as e:
+        spark.createDataFrame([(6, 1.0, 2 ** 40)], "id long, x double, s long").write.format("lance") \
+            .mode("append").save(path)
+    assert "column 's'" in str(e.value) and "does not fit" in str(e.value), str(e.value)
+    assert lance.dataset(path).version == v
+    # in range: cast
+    spark.createDataFrame([(6, 1.0, 60)], "id long, x double, s long").write.format("lance").mode("append").save(path)
+    assert pylance_rows(path, ["id", "s"])[-1] == (6, 60)
+    # ANSI refuses STRING -> DOUBLE (as INSERT does), naming the column and both types
+    with pytest.raises(Exception) as e:
+        spark.createDataFrame([(7, "1.0", 1)], "id long, x string, s int").write.format("lance") \
+            .mode("append").save(path)
+    assert "column 'x'" in str(e.value) and "string" in str(e.value) and "double" in str(e.value), str(e.value)
+    # STRICT: only safe widenings; INT -> DOUBLE and INT -> BIGINT are up-casts, BIGINT -> INT is refused
+    spark.conf.set("spark.sql.storeAssignmentPolicy", "STRICT")
+    try:
+        spark.createDataFrame([(8, 8, 80)], "id int, x int, s int").write.format("lance").mode("append").save(path)
+        with pytest.raises(Exception) as e:
+            spark.createDataFrame([(9, 1.0, 1)], "id long, x double, s long").write.format("lance") \
+                .mode("append").save(path)
+        msg = str(e.value)
+        assert "column 's'" in msg and "bigint" in msg and "int" in msg and "STRICT" in msg, msg
+    finally:
+        spark.conf.unset("spark.sql.storeAssignmentPolicy")
+    expected = [(1, 0.5, 10), (2, 1.5, 20), (3, 7.0, 30), (4, None, 40), (5, 9.0, 50), (6, 1.0, 60), (8, 8.0, 80)]
+    assert pylance_rows(path, ["id", "x", "s"]) == expected
+    assert spark_rows(spark, path, ["id", "x", "s"]) == expected
+    lance.dataset(path).validate()

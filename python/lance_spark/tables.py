@@ -146,12 +146,25 @@ class LanceTable:
                           materialize_deletions_threshold=None if materialize_deletions_threshold is None
                           else float(materialize_deletions_threshold))
 
-    def add_columns(self, df):
-        """Adds ``df``'s columns to the table without rewriting it: ``df`` has
-        ``_rowaddr`` (or ``_rowid``) and the new columns; each fragment gets a
-        data file of the new columns (NULL for rows ``df`` does not give), one
-        commit. Runs ``CALL <catalog>.system.add_columns`` on a temporary view
-        (Spark Connect-safe). Returns the procedure's result row."""
+    def add_columns(self, df=None, *, expressions: Optional[Dict[str, str]] = None):
+        """Adds columns to the table without rewriting it, one commit.
+
+        ``add_columns(df)``: ``df`` has ``_rowaddr`` (or ``_rowid``) and the new
+        columns; each fragment gets a data file of the new columns (NULL for rows
+        ``df`` does not give). Runs ``CALL <catalog>.system.add_columns`` on a
+        temporary view (Spark Connect-safe).
+
+        ``add_columns(expressions={"c2": "a * 2", ...})``: computed columns, each a
+        Spark SQL expression over the table's columns, evaluated per fragment on
+        the executors (in the order given). Returns the procedure's result row."""
+        if (df is None) == (expressions is None):
+            raise ValueError("add_columns: give either a DataFrame or expressions={name: SQL expression}, not both")
+        if expressions is not None:
+            if not expressions:
+                raise ValueError("add_columns: expressions is empty")
+            pairs = ", ".join(f"{_literal(str(k))}, {_literal(str(v))}" for k, v in expressions.items())
+            text = f"table => {_literal(self._table)}, expressions => map({pairs})"
+            return self._spark.sql(f"CALL {self._catalog}.system.add_columns({text})").collect()[0]
         import uuid
         view = "lance_add_columns_" + uuid.uuid4().hex[:12]
         df.createOrReplaceTempView(view)

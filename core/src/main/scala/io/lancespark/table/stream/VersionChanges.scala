@@ -8,8 +8,9 @@ import io.lancespark.proto.table.Transaction.OperationCase
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.table.commit.CommittedTransactions
 import io.lancespark.table.maintenance.History
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.storage.{Dataset, DatasetStorage, VersionLookup}
+import io.lancespark.table.storage.Snapshot
 
 /** What one version did to a dataset's rows, as a stream reading the dataset
   * sees it. */

@@ -5,7 +5,7 @@ import scala.collection.mutable
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.functions.{col, shiftrightunsigned}
+import org.apache.spark.sql.functions.{col, expr, shiftrightunsigned}
 import org.apache.spark.sql.types._
 
 import io.lancespark.spark.{MetadataColumns, SerializableHadoopConf}
@@ -18,7 +18,9 @@ import io.lancespark.table.storage.Snapshot
 
 /** `CALL lance.system.add_columns(table => 'db.t', source => 'view_or_table')`:
   * adds the source's columns (all but its row key) to the table without
-  * rewriting it. The source is keyed by `_rowaddr` (or `_rowid`: on a table
+  * rewriting it. `expressions => map('c2', 'a * 2', ...)` instead adds
+  * computed columns: each a Spark SQL expression over the table's columns,
+  * evaluated on executors over a scan of the version read (with `_rowaddr`). The source is keyed by `_rowaddr` (or `_rowid`: on a table
   * with stable row ids, mapped to addresses at the version read). Executors
   * write, per fragment, a data file holding only the new columns in the
   * fragment's row order (NULL where the source has no row, and for deleted
@@ -30,7 +32,9 @@ final class AddColumnsProcedure(tables: TableResolver) extends LanceProcedure(ta
 
   override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
-    required("source", StringType, "a view or table with _rowaddr (or _rowid) and the new columns"))
+    optional("source", StringType, "a view or table with _rowaddr (or _rowid) and the new columns"),
+    optional("expressions", MapType(StringType, StringType),
+      "new column name -> Spark SQL expression over the table's columns (instead of source)"))
 
   override val outputType: StructType = new StructType()
     .add("read_version", LongType).add("new_version", LongType)
@@ -40,8 +44,17 @@ final class AddColumnsProcedure(tables: TableResolver) extends LanceProcedure(ta
   override protected def run(args: Args): InternalRow = {
     val spark = SparkSession.active
     val s = storage(args)
-    val source = args.need("source", args.string("source"))
-    val r = AddColumnsJob.run(spark, s, spark.table(source), s"source '$source'")
+    val exprs = args.stringMap("expressions")
+    val r = (args.string("source"), exprs) match {
+      case (Some(source), None) => AddColumnsJob.run(spark, s, spark.table(source), s"source '$source'")
+      case (None, Some(e)) => AddColumnsJob.runExpressions(spark, s, e)
+      case (Some(_), Some(_)) => throw new IllegalArgumentException(
+        s"add_columns(${s.uri}): give either source (a view with the new columns) or expressions " +
+          "(name -> SQL expression), not both")
+      case (None, None) => throw new IllegalArgumentException(
+        s"add_columns(${s.uri}): give source => '<view with _rowaddr and the new columns>' or " +
+          "expressions => map('<name>', '<SQL expression>', ...)")
+    }
     InternalRow(r.readVersion, r.newVersion, new org.apache.spark.sql.catalyst.util.GenericArrayData(
       r.columns.map(utf8).toArray[Any]), r.filesAdded, r.rowsWithValues)
   }
@@ -58,11 +71,44 @@ object AddColumnsJob {
 
   private val Keys: Set[String] = MetadataColumns.names
 
-  def run(spark: SparkSession, storage: DatasetStorage, source: DataFrame, what: String): AddColumnsResult = {
+  def run(spark: SparkSession, storage: DatasetStorage, source: DataFrame, what: String): AddColumnsResult =
+    runOn(spark, storage, snapshot => withRowAddress(spark, snapshot, source, what))
+
+  /** Computed columns: `exprs` (new name -> Spark SQL expression, in order)
+    * evaluated over a scan of the version read, keyed by its `_rowaddr`
+    * (deleted rows are not scanned: NULL, like a source without them). */
+  def runExpressions(spark: SparkSession, storage: DatasetStorage, exprs: Seq[(String, String)]): AddColumnsResult = {
+    if (exprs.isEmpty) throw new IllegalArgumentException(s"add_columns(${storage.uri}): expressions is empty")
+    exprs.foreach { case (n, e) =>
+      if (n.trim.isEmpty) throw new IllegalArgumentException(
+        s"add_columns(${storage.uri}): expressions has an empty column name (for '$e')")
+      if (Keys.contains(n)) throw new IllegalArgumentException(
+        s"add_columns(${storage.uri}): $n is a metadata column name; choose another name for '$e'")
+    }
+    runOn(spark, storage, { snapshot =>
+      val table = spark.read.format("lance").option("version", snapshot.version.toString).load(storage.uri)
+      val computed = exprs.map { case (n, e) =>
+        val parsed = try { spark.sessionState.sqlParser.parseExpression(e); expr(e) } catch {
+          case ex: Exception => throw new IllegalArgumentException(
+            s"add_columns(${storage.uri}): the expression for $n does not parse: $e (${ex.getMessage})", ex)
+        }
+        parsed.as(n)
+      }
+      try table.select((col(MetadataColumns.RowAddr) +: computed): _*)
+      catch {
+        case ex: org.apache.spark.sql.AnalysisException => throw new IllegalArgumentException(
+          s"add_columns(${storage.uri}): the expressions ${exprs.map { case (n, e) => s"$n = $e" }.mkString("; ")} " +
+            s"do not resolve against the table's columns ${table.schema.fieldNames.filterNot(Keys.contains).mkString(", ")}: " +
+            ex.getMessage, ex)
+      }
+    })
+  }
+
+  private def runOn(spark: SparkSession, storage: DatasetStorage, keyedAt: Snapshot => DataFrame): AddColumnsResult = {
     storage.requireSafeCommit()
     val conf = spark.sessionState.newHadoopConf()
     val snapshot = Dataset.open(storage, None)
-    val keyed = withRowAddress(spark, snapshot, source, what)
+    val keyed = keyedAt(snapshot)
     val newCols = keyed.schema.fields.toVector.filterNot(f => Keys.contains(f.name))
     val sparkSchema = StructType(newCols.map(_.copy(nullable = true)))
     val plan = ColumnAddition.plan(snapshot,

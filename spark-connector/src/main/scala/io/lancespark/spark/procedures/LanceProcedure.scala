@@ -66,6 +66,16 @@ object LanceProcedure {
     def string(name: String): Option[String] = opt(name)(row.getUTF8String(_).toString)
     def long(name: String): Option[Long] = opt(name)(row.getLong)
     def double(name: String): Option[Double] = opt(name)(row.getDouble)
+    /** A MAP<STRING, STRING> argument's entries in their order (a NULL value: an error). */
+    def stringMap(name: String): Option[Vector[(String, String)]] = opt(name) { i =>
+      val m = row.getMap(i)
+      val (ks, vs) = (m.keyArray(), m.valueArray())
+      (0 until m.numElements()).toVector.map { j =>
+        val k = ks.getUTF8String(j).toString
+        if (vs.isNullAt(j)) throw new IllegalArgumentException(s"$procedure: $name has no value for key $k")
+        k -> vs.getUTF8String(j).toString
+      }
+    }
     def boolean(name: String): Option[Boolean] = opt(name)(row.getBoolean)
     /** A TIMESTAMP argument (microseconds since the epoch) as an Instant. */
     def timestamp(name: String): Option[java.time.Instant] = opt(name)(i => DateTimeUtils.microsToInstant(row.getLong(i)))

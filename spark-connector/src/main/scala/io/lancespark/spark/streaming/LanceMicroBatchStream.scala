@@ -11,9 +11,11 @@ import io.lancespark.schema.LanceField
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.{ReadConf, StreamConf, StreamStart}
 import io.lancespark.spark.read.{LanceInputPartition, LanceReaderFactory, LanceScan}
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
-import io.lancespark.table.scan.{PartitionPlanner, ScanPlanner}
+import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.stream.{VersionChange, VersionChanges}
+import io.lancespark.table.storage.Snapshot
+import io.lancespark.table.plan.PartitionPlanner
+import io.lancespark.table.plan.ScanPlanner
 
 /** How far a stream has read: every version before `version`, and the first
   * `index` fragments (in id order) of `version`'s units: its appended

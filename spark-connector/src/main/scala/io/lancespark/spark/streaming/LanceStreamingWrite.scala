@@ -15,8 +15,8 @@ import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
 import io.lancespark.spark.options.{OptionSource, WriteOptions}
 import io.lancespark.spark.write.{LanceCommitMessage, LanceDataWriter, LanceWriteJob, SparkToArrow, WriteTask}
 import io.lancespark.table.commit.{AppendFragments, CommitSettings, Commits, OverwriteDataset, StreamingCommits}
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
+import io.lancespark.table.storage.Snapshot
 
 /** The streaming sink (`writeStream.format("lance")`, `toTable`): each
   * micro-batch is one commit, an Append (append mode) or an Overwrite

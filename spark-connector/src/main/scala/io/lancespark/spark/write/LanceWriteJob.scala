@@ -3,9 +3,11 @@ package io.lancespark.spark.write
 import scala.collection.mutable
 
 import org.apache.spark.TaskContext
-import org.apache.spark.sql.{DataFrame, SaveMode}
+import org.apache.spark.sql.{Column, DataFrame, SaveMode}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.catalyst.expressions.Cast
+import org.apache.spark.sql.functions.{col, expr}
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
@@ -81,12 +83,11 @@ object LanceWriteJob {
           s"missing ${(want -- have).toSeq.sorted.mkString("[", ", ", "]")}, " +
           s"unexpected ${extra.sorted.mkString("[", ", ", "]")}" + hint)
     }
-    target.fields.foreach { f =>
+    val policy = data.sparkSession.sessionState.conf.storeAssignmentPolicy
+    val columns: Seq[Column] = target.fields.toIndexedSeq.map { f =>
       val incoming = data.schema(f.name).dataType
-      if (!sameShape(incoming, f.dataType))
-        throw new LanceFormatException(
-          s"${s.storage.uri}: cannot append: column '${f.name}' is ${incoming.simpleString} " +
-            s"but the dataset stores ${f.dataType.simpleString}")
+      if (sameShape(incoming, f.dataType)) col(f.name)
+      else storeAssign(s, f.name, incoming, f.dataType, policy)
     }
     val schema = if (extra.isEmpty) s.schema else {
       val added = StructType(extra.map(n => data.schema(n).copy(nullable = true)))
@@ -94,7 +95,39 @@ object LanceWriteJob {
         version), ColumnAddition.maxFieldId(s) + 1).fields
       LanceSchema(s.schema.fields ++ fields, s.schema.metadata)
     }
-    (data.select((target.fieldNames.toIndexedSeq ++ extra).map(col): _*), schema, extra)
+    (data.select((columns ++ extra.map(col)): _*), schema, extra)
+  }
+
+  /** A DataFrame column of another type than the dataset's, converted as SQL
+    * `INSERT` converts it (`spark.sql.storeAssignmentPolicy`): ANSI (the
+    * default) allows the numeric, string and datetime conversions Spark's
+    * ANSI store assignment allows, failing the write on a value that does not
+    * fit; STRICT only safe widenings (up-casts); LEGACY any cast. A refused
+    * conversion names the column, both types and the policy. */
+  private def storeAssign(s: Snapshot, name: String, from: DataType, to: DataType,
+      policy: SQLConf.StoreAssignmentPolicy.Value): Column = {
+    import SQLConf.StoreAssignmentPolicy._
+    val allowed = policy match {
+      case ANSI => Cast.canANSIStoreAssign(from, to)
+      case STRICT => Cast.canUpCast(from, to)
+      case _ => Cast.canCast(from, to)
+    }
+    if (!allowed)
+      throw new LanceFormatException(
+        s"${s.storage.uri}: cannot append: column '$name' is ${from.simpleString} but the dataset stores " +
+          s"${to.simpleString}, and spark.sql.storeAssignmentPolicy=$policy does not convert ${from.simpleString} " +
+          s"to ${to.simpleString}" + (if (policy == STRICT) " (only safe widenings; ANSI casts numbers)" else ""))
+    val quotedName = "`" + name.replace("`", "``") + "`"
+    if (policy == ANSI) {
+      // an ANSI cast whatever spark.sql.ansi.enabled says: a value that does not fit fails the write
+      val msg = s"${s.storage.uri}: cannot append: a value of column '$name' (${from.simpleString}) does not fit " +
+        s"the dataset's ${to.simpleString} (spark.sql.storeAssignmentPolicy=ANSI)"
+      val backslash = "\\"
+      val literal = "'" + msg.replace(backslash, backslash + backslash).replace("'", backslash + "'") + "'"
+      val t = to.sql
+      expr(s"CASE WHEN $quotedName IS NULL THEN CAST(NULL AS $t) ELSE coalesce(try_cast($quotedName AS $t), " +
+        s"CAST(raise_error($literal) AS $t)) END").as(name)
+    } else col(name).cast(to).as(name)
   }
 
   /** Whether `incoming` data can be stored in a column of type `stored`: the

@@ -48,4 +48,11 @@ class CallStatementSuite extends AnyFunSuite {
     assert(intercept[IllegalArgumentException](CallStatement.parse("CALL lance.system.create_tag(table => 't', 'x')"))
       .getMessage.contains("positional arguments must come before named ones"))
   }
+
+  test("a map of expressions (commas, parentheses and lambdas inside) is one argument") {
+    val c = CallStatement.parse("CALL lance.system.add_columns(table => 'db.t', expressions => " +
+      "map('c2', 'a * 2', 'norm', 'sqrt(aggregate(emb, 0D, (s, x) -> s + x * x))'))").get
+    assert(c.named == Vector("table" -> "'db.t'",
+      "expressions" -> "map('c2', 'a * 2', 'norm', 'sqrt(aggregate(emb, 0D, (s, x) -> s + x * x))')"))
+  }
 }
