@@ -16,6 +16,7 @@ import io.lancespark.table.stream.{VersionChange, VersionChanges}
 import io.lancespark.table.storage.Snapshot
 import io.lancespark.table.plan.PartitionPlanner
 import io.lancespark.table.plan.ScanPlanner
+import io.lancespark.table.plan.RowRestriction
 
 /** How far a stream has read: every version before `version`, and the first
   * `index` fragments (in id order) of `version`'s units: its appended
@@ -136,11 +137,8 @@ final class LanceMicroBatchStream(start: Snapshot, tableSchema: StructType, fiel
   /** Version `v`'s fragments `ids`, planned as a batch scan of them plans its partitions. */
   private def partitions(v: Long, ids: Set[Long]) = {
     val s = changes.snapshot(v)
-    val manifest = s.manifest.toBuilder.clearFragments()
-      .addAllFragments(s.manifest.getFragmentsList.asScala.filter(f => ids.contains(f.getId)).asJava).build()
-    val only = new Snapshot(storage, manifest, s.naming)
-    val planner = ScanPlanner(only, None, false)
-    PartitionPlanner.partitions(planner.plans, read.splitRows.getOrElse(LanceScan.defaultSplit(only, tableSchema)))
+    val planner = ScanPlanner(s, None, false, Some(RowRestriction.ofFragments(ids)))
+    PartitionPlanner.partitions(planner.plans, read.splitRows.getOrElse(LanceScan.defaultSplit(s, tableSchema)))
   }
 
   override def createReaderFactory(): PartitionReaderFactory =

@@ -83,7 +83,7 @@ final class LanceStreamingWrite(uri: String, hadoopConf: SerializableHadoopConf,
       Commits.discardFiles(store, files)
     } else {
       val op =
-        if (complete || p.base.isEmpty) OverwriteDataset(files, p.schema.toProto, p.schema.metadata, p.task.version)
+        if (complete || p.base.isEmpty) OverwriteDataset(files, p.schema, p.task.version)
         else AppendFragments(files)
       val settings = p.settings.copy(transactionProperties = StreamingCommits.properties(queryId, epochId))
       val committed = Commits.commitOrDiscard(store, p.base.map(_.version), op, settings)
