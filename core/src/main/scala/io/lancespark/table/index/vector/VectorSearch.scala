@@ -5,7 +5,6 @@ import scala.util.Using
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.{FieldVector, Float4Vector, Float8Vector}
 import org.apache.arrow.vector.complex.FixedSizeListVector
-import org.slf4j.LoggerFactory
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.Filter
@@ -16,31 +15,35 @@ import io.lancespark.table.storage.DataFiles
 /** Nearest-neighbour search over one version of a dataset: the `k` nearest
   * live rows (deleted rows never count), nearest first.
   *
-  * The search is exact (every vector of every fragment scanned, top k kept
-  * per fragment, then merged). Vector indices on the column are listed and,
-  * until their formats are read here, logged and left unused: the result is
-  * then the exact top k, which an index search approximates. */
+  * With `useIndex` and a pylance-built IVF_FLAT, IVF_PQ or IVF_SQ index on
+  * the column whose metric is the query's, the search is the index's
+  * (approximate, as pylance's: [[IvfSearch]]); otherwise exact (every vector
+  * of every fragment scanned, top k kept per fragment, then merged). */
 object VectorSearch {
-  private val log = LoggerFactory.getLogger(getClass)
 
   /** Rows decoded per read of a fragment. */
   val BatchRows: Int = 8192
 
-  def search(snapshot: Snapshot, query: VectorQuery, allocator: BufferAllocator): Vector[Neighbour] = {
+  def search(snapshot: Snapshot, query: VectorQuery, allocator: BufferAllocator): Vector[Neighbour] =
+    run(snapshot, query, allocator).neighbours
+
+  /** The search with what it did (the index used, partitions probed). */
+  def run(snapshot: Snapshot, query: VectorQuery, allocator: BufferAllocator): SearchOutcome = {
     val column = VectorColumn.of(snapshot, query.column, query.vector.length)
-    if (query.useIndex) VectorIndexes.on(snapshot, column.field).foreach { ix =>
-      log.info(s"${snapshot.storage.uri}: vector index '${ix.name}' (${ix.describe}) on column '${query.column}' " +
-        "is not read by this connector yet; searching exactly (brute force)")
-    }
     val prefilter = query.filter.filter(_ => query.prefilter)
-    val top = new TopK(query.k)
-    snapshot.fragments.filter(_.numRows > 0).foreach { f =>
-      top.addAll(exact(snapshot, f, column, query, prefilter, allocator))
+    val index = if (query.useIndex) VectorIndexChoice.choose(snapshot, column, query.metric) else None
+    val outcome = index match {
+      case Some(deltas) => IvfSearch.search(snapshot, column, query, deltas, prefilter, allocator)
+      case None =>
+        val top = new TopK(query.k)
+        snapshot.fragments.filter(_.numRows > 0).foreach { f =>
+          top.addAll(exact(snapshot, f, column, query, prefilter, allocator))
+        }
+        SearchOutcome(top.result, None, 0, 0L)
     }
-    val found = top.result
     query.filter.filter(_ => !query.prefilter) match {
-      case Some(post) => found.filter(n => keeps(snapshot, post, n, allocator))
-      case None => found
+      case Some(post) => outcome.copy(neighbours = outcome.neighbours.filter(n => keeps(snapshot, post, n, allocator)))
+      case None => outcome
     }
   }
 
@@ -104,7 +107,7 @@ object VectorSearch {
     filter.columns.toSeq.map(_.head).distinct.map(c => snapshot.schema.field(c).getOrElse(
       throw new IllegalArgumentException(s"${snapshot.storage.uri}: the filter names a column '$c' that does not exist")))
 
-  private def scanner(snapshot: Snapshot, fragment: FragmentInfo, fields: Seq[LanceField], filter: Option[Filter],
+  def scanner(snapshot: Snapshot, fragment: FragmentInfo, fields: Seq[LanceField], filter: Option[Filter],
       allocator: BufferAllocator): FragmentScanner = {
     val storage = snapshot.storage
     new FragmentScanner(storage, snapshot.version, fragment, fields, allocator,
