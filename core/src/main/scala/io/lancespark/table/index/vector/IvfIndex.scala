@@ -87,21 +87,31 @@ final class IvfIndex private (
 
   def partitionSize(p: Int): Int = lengths(p)
 
-  /** Partition `p` (read once per loaded index). */
-  def partition(p: Int, allocator: BufferAllocator): IvfPartition = {
-    val cached = loaded.get(Integer.valueOf(p))
-    if (cached != null) cached
-    else {
-      val part = readPartition(p, allocator)
-      loaded.putIfAbsent(Integer.valueOf(p), part)
-      part
+  /** Partition `p` (kept for later searches while the index's cache budget allows). */
+  def partition(p: Int, allocator: BufferAllocator): IvfPartition = partitions(Seq(p), allocator)(p)
+
+  /** Partitions `ps`, those not cached read through one open of `auxiliary.idx`. */
+  def partitions(ps: Seq[Int], allocator: BufferAllocator): Map[Int, IvfPartition] = {
+    val have = ps.flatMap(p => Option(loaded.get(Integer.valueOf(p))).map(p -> _)).toMap
+    val missing = ps.filterNot(have.contains).distinct
+    if (missing.isEmpty) have
+    else Using.resource(IndexFile.open(datasetStorage, entry, IvfIndex.AuxFile)) { f =>
+      have ++ missing.map { p =>
+        val part = readPartition(f, p, allocator)
+        val bytes = part.rowIds.length * 8L + part.vectors.length * 4L + part.codes.length
+        if (cachedBytes.addAndGet(bytes) <= IvfIndex.CacheBytes) loaded.putIfAbsent(Integer.valueOf(p), part)
+        else cachedBytes.addAndGet(-bytes)
+        p -> part
+      }
     }
   }
 
-  private def readPartition(p: Int, allocator: BufferAllocator): IvfPartition = {
+  private val cachedBytes = new java.util.concurrent.atomic.AtomicLong(0L)
+
+  private def readPartition(f: IndexFile, p: Int, allocator: BufferAllocator): IvfPartition = {
     val n = lengths(p)
     if (n == 0) IvfPartition(Array.emptyLongArray, Array.emptyFloatArray, Array.emptyByteArray, 0)
-    else Using.resource(IndexFile.open(datasetStorage, entry, IvfIndex.AuxFile)) { f =>
+    else {
       val from = offsets(p)
       val vs = f.read(Seq("_rowid", storage.column), from, from + n, allocator)
       try {
@@ -158,6 +168,10 @@ final class IvfIndex private (
 object IvfIndex {
   val IndexFileName: String = "index.idx"
   val AuxFile: String = "auxiliary.idx"
+
+  /** Bytes of partitions one loaded index keeps for later searches
+    * (`-Dlance.vector.partitionCacheBytes`, default 256 MiB); beyond, partitions are read per search. */
+  val CacheBytes: Long = sys.props.get("lance.vector.partitionCacheBytes").map(_.toLong).getOrElse(256L << 20)
 
   /** The index types read here. */
   val Supported: Set[String] = Set("IVF_FLAT", "IVF_PQ", "IVF_SQ")

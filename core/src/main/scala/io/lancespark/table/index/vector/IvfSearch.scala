@@ -48,11 +48,12 @@ object IvfSearch {
         case Some(n) => (math.min(n, ranked.size), math.min(n, ranked.size))
         case None => (math.min(1, ranked.size), ranked.size)
       }
+      val first = ix.partitions(ranked.take(minProbes), allocator)
       var found = 0
       var i = 0
       while (i < maxProbes && (i < minProbes || found < query.k)) {
         val p = ranked(i)
-        val part = ix.partition(p, allocator)
+        val part = first.getOrElse(p, ix.partition(p, allocator))
         val top = new TopK(fetch)
         scorer.scan(p, part, accept, top)
         val r = top.result
