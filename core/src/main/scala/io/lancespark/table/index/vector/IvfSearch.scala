@@ -70,7 +70,7 @@ object IvfSearch {
 
     val uncovered = snapshot.fragments.filter(f => f.numRows > 0 && !covered.contains(f.id.toInt))
     val result = if (uncovered.isEmpty) refined else {
-      val flat = uncovered.flatMap(f => VectorSearch.exact(snapshot, f, column, query, prefilter, allocator))
+      val flat = VectorSearch.exactTopK(snapshot, uncovered, column, query, prefilter, allocator)
       val rescored = if (query.refineFactor.isDefined) refined else exactDistances(snapshot, column, query, refined, allocator)
       topK(flat ++ rescored, query.k)
     }

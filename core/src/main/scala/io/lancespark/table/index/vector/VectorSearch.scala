@@ -35,11 +35,7 @@ object VectorSearch {
     val outcome = index match {
       case Some(deltas) => IvfSearch.search(snapshot, column, query, deltas, prefilter, allocator)
       case None =>
-        val top = new TopK(query.k)
-        snapshot.fragments.filter(_.numRows > 0).foreach { f =>
-          top.addAll(exact(snapshot, f, column, query, prefilter, allocator))
-        }
-        SearchOutcome(top.result, None, 0, 0L)
+        SearchOutcome(exactTopK(snapshot, snapshot.fragments, column, query, prefilter, allocator), None, 0, 0L)
     }
     query.filter.filter(_ => !query.prefilter) match {
       case Some(post) => outcome.copy(neighbours = outcome.neighbours.filter(n => keeps(snapshot, post, n, allocator)))
@@ -47,17 +43,54 @@ object VectorSearch {
     }
   }
 
-  /** The top k of one fragment's live rows that `filter` keeps. */
-  def exact(snapshot: Snapshot, fragment: FragmentInfo, column: VectorColumn, query: VectorQuery,
+  /** Rows of a fragment one task of an exact search scans. */
+  val ChunkRows: Int = 4 * BatchRows
+
+  private lazy val pool: java.util.concurrent.ExecutorService = {
+    val n = math.max(1, Runtime.getRuntime.availableProcessors)
+    java.util.concurrent.Executors.newFixedThreadPool(n, (r: Runnable) => {
+      val t = new Thread(r, "lance-vector-search")
+      t.setDaemon(true)
+      t
+    })
+  }
+
+  /** The exact top k of the live rows of `fragments` that `filter` keeps: the
+    * fragments cut into chunks of [[ChunkRows]] rows searched in parallel (one
+    * thread per core), their top k merged. */
+  def exactTopK(snapshot: Snapshot, fragments: Seq[FragmentInfo], column: VectorColumn, query: VectorQuery,
       filter: Option[Filter], allocator: BufferAllocator): Vector[Neighbour] = {
+    val chunks = fragments.filter(_.numRows > 0).flatMap { f =>
+      (0L until f.physicalRows by ChunkRows.toLong).map(from => (f, from, math.min(f.physicalRows, from + ChunkRows)))
+    }
+    val top = new TopK(query.k)
+    if (chunks.size <= 1) chunks.foreach { case (f, a, b) => top.addAll(exact(snapshot, f, column, query, filter, allocator, a, b)) }
+    else {
+      val futures = chunks.map { case (f, a, b) =>
+        pool.submit(new java.util.concurrent.Callable[Vector[Neighbour]] {
+          def call(): Vector[Neighbour] = exact(snapshot, f, column, query, filter, allocator, a, b)
+        })
+      }
+      try futures.foreach { fu =>
+        try top.addAll(fu.get())
+        catch { case e: java.util.concurrent.ExecutionException if e.getCause != null => throw e.getCause }
+      } finally futures.foreach(_.cancel(true))
+    }
+    top.result
+  }
+
+  /** The top k of one fragment's live rows in [from, until) that `filter` keeps. */
+  def exact(snapshot: Snapshot, fragment: FragmentInfo, column: VectorColumn, query: VectorQuery,
+      filter: Option[Filter], allocator: BufferAllocator, from0: Long = 0L, until0: Long = -1L): Vector[Neighbour] = {
+    val end = if (until0 < 0) fragment.physicalRows else until0
     val top = new TopK(query.k)
     val qn = DistanceMetric.norm(query.vector)
     val dim = column.dim
     var values = new Array[Float](0)
     Using.resource(scanner(snapshot, fragment, Seq(column.field), filter, allocator)) { sc =>
-      var from = 0L
-      while (from < fragment.physicalRows) {
-        val until = math.min(fragment.physicalRows, from + BatchRows)
+      var from = from0
+      while (from < end) {
+        val until = math.min(end, from + BatchRows)
         Using.resource(sc.read(from, until)) { b =>
           val list = b.vectors.head.asInstanceOf[FixedSizeListVector]
           val n = b.rowCount
