@@ -148,4 +148,37 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
   test("seeded random index cases equal pylance's indexed search (seeds 11, 12)") {
     assert(runCases(11, 6) + runCases(12, 6) == 48)
   }
+
+  test("indices not read here (IVF_HNSW_SQ) and a metric other than the index's: exact search, no error") {
+    val path = dir.resolve("hnsw.lance").toString
+    PylanceProcess.run(
+      """import sys, lance, numpy as np, pyarrow as pa
+        |rng = np.random.default_rng(3)
+        |v = rng.standard_normal((1200, 16)).astype(np.float32)
+        |lance.write_dataset(pa.table({"id": np.arange(1200), "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), 16)}),
+        |                    sys.argv[1], max_rows_per_file=500)
+        |lance.dataset(sys.argv[1]).create_index("emb", index_type="IVF_HNSW_SQ", num_partitions=2)
+        |""".stripMargin, path)
+    val snapshot = Dataset.open(DatasetStorage(path, new Configuration()), None)
+    Using.resource(new RootAllocator()) { alloc =>
+      val q = Array.tabulate(16)(i => (i % 5).toFloat - 2f)
+      for (m <- DistanceMetric.All) {
+        val viaIndex = VectorSearch.run(snapshot, VectorQuery("emb", q, 7, m), alloc)
+        val exact = VectorSearch.run(snapshot, VectorQuery("emb", q, 7, m, useIndex = false), alloc)
+        assert(viaIndex.index.isEmpty, m.name)
+        assert(viaIndex.neighbours == exact.neighbours && exact.neighbours.size == 7, m.name)
+      }
+    }
+  }
+
+  test("an IVF_PQ index with another metric than the query's is not used") {
+    Using.resource(new RootAllocator()) { alloc =>
+      val c = cases(21, 4).find(_.desc.startsWith("IVF_PQ l2")).get
+      val snapshot = Dataset.open(DatasetStorage(c.path, new Configuration()), None)
+      val other = VectorSearch.run(snapshot, VectorQuery("emb", c.q, 5, DistanceMetric.Dot, Some(2)), alloc)
+      assert(other.index.isEmpty && other.partitionsProbed == 0)
+      val same = VectorSearch.run(snapshot, VectorQuery("emb", c.q, 5, DistanceMetric.L2, Some(2)), alloc)
+      assert(same.index.exists(_.contains("IVF_PQ")) && same.partitionsProbed == 2)
+    }
+  }
 }
