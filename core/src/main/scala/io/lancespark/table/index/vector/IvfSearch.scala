@@ -14,8 +14,8 @@ import io.lancespark.table.storage.DeletionVector
 /** A nearest-neighbour search through IVF indices (all deltas of one index),
   * with pylance's plan:
   *  1. per delta, the partitions ranked by their centroid's distance to the
-  *     query; `nprobes` of them searched (default: one, then more in rank
-  *     order while fewer than k candidates were found);
+  *     query; `nprobes` of them searched (default: [[DefaultProbes]], then
+  *     more in rank order while fewer than k candidates were found);
   *  2. each partition scored ([[IvfScorer]]) over its eligible rows (rows of
   *     live fragments the index covers, not deleted, kept by the prefilter),
   *     its best k * refine_factor kept; over all partitions the best
@@ -28,6 +28,9 @@ import io.lancespark.table.storage.DeletionVector
   * The returned distances are the index's approximate ones unless step 3 or
   * 4 re-scored them (as pylance returns them). */
 object IvfSearch {
+  /** Partitions searched first when the query gives no `nprobes` (pylance's
+    * long-standing default; pylance 14 itself adapts the number to the query). */
+  val DefaultProbes: Int = 20
 
   def search(snapshot: Snapshot, column: VectorColumn, query: VectorQuery, deltas: Vector[IvfIndex],
       prefilter: Option[Filter], allocator: BufferAllocator): SearchOutcome = {
@@ -46,7 +49,7 @@ object IvfSearch {
       val ranked = ix.rankPartitions(scorer.key)
       val (minProbes, maxProbes) = query.nprobes match {
         case Some(n) => (math.min(n, ranked.size), math.min(n, ranked.size))
-        case None => (math.min(1, ranked.size), ranked.size)
+        case None => (math.min(IvfSearch.DefaultProbes, ranked.size), ranked.size)
       }
       val first = ix.partitions(ranked.take(minProbes), allocator)
       var found = 0
