@@ -15,7 +15,7 @@ import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.NearestConf
 import io.lancespark.table.filter.Filter
-import io.lancespark.table.index.vector.{Neighbour, VectorQuery, VectorSearch}
+import io.lancespark.table.index.vector.{Neighbour, SearchOutcome, VectorQuery, VectorSearch}
 import io.lancespark.table.scan.{FragmentBatch, FragmentScanner}
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
 
@@ -27,6 +27,9 @@ final class LanceKnnScan(uri: String, version: Long, schema: LanceSchema, fields
     fragments: Int) extends Scan {
 
   override def readSchema(): StructType = outputSchema
+
+  override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] =
+    Array(new VectorIndexSearchesMetric, new VectorPartitionsProbedMetric, new VectorCandidatesScoredMetric)
 
   override def description(): String =
     s"LanceKnnScan($uri, version=$version, column=${nearest.column}, k=${nearest.k}, metric=${nearest.metric.name}" +
@@ -64,7 +67,9 @@ final class LanceKnnReader(factory: LanceKnnReaderFactory) extends PartitionRead
   private val allocator: BufferAllocator = ArrowAllocators.root.newChildAllocator("lance-knn", 0, Long.MaxValue)
   private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value.value)
   private val snapshot = Dataset.open(storage, Some(factory.version))
-  private lazy val found: Iterator[Neighbour] = VectorSearch.search(snapshot, factory.query, allocator).iterator
+  private lazy val outcome: SearchOutcome = VectorSearch.run(snapshot, factory.query, allocator)
+  private lazy val found: Iterator[Neighbour] = outcome.neighbours.iterator
+  private var searched = false
   private val scanners = mutable.Map.empty[Long, FragmentScanner]
   private var current: Option[(FragmentBatch, ColumnarBatch)] = None
   private val dictionaryStrings: Array[DictionaryStrings] =
@@ -79,6 +84,7 @@ final class LanceKnnReader(factory: LanceKnnReaderFactory) extends PartitionRead
 
   override def next(): Boolean = {
     closeCurrent()
+    searched = true
     if (!found.hasNext) false
     else {
       val n = found.next()
@@ -95,6 +101,15 @@ final class LanceKnnReader(factory: LanceKnnReaderFactory) extends PartitionRead
       true
     }
   }
+
+  /** Whether the search used a vector index, the IVF partitions it probed
+    * and the rows of them it scored (the scan node's metrics in the Spark UI). */
+  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
+    if (!searched) Array.empty
+    else Array(
+      ScanMetrics.value(LanceKnnScan.IndexSearches, if (outcome.index.isDefined) 1L else 0L),
+      ScanMetrics.value(LanceKnnScan.PartitionsProbed, outcome.partitionsProbed.toLong),
+      ScanMetrics.value(LanceKnnScan.CandidatesScored, outcome.candidatesScored))
 
   override def get(): ColumnarBatch = current.map(_._2).getOrElse(throw new NoSuchElementException)
 
@@ -113,4 +128,14 @@ final class LanceKnnReader(factory: LanceKnnReaderFactory) extends PartitionRead
 object LanceKnnScan {
   /** The column a nearest-neighbour search adds: each row's distance to the query. */
   val Distance: String = "_distance"
+  val IndexSearches: String = "vectorIndexSearches"
+  val PartitionsProbed: String = "vectorPartitionsProbed"
+  val CandidatesScored: String = "vectorCandidatesScored"
 }
+
+final class VectorIndexSearchesMetric
+    extends LanceSumMetric(LanceKnnScan.IndexSearches, "nearest-neighbour searches that used a vector index")
+final class VectorPartitionsProbedMetric
+    extends LanceSumMetric(LanceKnnScan.PartitionsProbed, "vector index partitions probed")
+final class VectorCandidatesScoredMetric
+    extends LanceSumMetric(LanceKnnScan.CandidatesScored, "vector index rows scored")

@@ -5,7 +5,6 @@ import scala.util.Using
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.{FieldVector, Float4Vector, Float8Vector}
 import org.apache.arrow.vector.complex.FixedSizeListVector
-import org.slf4j.LoggerFactory
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.Filter
@@ -17,45 +16,82 @@ import io.lancespark.table.storage.Snapshot
 /** Nearest-neighbour search over one version of a dataset: the `k` nearest
   * live rows (deleted rows never count), nearest first.
   *
-  * The search is exact (every vector of every fragment scanned, top k kept
-  * per fragment, then merged). Vector indices on the column are listed and,
-  * until their formats are read here, logged and left unused: the result is
-  * then the exact top k, which an index search approximates. */
+  * With `useIndex` and a pylance-built IVF_FLAT, IVF_PQ or IVF_SQ index on
+  * the column whose metric is the query's, the search is the index's
+  * (approximate, as pylance's: [[IvfSearch]]); otherwise exact (every vector
+  * of every fragment scanned, top k kept per fragment, then merged). */
 object VectorSearch {
-  private val log = LoggerFactory.getLogger(getClass)
 
   /** Rows decoded per read of a fragment. */
   val BatchRows: Int = 8192
 
-  def search(snapshot: Snapshot, query: VectorQuery, allocator: BufferAllocator): Vector[Neighbour] = {
+  def search(snapshot: Snapshot, query: VectorQuery, allocator: BufferAllocator): Vector[Neighbour] =
+    run(snapshot, query, allocator).neighbours
+
+  /** The search with what it did (the index used, partitions probed). */
+  def run(snapshot: Snapshot, query: VectorQuery, allocator: BufferAllocator): SearchOutcome = {
     val column = VectorColumn.of(snapshot, query.column, query.vector.length)
-    if (query.useIndex) VectorIndexes.on(snapshot, column.field).foreach { ix =>
-      log.info(s"${snapshot.storage.uri}: vector index '${ix.name}' (${ix.describe}) on column '${query.column}' " +
-        "is not read by this connector yet; searching exactly (brute force)")
-    }
     val prefilter = query.filter.filter(_ => query.prefilter)
-    val top = new TopK(query.k)
-    snapshot.fragments.filter(_.numRows > 0).foreach { f =>
-      top.addAll(exact(snapshot, f, column, query, prefilter, allocator))
+    val index = if (query.useIndex) VectorIndexChoice.choose(snapshot, column, query.metric) else None
+    val outcome = index match {
+      case Some(deltas) => IvfSearch.search(snapshot, column, query, deltas, prefilter, allocator)
+      case None =>
+        SearchOutcome(exactTopK(snapshot, snapshot.fragments, column, query, prefilter, allocator), None, 0, 0L)
     }
-    val found = top.result
     query.filter.filter(_ => !query.prefilter) match {
-      case Some(post) => found.filter(n => keeps(snapshot, post, n, allocator))
-      case None => found
+      case Some(post) => outcome.copy(neighbours = outcome.neighbours.filter(n => keeps(snapshot, post, n, allocator)))
+      case None => outcome
     }
   }
 
-  /** The top k of one fragment's live rows that `filter` keeps. */
-  def exact(snapshot: Snapshot, fragment: FragmentInfo, column: VectorColumn, query: VectorQuery,
+  /** Rows of a fragment one task of an exact search scans. */
+  val ChunkRows: Int = 4 * BatchRows
+
+  private lazy val pool: java.util.concurrent.ExecutorService = {
+    val n = math.max(1, Runtime.getRuntime.availableProcessors)
+    java.util.concurrent.Executors.newFixedThreadPool(n, (r: Runnable) => {
+      val t = new Thread(r, "lance-vector-search")
+      t.setDaemon(true)
+      t
+    })
+  }
+
+  /** The exact top k of the live rows of `fragments` that `filter` keeps: the
+    * fragments cut into chunks of [[ChunkRows]] rows searched in parallel (one
+    * thread per core), their top k merged. */
+  def exactTopK(snapshot: Snapshot, fragments: Seq[FragmentInfo], column: VectorColumn, query: VectorQuery,
       filter: Option[Filter], allocator: BufferAllocator): Vector[Neighbour] = {
+    val chunks = fragments.filter(_.numRows > 0).flatMap { f =>
+      (0L until f.physicalRows by ChunkRows.toLong).map(from => (f, from, math.min(f.physicalRows, from + ChunkRows)))
+    }
+    val top = new TopK(query.k)
+    if (chunks.size <= 1) chunks.foreach { case (f, a, b) => top.addAll(exact(snapshot, f, column, query, filter, allocator, a, b)) }
+    else {
+      val futures = chunks.map { case (f, a, b) =>
+        pool.submit(new java.util.concurrent.Callable[Vector[Neighbour]] {
+          def call(): Vector[Neighbour] = exact(snapshot, f, column, query, filter, allocator, a, b)
+        })
+      }
+      try futures.foreach { fu =>
+        try top.addAll(fu.get())
+        catch { case e: java.util.concurrent.ExecutionException if e.getCause != null => throw e.getCause }
+      } finally futures.foreach(_.cancel(true))
+    }
+    top.result
+  }
+
+  /** The top k of one fragment's live rows in [from, until) that `filter` keeps. */
+  def exact(snapshot: Snapshot, fragment: FragmentInfo, column: VectorColumn, query: VectorQuery,
+      filter: Option[Filter], allocator: BufferAllocator, from0: Long = 0L, until0: Long = -1L): Vector[Neighbour] = {
+    val end = if (until0 < 0) fragment.physicalRows else until0
     val top = new TopK(query.k)
     val qn = DistanceMetric.norm(query.vector)
     val dim = column.dim
     var values = new Array[Float](0)
     Using.resource(scanner(snapshot, fragment, Seq(column.field), filter, allocator)) { sc =>
-      var from = 0L
-      while (from < fragment.physicalRows) {
-        val until = math.min(fragment.physicalRows, from + BatchRows)
+      var from = from0
+      while (from < end) {
+        val until = math.min(end, from + BatchRows)
         Using.resource(sc.read(from, until)) { b =>
           val list = b.vectors.head.asInstanceOf[FixedSizeListVector]
           val n = b.rowCount
@@ -105,7 +141,7 @@ object VectorSearch {
     filter.columns.toSeq.map(_.head).distinct.map(c => snapshot.schema.field(c).getOrElse(
       throw new IllegalArgumentException(s"${snapshot.storage.uri}: the filter names a column '$c' that does not exist")))
 
-  private def scanner(snapshot: Snapshot, fragment: FragmentInfo, fields: Seq[LanceField], filter: Option[Filter],
+  def scanner(snapshot: Snapshot, fragment: FragmentInfo, fields: Seq[LanceField], filter: Option[Filter],
       allocator: BufferAllocator): FragmentScanner = {
     val storage = snapshot.storage
     new FragmentScanner(storage, snapshot.version, fragment, fields, allocator,

@@ -108,7 +108,7 @@ class VectorSearchSuite extends AnyFunSuite {
       } {
         val key = s"$qi ${metric.name} $col $mode"
         val expected = oracle(key)
-        val found = VectorSearch.search(snapshot, VectorQuery(col, q, 8, metric, filter = f, prefilter = pre), alloc)
+        val found = VectorSearch.search(snapshot, VectorQuery(col, q, 8, metric, useIndex = false, filter = f, prefilter = pre), alloc)
         assert(found.map(_.distance) == found.map(_.distance).sorted, key)
         assert(found.size == expected.size, s"$key: ${found.size} rows, pylance ${expected.size}")
         found.zip(expected).foreach { case (n, (_, d)) =>
