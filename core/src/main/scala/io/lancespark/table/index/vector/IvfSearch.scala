@@ -8,8 +8,9 @@ import org.apache.arrow.vector.{Float4Vector, Float8Vector}
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.table.filter.Filter
-import io.lancespark.table.model.{FragmentInfo, Snapshot}
+import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.storage.DeletionVector
+import io.lancespark.table.storage.Snapshot
 
 /** A nearest-neighbour search through IVF indices (all deltas of one index),
   * with pylance's plan:

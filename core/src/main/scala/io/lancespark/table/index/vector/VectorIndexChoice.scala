@@ -1,7 +1,7 @@
 package io.lancespark.table.index.vector
 
 import io.lancespark.table.index.IndexCatalog
-import io.lancespark.table.model.Snapshot
+import io.lancespark.table.storage.Snapshot
 
 /** The result of a search and what it did: the index used (its name and
   * type), the IVF partitions probed and the candidates scored from them. */

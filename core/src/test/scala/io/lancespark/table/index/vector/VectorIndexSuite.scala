@@ -11,9 +11,9 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.table.PylanceProcess
 import io.lancespark.table.filter.{CompareOp, Filter, Lit}
-import io.lancespark.table.model.Snapshot
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
+import io.lancespark.table.storage.Snapshot
 
 /** Searches through pylance-built IVF_FLAT, IVF_PQ and IVF_SQ indices against
   * pylance's own indexed search (`to_table(nearest=...)`) for the same
