@@ -83,16 +83,21 @@ def test_point_read_reads_a_fraction_of_the_bytes(spark, tmp_path):
     assert point["lanceBytesRead"] * 20 < full["lanceBytesRead"], (point, full)
 
 
-def test_stable_row_ids_are_not_taken_for_addresses(spark, tmp_path):
-    """With stable row ids, _rowid is not an address: the predicate is Spark's alone, and exact."""
+def test_rowid_on_stable_row_ids_is_a_point_read(spark, tmp_path):
+    """With stable row ids, _rowid is not an address: the rows are found through the
+    fragments' row id sequences (after deletes and a compaction moved them)."""
     path = str(tmp_path / "stable")
-    _write(path, 3_000, 1_000, stable=True)
+    _write(path, 200_000, 40_000, stable=True)
     ds = lance.dataset(path)
-    ds.delete("id < 1500")      # ids and addresses now differ after a compaction
-    ds.optimize.compact_files(target_rows_per_fragment=10_000)
+    ds.delete("id < 30000 OR id % 5 = 1")
+    ds.optimize.compact_files(target_rows_per_fragment=60_000)
     t = lance.dataset(path).to_table(columns=["id"], with_row_id=True)
     by_rowid = dict(zip(t.column("_rowid").to_pylist(), t.column("id").to_pylist()))
-    picks = random.Random(9).sample(sorted(by_rowid), 12)
+    rnd = random.Random(9)
+    picks = rnd.sample(sorted(by_rowid), 12) + [1, 6, 10**9]     # deleted and unknown ids too
     lst = ", ".join(map(str, picks))
-    got = sorted(r["id"] for r in spark.read.format("lance").load(path).where(f"_rowid IN ({lst})").select("id").collect())
-    assert got == sorted(by_rowid[p] for p in picks)
+    df = spark.read.format("lance").load(path)
+    point = scan_metrics(df.where(f"_rowid IN ({lst})").select("id", "pay"))
+    assert sorted(r["id"] for r in point["rows"]) == sorted(by_rowid[p] for p in picks if p in by_rowid)
+    full = scan_metrics(df.where("id >= 0").select("id", "pay"))
+    assert point["lanceBytesRead"] * 10 < full["lanceBytesRead"], (point, full)

@@ -33,6 +33,10 @@ final class RowIdSequence private (segments: Vector[RowIdSequence.Segment]) {
     }
     out
   }
+
+  /** The row offsets (ascending) whose row id is in `ids`. */
+  def offsetsOf(ids: Set[Long]): Vector[Long] =
+    segments.indices.iterator.flatMap(i => segments(i).positions(ids).map(_ + starts(i))).toVector.sorted
 }
 
 object RowIdSequence {
@@ -40,9 +44,13 @@ object RowIdSequence {
   private[table] sealed trait Segment {
     def length: Long
     def fill(offset: Long, count: Int, out: Array[Long], outPos: Int): Unit
+    /** Offsets within the segment of the values in `ids`. */
+    def positions(ids: Set[Long]): Iterator[Long]
   }
 
   private final case class Range(start: Long, end: Long) extends Segment {
+    override def positions(ids: Set[Long]): Iterator[Long] =
+      ids.iterator.filter(id => id >= start && id < end).map(_ - start)
     override def length: Long = end - start
     override def fill(offset: Long, count: Int, out: Array[Long], outPos: Int): Unit = {
       var i = 0
@@ -51,6 +59,8 @@ object RowIdSequence {
   }
 
   private final case class Explicit(values: Array[Long]) extends Segment {
+    override def positions(ids: Set[Long]): Iterator[Long] =
+      values.indices.iterator.filter(i => ids.contains(values(i))).map(_.toLong)
     override def length: Long = values.length.toLong
     override def fill(offset: Long, count: Int, out: Array[Long], outPos: Int): Unit =
       System.arraycopy(values, offset.toInt, out, outPos, count)

@@ -1,6 +1,8 @@
 package io.lancespark.table.plan
 
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.table.filter.RowRanges
+import io.lancespark.table.storage.{RowIdFiles, Snapshot}
 
 /** The only rows a scan may return, named by the caller (`_rowaddr IN (...)`,
   * `_fragid = n`, or `_rowid` where row ids are addresses): per fragment id,
@@ -40,4 +42,18 @@ object RowRestriction {
     })
 
   def ofFragments(ids: Iterable[Long]): RowRestriction = RowRestriction(ids.map(id => id -> None).toMap)
+
+  /** Stable row ids: the rows of `snapshot` that carry them (each fragment's
+    * row id sequence is read from the manifest, or its row id file). A
+    * fragment without row ids is refused: its rows could not be found. */
+  def ofRowIds(snapshot: Snapshot, ids: Iterable[Long]): RowRestriction = {
+    val wanted = ids.toSet
+    RowRestriction(snapshot.fragments.filter(_.numRows > 0).flatMap { f =>
+      val seq = RowIdFiles.load(snapshot.storage, f).getOrElse(throw new LanceFormatException(
+        s"${snapshot.storage.uri} (version ${snapshot.version}): fragment ${f.id} has no row ids, " +
+          "although the dataset has stable row ids"))
+      val offsets = seq.offsetsOf(wanted)
+      if (offsets.isEmpty) None else Some(f.id -> Some(offsets))
+    }.toMap)
+  }
 }

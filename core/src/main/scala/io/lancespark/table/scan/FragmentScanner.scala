@@ -173,19 +173,7 @@ final class FragmentScanner(
   /** The fragment's stable row ids (inline in the manifest or in a row id
     * file), when the dataset has them. */
   def rowIds(stableRowIds: Boolean): Option[RowIdSequence] =
-    if (!stableRowIds) None
-    else if (fragment.proto.hasInlineRowIds)
-      Some(RowIdSequence.parse(fragment.proto.getInlineRowIds.toByteArray, s"${storage.uri} fragment ${fragment.id}"))
-    else if (fragment.proto.hasExternalRowIds) {
-      val ext = fragment.proto.getExternalRowIds
-      val path = storage.resolve(ext.getPath, "row id file")
-      val src = storage.open(path)
-      try {
-        val b = src.read(ext.getOffset, ext.getSize)
-        val bytes = new Array[Byte](b.remaining()); b.get(bytes)
-        Some(RowIdSequence.parse(bytes, path.toString))
-      } finally src.close()
-    } else None
+    if (!stableRowIds) None else io.lancespark.table.storage.RowIdFiles.load(storage, fragment)
 
   def storageWaitNanos: Long = readers.values.map(_.storageWaitNanos).sum
 

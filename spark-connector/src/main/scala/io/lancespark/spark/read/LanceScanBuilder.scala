@@ -40,7 +40,7 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
 
   override def pushPredicates(predicates: Array[Predicate]): Array[Predicate] = {
     if (!options.pushdown || nearest.exists(!_.prefilter)) return predicates
-    if (nearest.isEmpty) restriction = RowAddressPredicates.restriction(predicates.toSeq, snapshot.hasStableRowIds)
+    if (nearest.isEmpty) restriction = RowAddressPredicates.restriction(predicates.toSeq, snapshot)
     val typeOf = (c: Filter.Column) => FragmentStats.field(snapshot.schema, c).map(_.arrowType)
     val (ok, rest) = predicates.toSeq.map(p => p -> PredicateTranslation(p)).partition {
       case (_, Some(f)) => RowEvaluator.unsupported(f, typeOf).isEmpty

@@ -6,19 +6,23 @@ import org.apache.spark.sql.types.{IntegerType, LongType}
 
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.table.plan.RowRestriction
+import io.lancespark.table.storage.Snapshot
 
 /** Point reads: top-level conjuncts `_rowaddr = a`, `_rowaddr IN (a, ...)`,
-  * `_fragid = f` / `IN (...)`, and the same on `_rowid` where row ids are row
-  * addresses (datasets without stable row ids), as the rows a scan may read
-  * ([[RowRestriction]]). Spark still evaluates the predicates on the rows
-  * returned, so the restriction only saves reading. */
+  * `_fragid = f` / `IN (...)` and `_rowid = i` / `IN (...)` (an address on a
+  * dataset without stable row ids; else found through the fragments' row id
+  * sequences), as the rows a scan may read ([[RowRestriction]]). Spark still
+  * evaluates the predicates on the rows returned, so the restriction only
+  * saves reading. */
 object RowAddressPredicates {
 
-  def restriction(predicates: Seq[Predicate], stableRowIds: Boolean): Option[RowRestriction] = {
-    val addressColumns = if (stableRowIds) Set(MetadataColumns.RowAddr) else Set(MetadataColumns.RowAddr, MetadataColumns.RowId)
+  def restriction(predicates: Seq[Predicate], snapshot: Snapshot): Option[RowRestriction] = {
+    val stable = snapshot.hasStableRowIds
     val parts: Seq[RowRestriction] = predicates.flatMap { p =>
       values(p).flatMap { case (column, vs) =>
-        if (addressColumns.contains(column)) Some(RowRestriction.ofAddresses(vs))
+        if (column == MetadataColumns.RowAddr || (column == MetadataColumns.RowId && !stable))
+          Some(RowRestriction.ofAddresses(vs))
+        else if (column == MetadataColumns.RowId) Some(RowRestriction.ofRowIds(snapshot, vs))
         else if (column == MetadataColumns.FragId) Some(RowRestriction.ofFragments(vs))
         else None
       }
