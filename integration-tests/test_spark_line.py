@@ -143,3 +143,58 @@ def test_a_procedure_and_a_metadata_table(spark, tmp_path):
     history = spark.sql(f"SELECT version, operation FROM lance.{t}.history ORDER BY version").collect()
     assert [r.version for r in history] == [v["version"] for v in lance.dataset(path).versions()]
     assert history[-1].operation == "Rewrite"
+
+
+def test_vector_search_and_point_reads(spark, tmp_path):
+    """lance_vector_search (the session extension on every line) equals a numpy
+    brute force; `_rowaddr IN (...)` returns the rows pylance places there."""
+    import numpy as np
+    path = str(tmp_path / "vec")
+    rng = np.random.default_rng(4)
+    vecs = rng.normal(size=(600, 8)).astype(np.float32)
+    lance.write_dataset(pa.table({"id": pa.array(range(600), pa.int64()),
+                                  "emb": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel()), 8)}),
+                        path, max_rows_per_file=200)
+    q = rng.normal(size=8).astype(np.float32)
+    want = list(np.argsort(((vecs - q) ** 2).sum(axis=1), kind="stable")[:5])
+    arr = ", ".join(f"CAST({float(x)!r} AS FLOAT)" for x in q)
+    got = spark.sql(f"SELECT id, _distance FROM lance_vector_search('{path}', 'emb', array({arr}), 5)").collect()
+    assert [r.id for r in got] == want
+    t = lance.dataset(path).to_table(columns=["id"], with_row_address=True)
+    addrs = dict(zip(t["_rowaddr"].to_pylist(), t["id"].to_pylist()))
+    picks = sorted(addrs)[::97]
+    rows = spark.read.format("lance").load(path).where(
+        f"_rowaddr IN ({', '.join(map(str, picks))})").select("id").collect()
+    assert sorted(r.id for r in rows) == sorted(addrs[a] for a in picks)
+
+
+def test_add_columns_by_expression(spark, tmp_path):
+    """CALL add_columns with computed columns (a map argument): no rewrite, pylance reads them."""
+    path = str(tmp_path / "evolve")
+    lance.write_dataset(pa.table({"a": pa.array(range(50), pa.int64())}), path, max_rows_per_file=20)
+    spark.sql(f"CALL lance.system.add_columns(table => '`{path}`', expressions => map('c2', 'a * 2'))").collect()
+    t = lance.dataset(path).to_table()
+    assert t.column_names == ["a", "c2"]
+    assert sorted(zip(t["a"].to_pylist(), t["c2"].to_pylist())) == [(i, 2 * i) for i in range(50)]
+    assert type(lance.dataset(path).read_transaction(lance.dataset(path).version).operation).__name__ == "Merge"
+
+
+def test_streaming_sink_and_source(spark, tmp_path):
+    """A file stream into a Lance table (one commit per batch, AvailableNow), then
+    the table as a stream source: every row exactly once, pylance the oracle."""
+    import pyarrow.parquet as pq
+    src, path = tmp_path / "in", str(tmp_path / "stream.lance")
+    src.mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64())}), src / f"p{i}.parquet")
+    q = (spark.readStream.schema("id BIGINT").option("maxFilesPerTrigger", 1).parquet(str(src))
+         .writeStream.format("lance").option("checkpointLocation", str(tmp_path / "ck1"))
+         .trigger(availableNow=True).start(path))
+    q.awaitTermination(120)
+    assert sorted(lance.dataset(path).to_table()["id"].to_pylist()) == list(range(30))
+    assert lance.dataset(path).version == 3                      # one commit per micro-batch
+    out = str(tmp_path / "copy")
+    q2 = (spark.readStream.format("lance").load(path).writeStream.format("parquet")
+          .option("checkpointLocation", str(tmp_path / "ck2")).trigger(availableNow=True).start(out))
+    q2.awaitTermination(120)
+    assert sorted(r.id for r in spark.read.parquet(out).collect()) == list(range(30))

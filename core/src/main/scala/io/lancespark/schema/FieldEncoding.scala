@@ -2,7 +2,7 @@ package io.lancespark.schema
 
 /** The encoding a field declares for 0.1 files (the schema's `encoding`);
   * 2.x files describe their encodings per page and ignore it. */
-sealed abstract class FieldEncoding(val name: String) {
+sealed abstract class FieldEncoding(val name: String) extends Serializable {
   override def toString: String = name
 }
 

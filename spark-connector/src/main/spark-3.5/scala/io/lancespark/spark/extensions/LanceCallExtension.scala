@@ -132,10 +132,22 @@ final class LanceCallParser(session: SparkSession, delegate: ParserInterface) ex
   }
 
   private def constant(p: LanceProcedure, q: ProcParam, text: String): Expression = {
-    val e = delegate.parseExpression(text)
+    val parsed = delegate.parseExpression(text)
+    // function calls (map('c2', 'a * 2'), array(...)) resolve against the session's functions
+    val e = if (parsed.resolved) parsed else resolved(parsed)
     if (!e.resolved || !e.foldable)
       throw new IllegalArgumentException(s"CALL ${p.name()}: the argument ${q.name} must be a constant, got $text")
     Cast(e, q.dataType, Option(session.sessionState.conf.sessionLocalTimeZone))
+  }
+
+  private def resolved(e: Expression): Expression = {
+    val plan = org.apache.spark.sql.catalyst.plans.logical.Project(
+      Seq(org.apache.spark.sql.catalyst.expressions.Alias(e, "v")()),
+      org.apache.spark.sql.catalyst.plans.logical.OneRowRelation())
+    scala.util.Try(session.sessionState.analyzer.execute(plan)).toOption.collect {
+      case org.apache.spark.sql.catalyst.plans.logical.Project(
+        Seq(org.apache.spark.sql.catalyst.expressions.Alias(r, _)), _) => r
+    }.getOrElse(e)
   }
 
   override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)
