@@ -10,10 +10,8 @@ import org.apache.arrow.vector.BigIntVector
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.schema.LanceSchema
-import io.lancespark.table.commit.{AddColumnFiles, CommitSettings, Committer, FragmentColumns}
+import io.lancespark.table.commit.FragmentColumns
 import io.lancespark.table.evolution.ColumnAddition
-import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage, FragmentWriter, Snapshot}
 
@@ -126,10 +124,11 @@ for r in ds.to_table().to_pylist():
   /** Replaces column a of every fragment by a file we write (row o of fragment
     * k is id 12k+o: a = -id for even ids, 10 id as before for odd ones). */
   private def replaceA(s: DatasetStorage, snap: Snapshot, value: Long => Long): Snapshot = {
-    val a = snap.schema.field("a").get
-    val version = DataFileVersion.ofDataset(snap.fileVersion).get
+    val plan = ColumnAddition.planUpdate(snap, Seq("a"))
+    assert(plan.columns.fields.map(f => f.name -> f.id) == Vector("a" -> 1) && plan.replaces == Set(1))
+    assert(plan.schema == snap.schema && plan.isUpdate)
     val files = snap.fragments.map { f =>
-      val w = new FragmentWriter(s, LanceSchema(Vector(a), Map.empty), version, None, "upd")
+      val w = new FragmentWriter(s, plan.columns, plan.fileVersion, None, "upd")
       Using.resource(new BigIntVector("a", allocator)) { v =>
         v.allocateNew(f.physicalRows.toInt)
         (0 until f.physicalRows.toInt).foreach(o => v.set(o, value(12 * f.id + o)))
@@ -138,8 +137,20 @@ for r in ds.to_table().to_pylist():
       }
       FragmentColumns(f.id, w.finish())
     }
-    Committer.commit(s, Some(snap.version), AddColumnFiles(files, snap.schema, replaces = Set(a.id)),
-      CommitSettings())
+    ColumnAddition.commit(s, plan, files)
+  }
+
+  test("planUpdate refuses unknown, metadata, repeated and no columns, naming them") {
+    assume(Files.exists(Path.of(PylanceProcess.python)), "no pylance")
+    val path = Files.createTempDirectory("tombstone-e").resolve("ds").toString
+    PylanceProcess.run(plain, path, "2.1")
+    val snap = Dataset.open(DatasetStorage(path, new Configuration()), None)
+    def err(names: String*): String = intercept[IllegalArgumentException](ColumnAddition.planUpdate(snap, names)).getMessage
+    val unknown = err("a", "nope")
+    assert(unknown.contains("'nope'") && unknown.contains("id, a, s"), unknown)
+    assert(err("_rowaddr").contains("'_rowaddr' is a metadata column"))
+    assert(err("a", "a").contains("'a' is given twice"))
+    assert(err().contains("no columns to update"))
   }
 
   for (version <- Seq("2.0", "2.1")) {

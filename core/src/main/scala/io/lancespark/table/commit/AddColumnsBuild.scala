@@ -30,17 +30,17 @@ private[commit] object AddColumnsBuild {
         s"${storage.uri}: cannot add columns read at version $readVersion: fragment ${f.getId} was added since; " +
           "its rows would have no values for the new columns (run add_columns again)"))
       val names = f.getFilesList.asScala.flatMap(_.getFieldsList.asScala.map(_.intValue)).toSet
-      if (op.replaces.nonEmpty && file.fieldIds.toSet != op.replaces)
+      if (op.replaces.nonEmpty && (file.fieldIds.isEmpty || !file.fieldIds.forall(op.replaces.contains)))
         throw new IllegalStateException(s"${storage.uri}: ${file.path} holds field ids " +
           s"${file.fieldIds.mkString(", ")}; the update replaces ${op.replaces.toSeq.sorted.mkString(", ")}")
       val overlap = file.fieldIds.filter(id => names.contains(id) && !op.replaces.contains(id))
       if (overlap.nonEmpty)
         throw new CommitConflictException(s"${storage.uri}: cannot add columns read at version $readVersion: " +
           s"fragment ${f.getId} already has a data file with field ids ${overlap.mkString(", ")}")
-      val gone = op.replaces -- names
+      val gone = if (op.replaces.isEmpty) Vector.empty[Int] else file.fieldIds.filterNot(names.contains)
       if (gone.nonEmpty)
         throw new CommitConflictException(s"${storage.uri}: cannot update columns read at version $readVersion: " +
-          s"fragment ${f.getId} has no data file with field ids ${gone.toSeq.sorted.mkString(", ")}")
+          s"fragment ${f.getId} has no data file with field ids ${gone.mkString(", ")}")
       val b = f.toBuilder
       if (op.replaces.nonEmpty) {
         val tombstoned = f.getFilesList.asScala.toVector.map { d =>

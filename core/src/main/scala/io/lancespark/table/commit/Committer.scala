@@ -55,7 +55,9 @@ final case class FragmentColumns(fragmentId: Long, file: WrittenFragment)
   * instead (an update of columns): in the fragment's older files those ids
   * become -2, the reference's tombstone for a field moved out of a file (as
   * pylance's `LanceFragment.update_columns` writes); the files themselves are
-  * not touched. Every new file must then hold exactly these ids. */
+  * not touched. Every new file must then hold only these ids (all of a
+  * field's ids: 2.1+ files list only leaves), each one a file of the fragment
+  * held before. */
 final case class AddColumnFiles(files: Seq[FragmentColumns], schema: io.lancespark.schema.LanceSchema,
     replaces: Set[Int] = Set.empty)
     extends PendingOperation {
