@@ -12,7 +12,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.proto.file.{Field => PbField}
 import io.lancespark.schema.LanceSchema
-import io.lancespark.table.commit.{AppendFragments, AppendWithSchema, CommitConflictException, CommitSettings, Committer, FragmentColumns, OverwriteDataset, ReplaceSchema, RowLevelChange}
+import io.lancespark.table.commit.{AddColumnFiles, AppendFragments, AppendWithSchema, CommitConflictException, CommitSettings, Committer, FragmentColumns, OverwriteDataset, ReplaceSchema, RowLevelChange}
 import io.lancespark.table.evolution.ColumnAddition
 import io.lancespark.table.model.{DataFileVersion, FieldList}
 import io.lancespark.table.storage.{Dataset, DatasetStorage, RowDeletions, TransactionFile}
@@ -120,6 +120,36 @@ class ColumnAdditionSuite extends AnyFunSuite {
     assert(v3.fragments.map(_.id) == Vector(0L))
     assert(v3.fragments.head.files.map(_.path) == Vector("a.lance", "c-0.lance"))
     assert(v3.fragments.head.deletedRows == 3)
+  }
+
+  test("replacing a column: old files keep their paths with the field id -2, the new file lists it; a Merge") {
+    val s = fresh()
+    val v1 = create(s)
+    def upd(prefix: String) = Seq(FragmentColumns(0L, frag(s"$prefix-0.lance", 10, Vector(1))),
+      FragmentColumns(1L, frag(s"$prefix-1.lance", 20, Vector(1))))
+    val v2 = Committer.commit(s, Some(1L), AddColumnFiles(upd("u"), v1.schema, replaces = Set(1)), CommitSettings())
+    assert(v2.schema == v1.schema)
+    assert(v2.fragments.map(_.files.map(f => f.path -> f.fieldIds)) == Vector(
+      Vector("a.lance" -> Vector(0, -2), "u-0.lance" -> Vector(1)),
+      Vector("b.lance" -> Vector(0, -2), "u-1.lance" -> Vector(1))))
+    // column indices stay as they were (the tombstoned column is still in the old file)
+    assert(v2.fragments.head.files.head.columnIndices == Vector(0, 1))
+    val txn = TransactionFile.read(s, v2.manifest.getTransactionFile).get
+    assert(txn.hasMerge && txn.getMerge.getFragmentsCount == 2 && txn.getReadVersion == 1)
+    // again: the first new file gets the tombstone too
+    val v3 = Committer.commit(s, Some(2L), AddColumnFiles(upd("w"), v2.schema, replaces = Set(1)), CommitSettings())
+    assert(v3.fragments.head.files.map(_.fieldIds) == Vector(Vector(0, -2), Vector(-2), Vector(1)))
+    assert(Dataset.open(s, Some(2L)).fragments.head.files.map(_.fieldIds) == Vector(Vector(0, -2), Vector(1)))
+    // a new file holding other ids than those replaced is refused, nothing committed
+    val bad = Seq(FragmentColumns(0L, frag("x-0.lance", 10, Vector(0, 1))), FragmentColumns(1L, frag("x-1.lance", 20, Vector(1))))
+    val e = intercept[IllegalStateException](
+      Committer.commit(s, Some(3L), AddColumnFiles(bad, v3.schema, replaces = Set(1)), CommitSettings()))
+    assert(e.getMessage.contains("x-0.lance") && e.getMessage.contains("replaces 1"), e.getMessage)
+    // a concurrent update of the same column since the read version: a conflict
+    val c = intercept[CommitConflictException](
+      Committer.commit(s, Some(2L), AddColumnFiles(upd("y"), v2.schema, replaces = Set(1)), CommitSettings()))
+    assert(c.getMessage.contains("merge"), c.getMessage)
+    assert(Dataset.open(s, None).version == 3)
   }
 
   test("an append that adds fields: one Merge version with the new fragments and the wider schema") {

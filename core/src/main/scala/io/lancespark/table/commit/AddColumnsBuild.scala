@@ -30,11 +30,28 @@ private[commit] object AddColumnsBuild {
         s"${storage.uri}: cannot add columns read at version $readVersion: fragment ${f.getId} was added since; " +
           "its rows would have no values for the new columns (run add_columns again)"))
       val names = f.getFilesList.asScala.flatMap(_.getFieldsList.asScala.map(_.intValue)).toSet
-      val overlap = file.fieldIds.filter(names.contains)
+      if (op.replaces.nonEmpty && (file.fieldIds.isEmpty || !file.fieldIds.forall(op.replaces.contains)))
+        throw new IllegalStateException(s"${storage.uri}: ${file.path} holds field ids " +
+          s"${file.fieldIds.mkString(", ")}; the update replaces ${op.replaces.toSeq.sorted.mkString(", ")}")
+      val overlap = file.fieldIds.filter(id => names.contains(id) && !op.replaces.contains(id))
       if (overlap.nonEmpty)
         throw new CommitConflictException(s"${storage.uri}: cannot add columns read at version $readVersion: " +
           s"fragment ${f.getId} already has a data file with field ids ${overlap.mkString(", ")}")
-      f.toBuilder.addFiles(Committer.dataFile(file)).build()
+      val gone = if (op.replaces.isEmpty) Vector.empty[Int] else file.fieldIds.filterNot(names.contains)
+      if (gone.nonEmpty)
+        throw new CommitConflictException(s"${storage.uri}: cannot update columns read at version $readVersion: " +
+          s"fragment ${f.getId} has no data file with field ids ${gone.mkString(", ")}")
+      val b = f.toBuilder
+      if (op.replaces.nonEmpty) {
+        val tombstoned = f.getFilesList.asScala.toVector.map { d =>
+          val ids = d.getFieldsList.asScala.map(_.intValue)
+          if (!ids.exists(op.replaces.contains)) d
+          else d.toBuilder.clearFields().addAllFields(
+            ids.map(id => Int.box(if (op.replaces.contains(id)) AddColumnsBuild.Tombstone else id)).asJava).build()
+        }
+        b.clearFiles().addAllFiles(tombstoned.asJava)
+      }
+      b.addFiles(Committer.dataFile(file)).build()
     }
     val schema = io.lancespark.schema.SchemaProto.encode(op.schema, prev.getFieldsList.asScala.toSeq)
     val b = Committer.stamp(prev.toBuilder, version, settings)
@@ -47,4 +64,6 @@ private[commit] object AddColumnsBuild {
     Committer.Built(b.build(), base.flatMap(_.indexSection), txn.build())
   }
 
+  /** A data file's field id for a field whose values moved to a later file. */
+  val Tombstone: Int = -2
 }

@@ -49,8 +49,17 @@ final case class FragmentColumns(fragmentId: Long, file: WrittenFragment)
 /** Adds columns as new data files beside existing fragments' files (a Merge
   * transaction, as pylance's `add_columns`/`merge`): each listed fragment gains
   * its file; `schema` is the dataset's schema with the new fields. Existing
-  * data files are not touched. Built by [[AddColumnsBuild]]. */
-final case class AddColumnFiles(files: Seq[FragmentColumns], schema: io.lancespark.schema.LanceSchema)
+  * data files are not touched. Built by [[AddColumnsBuild]].
+  *
+  * `replaces`: field ids (of existing fields) whose values the new files hold
+  * instead (an update of columns): in the fragment's older files those ids
+  * become -2, the reference's tombstone for a field moved out of a file (as
+  * pylance's `LanceFragment.update_columns` writes); the files themselves are
+  * not touched. Every new file must then hold only these ids (all of a
+  * field's ids: 2.1+ files list only leaves), each one a file of the fragment
+  * held before. */
+final case class AddColumnFiles(files: Seq[FragmentColumns], schema: io.lancespark.schema.LanceSchema,
+    replaces: Set[Int] = Set.empty)
     extends PendingOperation {
   /** The new files (what a failed commit removes); they are no new fragments. */
   override def fragments: Seq[WrittenFragment] = files.map(_.file)

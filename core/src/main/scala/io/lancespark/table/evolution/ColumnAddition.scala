@@ -28,7 +28,13 @@ final case class ColumnAddition(
     fileVersion: DataFileVersion,
     columns: LanceSchema,
     schema: LanceSchema,
-    fragments: Map[Long, FragmentState]) {
+    fragments: Map[Long, FragmentState],
+    replaces: Set[Int] = Set.empty) {
+
+  /** Whether this replaces existing columns' values (update_columns): each
+    * fragment's file then holds the columns' full values (the old value where
+    * the source has no row), and the old files tombstone them. */
+  def isUpdate: Boolean = replaces.nonEmpty
 
   /** The deleted row offsets of `fragmentId` at the read version (empty when none). */
   def deletedRows(storage: DatasetStorage, fragmentId: Long): RoaringBitmap = {
@@ -72,6 +78,36 @@ object ColumnAddition {
       snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap)
   }
 
+  /** Plans replacing the values of the existing top-level columns `names`
+    * of `snapshot` (update_columns): the files are written with the columns'
+    * own fields (same ids and types) and committed with those ids tombstoned
+    * in the fragments' older files. Metadata columns, unknown names, repeated
+    * names and an empty list are refused. */
+  def planUpdate(snapshot: Snapshot, names: Seq[String]): ColumnAddition = {
+    val uri = snapshot.storage.uri
+    val version = DataFileVersion.ofDataset(snapshot.fileVersion).getOrElse(throw new LanceFormatException(
+      s"$uri: the dataset stores Lance file version ${snapshot.fileVersion}, which this connector reads but does " +
+        s"not write (it writes ${DataFileVersion.Written.mkString(", ")}); its columns cannot be updated"))
+    if (names.isEmpty)
+      throw new IllegalArgumentException(s"$uri: no columns to update: the source has only the row key")
+    names.diff(names.distinct).headOption.foreach { n =>
+      throw new IllegalArgumentException(s"$uri: column '$n' is given twice in the source")
+    }
+    val fields = names.map { n =>
+      if (MetadataColumns.contains(n))
+        throw new IllegalArgumentException(s"$uri: '$n' is a metadata column; it cannot be updated")
+      snapshot.schema.field(n).getOrElse(throw new IllegalArgumentException(
+        s"$uri: cannot update column '$n': the dataset (version ${snapshot.version}) has no such top-level column; " +
+          s"its columns are ${snapshot.schema.fields.map(_.name).mkString(", ")} (adding columns is add_columns)"))
+    }.toVector
+    ColumnAddition(uri, snapshot.version, version, LanceSchema(fields, Map.empty), snapshot.schema,
+      snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap, fields.flatMap(_.allFields.map(_.id)).toSet)
+  }
+
+  /** Names of the row metadata columns a source may carry but never update. */
+  val MetadataColumns: Set[String] =
+    Set("_rowid", "_rowaddr", "_rowoffset", "_row_created_at_version", "_row_last_updated_at_version")
+
   /** The highest field id the version uses: in its schema or in any data file
     * (a dropped column's values may still be in files; ids are never reused). */
   def maxFieldId(snapshot: Snapshot): Int = {
@@ -86,7 +122,7 @@ object ColumnAddition {
     * commits it can be rebased onto. */
   def commit(storage: DatasetStorage, plan: ColumnAddition, files: Seq[FragmentColumns],
       settings: CommitSettings = CommitSettings()): Snapshot = {
-    val op = AddColumnFiles(files, plan.schema)
+    val op = AddColumnFiles(files, plan.schema, plan.replaces)
     try {
       val byFragment = files.groupBy(_.fragmentId)
       byFragment.find(_._2.size > 1).foreach { case (id, fs) =>
