@@ -263,3 +263,22 @@ def test_remote_local(bundle, tmp_path):
     assert [r[0] for r in out["nearest"]] == [2, 3]
     assert [round(r[1], 4) for r in out["nearest"]] == [0.04, 0.64]
     assert [tuple(r.values()) for r in _pylance_rows(path)] == [(i, 2 * i) for i in range(5)]
+
+
+def test_knn_join_over_connect(spark, tmp_path):
+    """lance_spark.knn_join (plain DataFrame operations) on a Spark Connect session, against numpy."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal((200, 8)).astype(np.float32)
+    path = str(tmp_path / "knn.lance")
+    lance.write_dataset(pa.table({"id": pa.array(np.arange(200)),
+                                  "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), 8)}),
+                        path, max_rows_per_file=50)
+    q = rng.standard_normal((3, 8)).astype(np.float32)
+    qs = spark.createDataFrame([(i, [float(x) for x in q[i]]) for i in range(3)], "qid INT, qv ARRAY<FLOAT>")
+    rows = lance_spark.knn_join(qs, path, "qv", "emb", k=4).collect()
+    for i in range(3):
+        expected = np.argsort(((v - q[i]) ** 2).sum(1), kind="stable")[:4].tolist()
+        assert [r.id for r in rows if r.qid == i] == expected

@@ -13,9 +13,9 @@ from __future__ import annotations
 from ._spark import (CATALOG_CLASS, CONNECTOR_CLASS, CONNECTOR_SETTINGS, SPARK_LINES, bundle_of, bundles,
                      configure, connector_settings, jar_path, session)
 from .tables import LanceTable, LanceTags
-from .vectors import vector_search
+from .vectors import knn_join, vector_search
 
 __version__ = "0.1.0"
 
 __all__ = ["CATALOG_CLASS", "CONNECTOR_CLASS", "CONNECTOR_SETTINGS", "LanceTable", "LanceTags", "SPARK_LINES",
-           "bundle_of", "bundles", "configure", "connector_settings", "jar_path", "session", "vector_search", "__version__"]
+           "bundle_of", "bundles", "configure", "connector_settings", "jar_path", "knn_join", "session", "vector_search", "__version__"]
