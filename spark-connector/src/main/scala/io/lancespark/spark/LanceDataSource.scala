@@ -32,12 +32,9 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     val asked = options.asCaseSensitiveMap().asScala.toMap
-    val target = ReadOptions.target(asked)
     // a stream's sink may create the dataset: no schema yet (a read of the table still fails, naming the path)
-    if (!target.pinned && !Dataset.isDataset(target.path, SparkSession.active.sessionState.newHadoopConf()))
-      return new StructType()
-    LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(ReadOptions.target(asked)).schema),
-      NearestOptions.parse(asked).isDefined)
+    LanceDataSource.snapshotIfExists(ReadOptions.target(asked)).fold(new StructType())(s =>
+      LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(s.schema), NearestOptions.parse(asked).isDefined))
   }
 
   /** Lets DataFrameWriter hand us the DataFrame's schema instead of inferring
@@ -64,6 +61,11 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
 }
 
 object LanceDataSource {
+  /** The target's snapshot; None where the path holds no dataset yet (an unpinned target only). */
+  def snapshotIfExists(target: ReadTarget): Option[Snapshot] =
+    if (target.pinned) Some(snapshot(target))
+    else Dataset.openLatestIfExists(DatasetStorage(target.path, SparkSession.active.sessionState.newHadoopConf()))
+
   def snapshot(target: ReadTarget): Snapshot = {
     val storage = DatasetStorage(target.path, SparkSession.active.sessionState.newHadoopConf())
     Dataset.open(storage, target.tag.map(Tags.versionOf(storage, _)).orElse(target.version))

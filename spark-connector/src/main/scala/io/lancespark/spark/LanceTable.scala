@@ -35,7 +35,10 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
     extends SupportsRead with SupportsWrite with SupportsMetadataColumns
     with SupportsRowLevelOperations with SupportsDeleteV2 with SupportsIndex {
 
-  lazy val snapshot: Snapshot = LanceDataSource.snapshot(target)
+  /** None where the path holds no dataset yet (a stream's sink may create it). */
+  private lazy val existing: Option[Snapshot] = LanceDataSource.snapshotIfExists(target)
+
+  lazy val snapshot: Snapshot = existing.getOrElse(LanceDataSource.snapshot(target))
 
   private def path: String = target.path
 
@@ -52,9 +55,8 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
     * creates it with its first batch. Reads still fail, naming the path, when
     * their scan opens the snapshot. */
   override lazy val schema: StructType =
-    if (!target.pinned && !io.lancespark.table.storage.Dataset.isDataset(path,
-        SparkSession.active.sessionState.newHadoopConf())) new StructType()
-    else LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(snapshot.schema), nearest.isDefined)
+    existing.fold(new StructType())(s =>
+      LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(s.schema), nearest.isDefined))
 
   override def capabilities(): util.Set[TableCapability] =
     if (writable) util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE,

@@ -29,6 +29,11 @@ object Dataset {
   def open(uri: String, version: Option[Long], conf: Configuration): Snapshot =
     open(DatasetStorage(uri, conf), version)
 
+  /** The latest version, or None where there is no dataset yet (a stream's
+    * sink may create it). One lookup, as [[open]]. */
+  def openLatestIfExists(storage: DatasetStorage): Option[Snapshot] =
+    latest(storage).map(l => at(storage, l.naming, l.version, storage.readFully(manifestPath(storage, l.naming, l.version))))
+
   def open(storage: DatasetStorage, version: Option[Long]): Snapshot = {
     val (naming, v, bytes) = version match {
       case None =>
@@ -41,6 +46,10 @@ object Dataset {
           .collectFirst { case (n, Some(b)) => (n, v, b) }
           .getOrElse(throw missing(storage, v))
     }
+    at(storage, naming, v, bytes)
+  }
+
+  private def at(storage: DatasetStorage, naming: ManifestNaming, v: Long, bytes: Array[Byte]): Snapshot = {
     val path = manifestPath(storage, naming, v)
     val manifest = ManifestFile.parse(bytes, path.toString)
     if (manifest.getVersion != v)
