@@ -30,6 +30,7 @@ import pyarrow as pa
 import pytest
 
 import spark_cluster
+from conftest import long_only
 from spark_cluster import SparkCluster, Worker, get_json
 
 JOB = Path(__file__).resolve().parent / "cluster_jobs" / "lance_job.py"
@@ -447,6 +448,7 @@ def test_worker_killed_mid_write(whole_cluster, tmp_path):
     report(kill, ends, table)
 
 
+@long_only   # make test kills a worker mid-write (above)
 def test_worker_killed_mid_merge(whole_cluster, tmp_path):
     """A MERGE killed in its write stage (the one writing deletion files and new
     fragments, here in files of 10 rows so that it lasts): the lost executor's
