@@ -141,4 +141,4 @@ def test_knn_join_bad_input(spark, data):
     with pytest.raises(ValueError, match="metric must be one of"):
         lance_spark.knn_join(qs, data.path, "qv", "emb", k=3, metric="hamming")
     with pytest.raises(ValueError, match="unknown option"):
-        lance_spark.knn_join(qs, data.path, "qv", "emb", k=3, nprobes=4)
+        lance_spark.knn_join(qs, data.path, "qv", "emb", k=3, nprobe=4)

@@ -146,8 +146,8 @@ def test_a_procedure_and_a_metadata_table(spark, tmp_path):
 
 
 def test_vector_search_and_point_reads(spark, tmp_path):
-    """lance_vector_search (the session extension on every line) equals a numpy
-    brute force; `_rowaddr IN (...)` returns the rows pylance places there."""
+    """lance_vector_search and knn_join's lance_knn (the session extension on every line)
+    equal a numpy brute force; `_rowaddr IN (...)` returns the rows pylance places there."""
     import numpy as np
     path = str(tmp_path / "vec")
     rng = np.random.default_rng(4)
@@ -160,6 +160,10 @@ def test_vector_search_and_point_reads(spark, tmp_path):
     arr = ", ".join(f"CAST({float(x)!r} AS FLOAT)" for x in q)
     got = spark.sql(f"SELECT id, _distance FROM lance_vector_search('{path}', 'emb', array({arr}), 5)").collect()
     assert [r.id for r in got] == want
+    # batch KNN: lance_knn evaluated on the executors, the neighbours joined back by row address
+    import lance_spark
+    qs = spark.createDataFrame([(0, [float(x) for x in q]), (1, None)], "qid INT, qv ARRAY<FLOAT>")
+    assert [r.id for r in lance_spark.knn_join(qs, path, "qv", "emb", k=5).collect()] == want
     t = lance.dataset(path).to_table(columns=["id"], with_row_address=True)
     addrs = dict(zip(t["_rowaddr"].to_pylist(), t["id"].to_pylist()))
     picks = sorted(addrs)[::97]
