@@ -17,7 +17,15 @@ import io.lancespark.table.storage.{DatasetStorage, Indices, TransactionFile}
   * delete removed whole is left out (its new file is never referenced); one
   * it gave a new deletion file keeps that file, which hides rows of the new
   * file too. Any fragment whose data files changed, or that the read version
-  * did not have, is a conflict (the checker refuses those commits first). */
+  * did not have, is a conflict (the checker refuses those commits first).
+  *
+  * An update of columns (`replaces`): in each fragment the new file takes the
+  * place of the file holding exactly the same fields, or else is added with
+  * the replaced ids tombstoned (-2) in the older files. The transaction is a
+  * DataReplacement when every fragment's file took a place, else an Update
+  * (REWRITE_COLUMNS, `fields_modified`). Also rebased onto concurrent appends:
+  * their fragments are kept as they are. An index over a replaced field is
+  * refused (it would keep the old values). */
 private[commit] object AddColumnsBuild {
 
   def apply(storage: DatasetStorage, base: Option[Committer.Base], op: AddColumnFiles, readVersion: Long,
