@@ -173,6 +173,13 @@ def test_bad_sources_are_clear(spark, tmp_path):
             assert w in str(e.value), str(e.value)
     assert lance.dataset(path).version == 1
     assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("updcol-")]
+    # a column an index covers: refused (the index would keep the old values)
+    lance.dataset(path).create_scalar_index("x", "BTREE")
+    with pytest.raises(Exception) as e:
+        LanceTable.forPath(spark, path).update_columns(df.select("_rowaddr", F.lit(1.0).alias("x")))
+    assert "covers it" in str(e.value) and "drop the index" in str(e.value), str(e.value)
+    assert lance.dataset(path).version == 2
+    assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("updcol-")]
 
 
 def run_racing(spark, path: str, tmp, other) -> tuple:
@@ -234,4 +241,15 @@ def test_compaction_racing_update_columns_is_a_clear_conflict(spark, tmp_path):
     assert "compacted" in str(err) and "update_columns again" in str(err), str(err)
     # the compaction's version stands, with the old values; nothing of the update is left
     check_everywhere(spark, path, ["id", "x"], sorted((i, i / 2) for i in range(200) if i % 9))
+    assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("updcol-")]
+
+
+def test_row_update_racing_update_columns_is_a_clear_conflict(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 100), path, max_rows_per_file=50)
+    err, res = run_racing(spark, path, tmp_path, lambda: lance.dataset(path).update({"x": "-1.0"}, where="id < 10"))
+    assert res is None and err is not None
+    assert "update_columns again" in str(err), str(err)
+    # pylance's update stands; no value of the failed update_columns is anywhere
+    check_everywhere(spark, path, ["id", "x"], sorted((i, -1.0 if i < 10 else i / 2) for i in range(100)))
     assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("updcol-")]
