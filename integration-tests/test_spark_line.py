@@ -183,6 +183,21 @@ def test_add_columns_by_expression(spark, tmp_path):
     assert type(lance.dataset(path).read_transaction(lance.dataset(path).version).operation).__name__ == "Merge"
 
 
+def test_update_columns_subset(spark, tmp_path):
+    """CALL update_columns for some rows: the others keep their values, the other column's file is untouched."""
+    path = str(tmp_path / "backfill")
+    lance.write_dataset(pa.table({"a": pa.array(range(50), pa.int64()), "b": pa.array([0.5] * 50)}), path,
+                        max_rows_per_file=20)
+    before = {n: os.stat(os.path.join(path, "data", n)).st_mtime_ns for n in os.listdir(os.path.join(path, "data"))}
+    spark.read.format("lance").load(path).where("a % 2 = 0").selectExpr("_rowaddr", "CAST(a AS DOUBLE) AS b") \
+        .createOrReplaceTempView("line_backfill")
+    spark.sql(f"CALL lance.system.update_columns(table => '`{path}`', source => 'line_backfill')").collect()
+    t = lance.dataset(path).to_table()
+    assert sorted(zip(t["a"].to_pylist(), t["b"].to_pylist())) == \
+        [(i, float(i) if i % 2 == 0 else 0.5) for i in range(50)]
+    assert {n: os.stat(os.path.join(path, "data", n)).st_mtime_ns for n in before} == before
+
+
 def test_streaming_sink_and_source(spark, tmp_path):
     """A file stream into a Lance table (one commit per batch, AvailableNow), then
     the table as a stream source: every row exactly once, pylance the oracle."""
