@@ -63,13 +63,14 @@ object VectorIndexBuildJob {
       val samples = sc.parallelize(ids, math.max(1, ids.size)).map(id => id -> task.sample(id, fraction))
         .collect().sortBy(_._1).map(_._2).toVector
       val model = IvfBuild.train(plan, samples)
+      val pq = IvfBuild.trainPq(plan, model, samples)
       val bc = sc.broadcast(model)
       val files = try {
         val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
         val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.assign(bc.value, id))
           .sortByKey(ascending = true, parts)
         Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
-          IvfBuild.write(plan, model, sorted.toLocalIterator.map { case ((p, addr), v) => (p, addr, v) }, a)
+          IvfBuild.write(plan, model, pq, sorted.toLocalIterator.map { case ((p, addr), v) => (p, addr, v) }, a)
         }
       } finally { bc.destroy() }
       val committed = IvfBuild.commit(plan, CommitSettings())

@@ -23,7 +23,8 @@ import io.lancespark.table.storage.{DataFiles, Snapshot}
 /** The vector index types this connector builds. */
 object VectorIndexTypes {
   val IvfFlat: String = "IVF_FLAT"
-  val Built: Seq[String] = Seq(IvfFlat)
+  val IvfPq: String = "IVF_PQ"
+  val Built: Seq[String] = Seq(IvfFlat, IvfPq)
 
   /** Whether `name` (any case) names a vector index type (built here or not):
     * the builds route these to [[IvfBuild]]. */
@@ -34,12 +35,15 @@ object VectorIndexTypes {
   * the procedure's `options` map): `num_partitions` (default the square root
   * of the rows), `metric` (or `distance_type`: l2, cosine, dot; default l2),
   * `sample_rate` (training vectors per partition, default 256 as pylance),
-  * `max_iters` (k-means rounds, default 50 as pylance), `seed` (default 42). */
+  * `max_iters` (k-means rounds, default 50 as pylance), `seed` (default 42);
+  * IVF_PQ: `num_sub_vectors` (default dimension / 16, or / 8, or 1: what
+  * divides it), `num_bits` (8 only). */
 final case class IvfBuildOptions(numPartitions: Option[Int], metric: DistanceMetric, sampleRate: Int, maxIters: Int,
-                                 seed: Long)
+                                 seed: Long, numSubVectors: Option[Int] = None)
 
 object IvfBuildOptions {
-  val Known: Seq[String] = Seq("num_partitions", "metric", "distance_type", "sample_rate", "max_iters", "seed")
+  val Known: Seq[String] = Seq("num_partitions", "metric", "distance_type", "sample_rate", "max_iters", "seed",
+    "num_sub_vectors", "num_bits")
 
   def parse(options: Map[String, String]): IvfBuildOptions = {
     val o = options.map { case (k, v) => k.trim.toLowerCase(Locale.ROOT) -> v.trim }
@@ -60,17 +64,25 @@ object IvfBuildOptions {
     val seed = o.get("seed").map(v => try v.toLong catch {
       case _: NumberFormatException => throw new IllegalArgumentException(s"vector index option seed is '$v', not an integer")
     }).getOrElse(42L)
-    IvfBuildOptions(parts, metric, rate, iters, seed)
+    int("num_bits").filter(_ != 8).foreach(b => throw new IllegalArgumentException(
+      s"vector index option num_bits is $b; PQ codes of 8 bits are built"))
+    val subs = int("num_sub_vectors")
+    subs.filter(_ < 1).foreach(m => throw new IllegalArgumentException(s"vector index option num_sub_vectors is $m; at least 1"))
+    IvfBuildOptions(parts, metric, rate, iters, seed, subs)
   }
 }
 
 /** A checked vector index build over one column of one dataset version. */
 final case class IvfBuildPlan(snapshot: Snapshot, field: LanceField, dim: Int, doubles: Boolean, indexType: String,
                               metric: DistanceMetric, numPartitions: Int, sampleRate: Int, maxIters: Int, seed: Long,
-                              name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion) {
+                              name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion,
+                              numSubVectors: Int = 0) {
   def where: String = s"${snapshot.storage.uri} (version ${snapshot.version})"
-  /** Training vectors wanted: `sampleRate` per partition. */
-  def sampleSize: Long = numPartitions.toLong * sampleRate
+  def isPq: Boolean = indexType == VectorIndexTypes.IvfPq
+  /** Training vectors of the IVF centroids: `sampleRate` per partition. */
+  def ivfSampleSize: Long = numPartitions.toLong * sampleRate
+  /** Training vectors sampled: the IVF's, or for PQ `sampleRate` per PQ centroid (256) if more. */
+  def sampleSize: Long = if (isPq) math.max(ivfSampleSize, PqModel.Centroids.toLong * sampleRate) else ivfSampleSize
   /** The metric k-means trains and assigns with (cosine: l2 over unit vectors). */
   def trainMetric: DistanceMetric = if (metric == DistanceMetric.Dot) DistanceMetric.Dot else DistanceMetric.L2
 }
@@ -113,10 +125,23 @@ object IvfBuild {
     val version = DataFileVersion.parse(snapshot.fileVersion).filter(DataFileVersion.Written.contains).getOrElse(
       throw new IllegalArgumentException(s"$where: indices are built on datasets of file version 2.0, 2.1 or 2.2, " +
         s"not ${snapshot.fileVersion}"))
+    val subs = if (tpe != VectorIndexTypes.IvfPq) {
+      opts.numSubVectors.foreach(_ => throw new IllegalArgumentException(
+        s"$where: num_sub_vectors is an option of ivf_pq, not of ${tpe.toLowerCase(Locale.ROOT)}"))
+      0
+    } else {
+      val m = opts.numSubVectors.getOrElse(Seq(16, 8, 1).find(s => dim % s == 0 && dim / s >= 1).map(dim / _).getOrElse(1))
+      if (m > dim || dim % m != 0)
+        throw new IllegalArgumentException(s"$where: num_sub_vectors is $m; it must divide the dimension $dim of '$column'")
+      if (rows < PqModel.Centroids)
+        throw new IllegalArgumentException(s"$where: an IVF_PQ index trains 256 codes a sub-vector and needs at least " +
+          s"256 rows; the table has $rows")
+      m
+    }
     val frags = new RoaringBitmap()
     snapshot.fragments.foreach(f => frags.add(f.id.toInt))
     IvfBuildPlan(snapshot, field, dim, item == "double", tpe, opts.metric, parts, opts.sampleRate, opts.maxIters,
-      opts.seed, indexName, UUID.randomUUID().toString, frags, version)
+      opts.seed, indexName, UUID.randomUUID().toString, frags, version, subs)
   }
 
   /** The live, non-null vectors of fragment `fragmentId` of `snapshot`'s
@@ -190,20 +215,52 @@ object IvfBuild {
     * plan's sample size by a seeded shuffle). */
   def train(plan: IvfBuildPlan, samples: Seq[Array[Float]]): KMeansModel = {
     val dim = plan.dim
-    val all = samples.foldLeft(ArrayBuffer.empty[Float])((b, a) => b ++= a).toArray
+    val all = trim(plan, samples, plan.ivfSampleSize)
     val n = all.length / dim
     if (n < plan.numPartitions)
       throw new IllegalArgumentException(s"${plan.where}: num_partitions is ${plan.numPartitions} but column " +
         s"'${plan.field.name}' has only $n non-null finite vectors to train on")
-    val data = if (n <= plan.sampleSize) all else {
+    KMeans.train(all, dim, plan.numPartitions, plan.trainMetric, plan.maxIters, KMeans.DefaultTolerance, plan.seed)
+  }
+
+  /** The samples concatenated, trimmed to `size` vectors by a seeded shuffle. */
+  private def trim(plan: IvfBuildPlan, samples: Seq[Array[Float]], size: Long): Array[Float] = {
+    val dim = plan.dim
+    val all = samples.foldLeft(ArrayBuffer.empty[Float])((b, a) => b ++= a).toArray
+    val n = all.length / dim
+    if (n <= size) all else {
       val rng = new scala.util.Random(plan.seed)
-      val order = rng.shuffle((0 until n).toVector).take(plan.sampleSize.toInt).sorted
+      val order = rng.shuffle((0 until n).toVector).take(size.toInt).sorted
       val out = new Array[Float](order.size * dim)
       order.zipWithIndex.foreach { case (r, i) => System.arraycopy(all, r * dim, out, i * dim, dim) }
       out
     }
-    KMeans.train(data, dim, plan.numPartitions, plan.trainMetric, plan.maxIters, KMeans.DefaultTolerance, plan.seed)
   }
+
+  /** IVF_PQ: the product quantizer, trained as the reference does on the
+    * sample's residuals to their nearest centroid (l2, cosine over unit
+    * vectors) or the vectors themselves (dot), one l2 k-means of 256 codes
+    * per sub-vector. None for IVF_FLAT. */
+  def trainPq(plan: IvfBuildPlan, model: KMeansModel, samples: Seq[Array[Float]]): Option[PqModel] =
+    if (!plan.isPq) None
+    else {
+      val dim = plan.dim
+      val data = trim(plan, samples, plan.sampleSize)
+      val n = data.length / dim
+      if (n < PqModel.Centroids)
+        throw new IllegalArgumentException(s"${plan.where}: IVF_PQ needs at least 256 non-null vectors to train " +
+          s"its codes; column '${plan.field.name}' has $n")
+      if (plan.metric != DistanceMetric.Dot) {
+        var r = 0
+        while (r < n) {
+          val c = model.nearest(data, r * dim, plan.trainMetric)
+          var d = 0
+          while (d < dim) { data(r * dim + d) -= model.centroids(c * dim + d); d += 1 }
+          r += 1
+        }
+      }
+      Some(PqModel.train(data, dim, plan.numSubVectors, plan.maxIters, plan.seed))
+    }
 
   /** Every live non-null vector of fragment `fragmentId` with its partition:
     * (partition, row address, vector as stored: unit vectors for cosine). */
@@ -218,10 +275,10 @@ object IvfBuild {
 
   /** Writes the index's files from rows in (partition, row address) order;
     * on a failure removes what it wrote. Each file's name and size. */
-  def write(plan: IvfBuildPlan, model: KMeansModel, sorted: Iterator[(Int, Long, Array[Float])],
+  def write(plan: IvfBuildPlan, model: KMeansModel, pq: Option[PqModel], sorted: Iterator[(Int, Long, Array[Float])],
             allocator: BufferAllocator): Seq[(String, Long)] = {
     val w = new IvfIndexWriter(plan.snapshot.storage, plan.uuid, model, plan.metric, plan.doubles, plan.fileVersion,
-      allocator)
+      allocator, pq = pq)
     try {
       sorted.foreach { case (p, addr, v) => w.add(p, addr, v) }
       w.finish()
@@ -265,8 +322,18 @@ object IvfBuild {
       case DistanceMetric.Dot => 2
     }
     if (metric != 0) out.writeEnum(1, metric)
-    out.writeTag(8, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED)
-    out.writeUInt32NoTag(0)
+    if (plan.isPq) {
+      // 4 = PQ: 1 = bits, 2 = sub-vectors
+      val pq = new java.io.ByteArrayOutputStream()
+      val po = CodedOutputStream.newInstance(pq)
+      po.writeUInt32(1, 8)
+      po.writeUInt32(2, plan.numSubVectors)
+      po.flush()
+      out.writeByteArray(4, pq.toByteArray)
+    } else {
+      out.writeTag(8, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED)
+      out.writeUInt32NoTag(0)
+    }
     Seq("lance.ivf.sample_rate" -> plan.sampleRate.toString, "lance.ivf.max_iters" -> plan.maxIters.toString)
       .foreach { case (k, v) =>
         val e = new java.io.ByteArrayOutputStream()
@@ -290,13 +357,19 @@ object IvfBuild {
     * train, assign, write, commit. The model trained is returned with the
     * new snapshot. */
   def buildInMemory(plan: IvfBuildPlan, settings: CommitSettings = CommitSettings()): (Snapshot, KMeansModel) =
+    buildInMemoryWithPq(plan, settings) match { case (s, m, _) => (s, m) }
+
+  def buildInMemoryWithPq(plan: IvfBuildPlan, settings: CommitSettings = CommitSettings())
+      : (Snapshot, KMeansModel, Option[PqModel]) =
     Using.resource(new RootAllocator()) { allocator =>
       val ids = plan.snapshot.fragments.map(_.id)
       val fraction = sampleFraction(plan)
-      val model = train(plan, ids.map(id => sampleFragment(plan, id, fraction, allocator)))
+      val samples = ids.map(id => sampleFragment(plan, id, fraction, allocator))
+      val model = train(plan, samples)
+      val pq = trainPq(plan, model, samples)
       val rows = ids.flatMap(id => assignFragment(plan, model, id, allocator))
         .sortWith((a, b) => a._1 < b._1 || (a._1 == b._1 && a._2 < b._2))
-      write(plan, model, rows.iterator, allocator)
-      (commit(plan, settings), model)
+      write(plan, model, pq, rows.iterator, allocator)
+      (commit(plan, settings), model, pq)
     }
 }

@@ -30,7 +30,7 @@ import io.lancespark.table.storage.DatasetStorage
   * caller gives unit vectors. */
 final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansModel, metric: DistanceMetric,
                            doubles: Boolean, version: DataFileVersion, allocator: BufferAllocator,
-                           batchSize: Int = 8192) {
+                           batchSize: Int = 8192, pq: Option[PqModel] = None) {
   private val dim = model.dim
   private val k = model.k
   private val itemType = new ArrowType.FloatingPoint(
@@ -40,9 +40,25 @@ final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansM
     java.util.Arrays.asList(itemField))
   private def rowIdField: Field = new Field("_rowid", FieldType.nullable(new ArrowType.Int(64, false)), null)
 
-  private val aux = new IndexFileWriter(storage, uuid, IvfIndex.AuxFile, Seq(rowIdField, flatField),
-    Map("lance:ivf" -> "1", "storage_metadata" -> s"""["{\\"dim\\":$dim}"]""", "distance_type" -> metric.name),
-    version)
+  private def codeField(m: Int): Field = new Field("__pq_code", FieldType.nullable(new ArrowType.FixedSizeList(m)),
+    java.util.Arrays.asList(new Field("item", FieldType.nullable(new ArrowType.Int(8, false)), null)))
+  private val typeName: String = if (pq.isDefined) "IVF_PQ" else "IVF_FLAT"
+
+  private val aux = pq match {
+    case None => new IndexFileWriter(storage, uuid, IvfIndex.AuxFile, Seq(rowIdField, flatField),
+      Map("lance:ivf" -> "1", "storage_metadata" -> s"""["{\\"dim\\":$dim}"]""", "distance_type" -> metric.name),
+      version)
+    case Some(q) =>
+      val sm = s"""{\\"codebook_position\\":2,\\"nbits\\":8,\\"num_sub_vectors\\":${q.m},""" +
+        s"""\\"dimension\\":$dim,\\"codebook_tensor\\":[],\\"transposed\\":true}"""
+      new IndexFileWriter(storage, uuid, IvfIndex.AuxFile, Seq(rowIdField, codeField(q.m)),
+        Map("lance:ivf" -> "1", "storage_metadata" -> s"""["$sm"]""", "distance_type" -> metric.name), version)
+  }
+  // PQ: the current partition's row ids and codes (written transposed when it ends)
+  private val partIds = new scala.collection.mutable.ArrayBuffer[Long]()
+  private val partCodes = new java.io.ByteArrayOutputStream()
+  private val residual = new Array[Float](dim)
+  private val code = new Array[Byte](pq.map(_.m).getOrElse(0))
 
   private val ids = new Array[Long](batchSize)
   private val values = new Array[Float](batchSize * dim)
@@ -56,6 +72,24 @@ final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansM
     if (partition < current || partition >= k)
       throw new IllegalArgumentException(s"IVF index input out of order at row $rows: partition $partition after $current " +
         s"(of $k)")
+    pq match {
+      case Some(q) =>
+        if (partition != current) flushPartition()
+        current = partition
+        val unitOrL2 = metric != DistanceMetric.Dot
+        var d = 0
+        while (d < dim) {
+          residual(d) = vector(offset + d) - (if (unitOrL2) model.centroids(partition * dim + d) else 0f)
+          d += 1
+        }
+        q.encode(residual, 0, code, 0)
+        partIds += rowId
+        partCodes.write(code, 0, code.length)
+        lengths(partition) += 1
+        rows += 1
+        return
+      case None => ()
+    }
     current = partition
     ids(buffered) = rowId
     System.arraycopy(vector, offset, values, buffered * dim, dim)
@@ -98,18 +132,50 @@ final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansM
     buffered = 0
   }
 
+  /** PQ: writes the current partition's rows, codes transposed (byte j of every row, then j + 1). */
+  private def flushPartition(): Unit = if (partIds.nonEmpty) {
+    val q = pq.get
+    val n = partIds.size
+    val raw = partCodes.toByteArray
+    val idv = new UInt8Vector(rowIdField, allocator)
+    val list = codeField(q.m).createVector(allocator).asInstanceOf[FixedSizeListVector]
+    try {
+      idv.allocateNew(n)
+      var i = 0
+      while (i < n) { idv.set(i, partIds(i)); i += 1 }
+      idv.setValueCount(n)
+      list.allocateNew()
+      val data = list.getDataVector.asInstanceOf[org.apache.arrow.vector.UInt1Vector]
+      data.allocateNew(n * q.m)
+      i = 0
+      while (i < n) {
+        var j = 0
+        while (j < q.m) { data.set(j * n + i, raw(i * q.m + j)); j += 1 }
+        list.setNotNull(i)
+        i += 1
+      }
+      data.setValueCount(n * q.m)
+      list.setValueCount(n)
+      aux.write(Seq(idv, list))
+    } finally { idv.close(); list.close() }
+    partIds.clear()
+    partCodes.reset()
+  }
+
   /** Writes both files; each file's name and size. */
   def finish(): Seq[(String, Long)] = {
     flush()
+    flushPartition()
     val offsets = lengths.scanLeft(0L)(_ + _).take(k)
     val auxModel = IvfModel.newBuilder()
     offsets.foreach(o => auxModel.addPartitionOffsets(o))
     lengths.foreach(l => auxModel.addPartitionLengths(l.toInt))
     aux.addGlobalBuffer(auxModel.build().toByteArray)
+    pq.foreach(q => aux.addGlobalBuffer(IvfIndexWriter.tensor(q.codebook, PqModel.Centroids, dim, doubles = false).toByteArray))
     val auxSize = aux.finish()
     val main = new IndexFileWriter(storage, uuid, IvfIndex.IndexFileName,
       Seq(new Field("__flat_marker", FieldType.notNullable(new ArrowType.Int(64, false)), null)),
-      Map("lance:index" -> s"""{"type":"IVF_FLAT","distance_type":"${metric.name}"}""",
+      Map("lance:index" -> s"""{"type":"$typeName","distance_type":"${metric.name}"}""",
         "lance:ivf" -> "1", "lance:flat" -> Seq.fill(k)("\"\"").mkString("[", ",", "]")), version)
     try {
       val m = IvfModel.newBuilder()

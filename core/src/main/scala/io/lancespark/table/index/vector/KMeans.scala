@@ -111,12 +111,13 @@ object KMeans {
   }
 
   /** The nearest of `k` centroids to `v` (from `offset`); ties to the lower. */
-  def nearest(centroids: Array[Float], k: Int, dim: Int, v: Array[Float], offset: Int, metric: DistanceMetric): Int = {
+  def nearest(centroids: Array[Float], k: Int, dim: Int, v: Array[Float], offset: Int, metric: DistanceMetric,
+              from: Int = 0): Int = {
     var best = 0
     var bestD = Float.MaxValue
     var c = 0
     while (c < k) {
-      val d = dist(metric, centroids, c * dim, v, offset, dim)
+      val d = dist(metric, centroids, from + c * dim, v, offset, dim)
       if (d < bestD) { bestD = d; best = c }
       c += 1
     }
@@ -147,5 +148,46 @@ object KMeans {
       d = 0
       while (d < dim) { v(offset + d) = (v(offset + d) * inv).toFloat; d += 1 }
     }
+  }
+}
+
+/** A product quantizer as the reference trains it for IVF_PQ: the vector
+  * (l2/cosine: its residual to its partition's centroid) cut into `m`
+  * sub-vectors of `subDim` values, each coded by the nearest (l2) of 256
+  * centroids of its sub-space. `codebook` is [subVector][centroid][subDim]. */
+final case class PqModel(m: Int, subDim: Int, codebook: Array[Float]) {
+  def dim: Int = m * subDim
+
+  /** The 8-bit codes of `v` (from `offset`), into `out` from `outOffset`. */
+  def encode(v: Array[Float], offset: Int, out: Array[Byte], outOffset: Int): Unit = {
+    var s = 0
+    while (s < m) {
+      val c = KMeans.nearest(codebook, PqModel.Centroids, subDim, v, offset + s * subDim, DistanceMetric.L2,
+        s * PqModel.Centroids * subDim)
+      out(outOffset + s) = c.toByte
+      s += 1
+    }
+  }
+}
+
+object PqModel {
+  val Centroids: Int = 256
+
+  /** Trains one k-means of 256 centroids per sub-space over `data` (rows of `dim`). */
+  def train(data: Array[Float], dim: Int, m: Int, maxIters: Int, seed: Long): PqModel = {
+    require(dim % m == 0, s"num_sub_vectors $m does not divide dimension $dim")
+    val n = data.length / dim
+    val sd = dim / m
+    val cb = new Array[Float](m * Centroids * sd)
+    var s = 0
+    while (s < m) {
+      val sub = new Array[Float](n * sd)
+      var r = 0
+      while (r < n) { System.arraycopy(data, r * dim + s * sd, sub, r * sd, sd); r += 1 }
+      val km = KMeans.train(sub, sd, Centroids, DistanceMetric.L2, maxIters, KMeans.DefaultTolerance, seed + s)
+      System.arraycopy(km.centroids, 0, cb, s * Centroids * sd, Centroids * sd)
+      s += 1
+    }
+    PqModel(m, sd, cb)
   }
 }

@@ -153,6 +153,67 @@ print("ok")
     }
   }
 
+  for (metric <- Seq("l2", "cosine", "dot")) test(s"IVF_PQ ($metric) built here: pylance's search on it equals ours, recall near pylance's") {
+    val path = dir.resolve(s"pq_$metric.lance").toString
+    val copy = dir.resolve(s"pq_${metric}_py.lance").toString
+    PylanceProcess.run(makeTable, path, "13")
+    PylanceProcess.run(makeTable, copy, "13")
+    val storage = DatasetStorage(path, new Configuration())
+    val before = Dataset.open(storage, None)
+    val plan = IvfBuild.plan(before, "emb", "ivf_pq", Some("emb_pq"),
+      Map("num_partitions" -> "8", "metric" -> metric, "num_sub_vectors" -> "4"))
+    val (after, _, pq) = IvfBuild.buildInMemoryWithPq(plan)
+    assert(pq.exists(q => q.m == 4 && q.subDim == 4))
+    val entry = IndexCatalog.load(after).find(_.name == "emb_pq").get
+    val ix = IvfIndex.open(storage, entry).fold(e => fail(e), identity)
+    assert(ix.indexType == "IVF_PQ" && ix.numPartitions == 8 && ix.metric.name == metric)
+    val idOf = ids(after)
+    // pylance: its search on our index (ids, distances), and recall@10 of ours vs its own IVF_PQ on a copy
+    val out = PylanceProcess.run(
+      """import sys, lance, numpy as np
+path, copy, metric = sys.argv[1], sys.argv[2], sys.argv[3]
+ds = lance.dataset(path)
+v = np.load(path + ".npy")
+info = [i for i in ds.list_indices() if i["name"] == "emb_pq"][0]
+assert info["type"] == "IVF_PQ", info
+py = lance.dataset(copy)
+py.create_index("emb", index_type="IVF_PQ", num_partitions=8, num_sub_vectors=4, metric=metric)
+py = lance.dataset(copy)
+t = ds.to_table(columns=["id", "emb"])
+live = np.array([i for i, e in zip(t["id"].to_pylist(), t["emb"].to_pylist()) if e is not None])
+rng = np.random.default_rng(6)
+ro, rp = [], []
+for qi in range(100):
+    q = v[rng.integers(0, len(v))] + rng.standard_normal(16).astype(np.float32) * 0.3
+    nearest = {"column": "emb", "q": q, "k": 10, "nprobes": 3, "metric": metric}
+    got = ds.to_table(nearest=nearest)
+    if qi < 6:
+        print("Q", " ".join(repr(float(x)) for x in q), "|", " ".join(f"{i}:{d!r}" for i, d in zip(got["id"].to_pylist(), got["_distance"].to_pylist())))
+    x = v[live]
+    if metric == "l2": d = ((x - q) ** 2).sum(1)
+    elif metric == "cosine": d = 1 - x @ q / (np.linalg.norm(x, axis=1) * np.linalg.norm(q))
+    else: d = 1 - x @ q
+    want = set(live[np.argsort(d, kind="stable")[:10]].tolist())
+    ro.append(len(want & set(got["id"].to_pylist())) / 10)
+    rp.append(len(want & set(py.to_table(nearest=nearest)["id"].to_pylist())) / 10)
+print("RECALL", np.mean(ro), np.mean(rp))
+""", path, copy, metric)
+    val recall = out.linesIterator.find(_.startsWith("RECALL")).get.split(' ').drop(1).map(_.toDouble)
+    println(s"IVF_PQ $metric recall@10 nprobes=3: ours ${recall(0)}, pylance's ${recall(1)}")
+    assert(recall(0) >= recall(1) - 0.02, out)
+    Using.resource(new RootAllocator()) { alloc =>
+      out.linesIterator.filter(_.startsWith("Q ")).foreach { line =>
+        val Array(qs, pairs) = line.drop(2).split('|').map(_.trim)
+        val q = qs.split(' ').map(_.toFloat)
+        val expected = pairs.split(' ').map { w => val Array(i, d) = w.split(':'); i.toLong -> d.toFloat }.toVector
+        val found = VectorSearch.run(after, VectorQuery("emb", q, 10, DistanceMetric.parse(metric).get, Some(3)), alloc)
+          .neighbours.map(n => idOf(n.rowAddress) -> n.distance)
+        assert(found.map(_._1).toSet == expected.map(_._1).toSet, s"ours $found\npylance $expected")
+        found.zip(expected).foreach { case ((_, a), (_, b)) => assert(math.abs(a - b) <= 1e-3f * math.max(1f, math.abs(b))) }
+      }
+    }
+  }
+
   test("bad input fails before any work: non-vector column, unknown metric, num_partitions > rows, unknown option") {
     val path = dir.resolve("bad.lance").toString
     PylanceProcess.run(makeTable, path, "12")
