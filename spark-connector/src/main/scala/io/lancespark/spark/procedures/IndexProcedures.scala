@@ -22,16 +22,16 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage}
 final class CreateIndexProcedure(tables: TableResolver) extends LanceProcedure(tables) {
   override def name(): String = "create_index"
   override def description(): String =
-    "Builds a BTREE or BITMAP index over a column, or an IVF_FLAT index over a vector column " +
+    "Builds a BTREE or BITMAP index over a column, or an IVF_FLAT or IVF_PQ index over a vector column " +
       "(Spark jobs; a CreateIndex commit pylance reads)"
 
   override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
     required("column", StringType, "the column to index (a.b for a struct's field)"),
-    optional("index_type", StringType, "btree, bitmap or ivf_flat", "'btree'"),
+    optional("index_type", StringType, "btree, bitmap, ivf_flat or ivf_pq", "'btree'"),
     optional("name", StringType, "the index's name (default <column>_idx)"),
     optional("options", MapType(StringType, StringType),
-      "vector indices (ivf_flat): map('num_partitions', '16', 'metric', 'l2'|'cosine'|'dot', ...)"))
+      "vector indices (ivf_flat, ivf_pq): map('num_partitions', '16', 'metric', 'l2'|'cosine'|'dot', ...)"))
 
   override val outputType: StructType = new StructType()
     .add("name", StringType).add("index_type", StringType).add("uuid", StringType)
