@@ -40,7 +40,7 @@ final case class VectorIndexTask(uri: String, hadoopConf: SerializableHadoopConf
   * nearest centroid on the executors and sorts the rows by (partition, row
   * address) across them; the driver streams the sorted rows into the index
   * writer and commits one CreateIndex. A failed build commits nothing and
-  * removes its files. */
+  * removes its files. `rows` of the result: the vectors indexed (live, not null). */
 object VectorIndexBuildJob {
 
   def run(spark: SparkSession, storage: DatasetStorage, column: String, indexType: String, name: Option[String],
@@ -65,17 +65,21 @@ object VectorIndexBuildJob {
       val model = IvfBuild.train(plan, samples)
       val pq = IvfBuild.trainPq(plan, model, samples)
       val bc = sc.broadcast(model)
+      var indexed = 0L
       val files = try {
         val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
         val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.assign(bc.value, id))
           .sortByKey(ascending = true, parts)
         Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
-          IvfBuild.write(plan, model, pq, sorted.toLocalIterator.map { case ((p, addr), v) => (p, addr, v) }, a)
+          IvfBuild.write(plan, model, pq, sorted.toLocalIterator.map { case ((p, addr), v) =>
+            indexed += 1
+            (p, addr, v)
+          }, a)
         }
       } finally { bc.destroy() }
       val committed = IvfBuild.commit(plan, CommitSettings())
       IndexBuildResult(plan.name, plan.indexType, plan.uuid, snapshot.version, committed.version,
-        snapshot.countRows, plan.fragments.getLongCardinality, files.map(_._2).sum)
+        indexed, plan.fragments.getLongCardinality, files.map(_._2).sum)
     } finally sc.setJobDescription(description)
   }
 }
