@@ -127,6 +127,11 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
       throw new IllegalArgumentException(s"$path: an index is built over one column, not ${columns.length} " +
         s"(${columns.map(_.fieldNames().mkString(".")).mkString(", ")})")
     val kind = Option(properties.get(SupportsIndex.PROP_TYPE)).map(_.trim).filter(_.nonEmpty).getOrElse("btree")
+    if (io.lancespark.table.index.vector.VectorIndexTypes.isVector(kind)) {
+      val options = properties.asScala.toMap - SupportsIndex.PROP_TYPE
+      io.lancespark.spark.procedures.VectorIndexBuildJob.run(SparkSession.active, snapshot.storage,
+        columns.head.fieldNames().mkString("."), kind, Some(indexName), options)
+    } else
     io.lancespark.spark.procedures.IndexBuildJob.run(SparkSession.active, snapshot.storage,
       columns.head.fieldNames().mkString("."), io.lancespark.table.index.BuiltIndexType.parse(kind), Some(indexName))
     ()

@@ -57,6 +57,16 @@ abstract class ContainerWriter(out: OutputStream, major: Int, minor: Int) extend
   private lazy val pages: Vector[ArrayBuffer[ColumnMetadata.Page]] =
     Vector.fill(columnFields.size)(ArrayBuffer.empty[ColumnMetadata.Page])
   private var rowsWritten = 0L
+  private val userGlobals = ArrayBuffer.empty[Array[Byte]]
+
+  /** Adds a global buffer written after the descriptor (an index file's
+    * model); its buffer number in the file (1 for the first). Not combined
+    * with a version's own extra buffers (page statistics). */
+  final def addGlobalBuffer(bytes: Array[Byte]): Int = {
+    if (state != "open") fail(s"a global buffer added to a writer that is $state")
+    userGlobals += bytes
+    userGlobals.size
+  }
   private var state: String = "open" // open | failed | finished | closed
 
   /** Rows written so far (the first row of the batch `append` writes). */
@@ -127,7 +137,10 @@ abstract class ContainerWriter(out: OutputStream, major: Int, minor: Int) extend
     if (state != "open") fail(s"finish on a writer that is $state")
     try {
       finishPages()
-      val extra = extraGlobals()
+      val own = extraGlobals()
+      if (own.buffers.nonEmpty && userGlobals.nonEmpty)
+        fail("global buffers added to a file that also writes page statistics")
+      val extra = own.copy(buffers = own.buffers ++ userGlobals.toList)
       val metadata = (Map.newBuilder[String, ByteString] ++= schema.metadataProto ++= extra.metadata).result()
       val size = FileTail.write(pos, schema, metadata, rowsWritten, pages.map(_.toSeq), extra.buffers, major, minor)
       out.close()

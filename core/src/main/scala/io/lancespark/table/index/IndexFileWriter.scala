@@ -5,7 +5,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.types.pojo.{Field, Schema}
 
-import io.lancespark.format.file.DataFileWriter
+import io.lancespark.format.file.ContainerWriter
 import io.lancespark.format.v20.V20FileWriter
 import io.lancespark.format.v21.write.V21FileWriter
 import io.lancespark.schema.LanceSchema
@@ -21,7 +21,7 @@ final class IndexFileWriter(storage: DatasetStorage, uuid: String, name: String,
   private val path = storage.resolve(relativePath, "index file")
   private val schema: LanceSchema = LanceSchema.fromArrow(new Schema(fields.asJava,
     if (metadata.isEmpty) null else metadata.asJava))
-  private val writer: DataFileWriter = {
+  private val writer: ContainerWriter = {
     val out = storage.fs.create(path, true)
     try version match {
       case DataFileVersion.V2_0 => new V20FileWriter(out, path.toString, schema, statistics = false)
@@ -33,6 +33,8 @@ final class IndexFileWriter(storage: DatasetStorage, uuid: String, name: String,
   }
 
   def write(columns: Seq[FieldVector]): Unit = writer.write(columns)
+  /** Adds a global buffer (after the descriptor); its number in the file. */
+  def addGlobalBuffer(bytes: Array[Byte]): Int = writer.addGlobalBuffer(bytes)
   /** Writes the footer; the file's size. */
   def finish(): Long = writer.finish().sizeBytes
   override def close(): Unit = writer.close()

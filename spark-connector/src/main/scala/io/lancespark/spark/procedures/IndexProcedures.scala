@@ -13,6 +13,7 @@ import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.procedures.LanceProcedure._
 import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.table.index.{BuiltIndexType, IndexBuild, IndexBuildPlan, IndexValues}
+import io.lancespark.table.index.vector.VectorIndexTypes
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** `CALL lance.system.create_index(table => 'db.t', column => 'id', index_type => 'btree'|'bitmap',
@@ -21,13 +22,16 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage}
 final class CreateIndexProcedure(tables: TableResolver) extends LanceProcedure(tables) {
   override def name(): String = "create_index"
   override def description(): String =
-    "Builds a BTREE or BITMAP index over a column (a Spark job; a CreateIndex commit pylance reads)"
+    "Builds a BTREE or BITMAP index over a column, or an IVF_FLAT or IVF_PQ index over a vector column " +
+      "(Spark jobs; a CreateIndex commit pylance reads)"
 
   override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
     required("column", StringType, "the column to index (a.b for a struct's field)"),
-    optional("index_type", StringType, "btree or bitmap", "'btree'"),
-    optional("name", StringType, "the index's name (default <column>_idx)"))
+    optional("index_type", StringType, "btree, bitmap, ivf_flat or ivf_pq", "'btree'"),
+    optional("name", StringType, "the index's name (default <column>_idx)"),
+    optional("options", MapType(StringType, StringType),
+      "vector indices (ivf_flat, ivf_pq): map('num_partitions', '16', 'metric', 'l2'|'cosine'|'dot', ...)"))
 
   override val outputType: StructType = new StructType()
     .add("name", StringType).add("index_type", StringType).add("uuid", StringType)
@@ -36,11 +40,20 @@ final class CreateIndexProcedure(tables: TableResolver) extends LanceProcedure(t
 
   override protected def run(args: Args): InternalRow = {
     val s = storage(args)
-    val indexType = BuiltIndexType.parse(args.string("index_type").getOrElse("btree"))
-    val r = IndexBuildJob.run(SparkSession.active, s, need("column", args.string("column")), indexType,
-      args.string("name"))
+    val typeName = args.string("index_type").getOrElse("btree")
+    val options = args.stringMap("options").getOrElse(Vector.empty).toMap
+    val r = if (VectorIndexTypes.isVector(typeName))
+      VectorIndexBuildJob.run(SparkSession.active, s, need("column", args.string("column")), typeName,
+        args.string("name"), options)
+    else scalar(s, typeName, args)
     InternalRow(utf8(r.name), utf8(r.indexType.toLowerCase(Locale.ROOT)), utf8(r.uuid), r.readVersion,
       r.newVersion, r.rows, r.fragments, r.bytes)
+  }
+
+  private def scalar(s: DatasetStorage, typeName: String, args: Args): IndexBuildResult = {
+    val indexType = BuiltIndexType.parse(typeName)
+    IndexBuildJob.run(SparkSession.active, s, need("column", args.string("column")), indexType,
+      args.string("name"))
   }
 
   private def need[T](n: String, v: Option[T]): T =

@@ -1,0 +1,85 @@
+package io.lancespark.spark.procedures
+
+import scala.util.Using
+
+import org.apache.spark.sql.SparkSession
+
+import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.read.ArrowAllocators
+import io.lancespark.table.commit.CommitSettings
+import io.lancespark.table.index.vector.{IvfBuild, IvfBuildPlan, KMeansModel}
+import io.lancespark.table.storage.{Dataset, DatasetStorage}
+
+/** What each task of a vector index build needs; serialized to executors,
+  * where it re-plans the build at the same dataset version (the plan's
+  * checks pass there as they did on the driver). */
+final case class VectorIndexTask(uri: String, hadoopConf: SerializableHadoopConf, version: Long, column: String,
+                                 indexType: String, name: String, options: Map[String, String]) {
+  private def plan(): IvfBuildPlan = {
+    val snapshot = Dataset.open(DatasetStorage(uri, hadoopConf.value), Some(version))
+    IvfBuild.plan(snapshot, column, indexType, Some(name), options)
+  }
+
+  /** A seeded sample of one fragment's vectors (concatenated). */
+  def sample(fragmentId: Long, fraction: Double): Array[Float] =
+    Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-ivf-sample-$fragmentId", 0, Long.MaxValue)) { a =>
+      IvfBuild.sampleFragment(plan(), fragmentId, fraction, a)
+    }
+
+  /** One fragment's vectors with their partitions: ((partition, row address), vector). */
+  def assign(model: KMeansModel, fragmentId: Long): Vector[((Int, Long), Array[Float])] =
+    Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-ivf-assign-$fragmentId", 0, Long.MaxValue)) { a =>
+      IvfBuild.assignFragment(plan(), model, fragmentId, a).map { case (p, addr, v) => ((p, addr), v) }
+    }
+}
+
+/** A vector (IVF) index build as Spark jobs: the driver checks the request
+  * (column, type, options, name) before any job; a first job samples each
+  * fragment's vectors (seeded), the driver trains the centroids (k-means) on
+  * the sample; a second job assigns every live non-null vector to its
+  * nearest centroid on the executors and sorts the rows by (partition, row
+  * address) across them; the driver streams the sorted rows into the index
+  * writer and commits one CreateIndex. A failed build commits nothing and
+  * removes its files. `rows` of the result: the vectors indexed (live, not null). */
+object VectorIndexBuildJob {
+
+  def run(spark: SparkSession, storage: DatasetStorage, column: String, indexType: String, name: Option[String],
+          options: Map[String, String]): IndexBuildResult = {
+    storage.requireSafeCommit()
+    val snapshot = Dataset.open(storage, None)
+    val plan = IvfBuild.plan(snapshot, column, indexType, name, options)
+    val conf = spark.sessionState.newHadoopConf()
+    val resolved = options.map { case (k, v) => k.trim.toLowerCase(java.util.Locale.ROOT) -> v } +
+      ("num_partitions" -> plan.numPartitions.toString)
+    val task = VectorIndexTask(storage.uri, new SerializableHadoopConf(conf), snapshot.version, column, plan.indexType,
+      plan.name, resolved)
+    val sc = spark.sparkContext
+    val description = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(s"lance create_index ${plan.name} (${plan.indexType} on $column, ${plan.numPartitions} " +
+      s"partitions, ${plan.metric.name}) ${storage.uri} (version ${snapshot.version}, ${snapshot.fragments.size} fragments)")
+    try {
+      val ids = snapshot.fragments.map(_.id)
+      val fraction = IvfBuild.sampleFraction(plan)
+      val samples = sc.parallelize(ids, math.max(1, ids.size)).map(id => id -> task.sample(id, fraction))
+        .collect().sortBy(_._1).map(_._2).toVector
+      val model = IvfBuild.train(plan, samples)
+      val pq = IvfBuild.trainPq(plan, model, samples)
+      val bc = sc.broadcast(model)
+      var indexed = 0L
+      val files = try {
+        val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
+        val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.assign(bc.value, id))
+          .sortByKey(ascending = true, parts)
+        Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
+          IvfBuild.write(plan, model, pq, sorted.toLocalIterator.map { case ((p, addr), v) =>
+            indexed += 1
+            (p, addr, v)
+          }, a)
+        }
+      } finally { bc.destroy() }
+      val committed = IvfBuild.commit(plan, CommitSettings())
+      IndexBuildResult(plan.name, plan.indexType, plan.uuid, snapshot.version, committed.version,
+        indexed, plan.fragments.getLongCardinality, files.map(_._2).sum)
+    } finally sc.setJobDescription(description)
+  }
+}
