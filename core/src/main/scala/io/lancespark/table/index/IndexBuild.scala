@@ -25,7 +25,13 @@ sealed abstract class BuiltIndexType(val name: String, val detailsType: String)
 object BuiltIndexType {
   case object BTree extends BuiltIndexType("BTREE", ScalarIndex.BTree)
   case object Bitmap extends BuiltIndexType("BITMAP", ScalarIndex.Bitmap)
-  val All: Seq[BuiltIndexType] = Seq(BTree, Bitmap)
+  case object ZoneMap extends BuiltIndexType("ZONEMAP", ScalarIndex.ZoneMap)
+  case object BloomFilter extends BuiltIndexType("BLOOMFILTER", ScalarIndex.BloomFilter)
+  val All: Seq[BuiltIndexType] = Seq(BTree, Bitmap, ZoneMap, BloomFilter)
+
+  /** The type URL of its details in the manifest, as pylance 14 writes it. */
+  def typeUrl(t: BuiltIndexType): String =
+    if (t == BloomFilter) s"/lance.index.pb.${t.detailsType}" else s"/lance.table.${t.detailsType}"
 
   def parse(s: String): BuiltIndexType = All.find(_.name == s.trim.toUpperCase(Locale.ROOT)).getOrElse(
     throw new IllegalArgumentException(s"index type '$s' is not built by this connector (it builds: " +
@@ -38,7 +44,8 @@ object BuiltIndexType {
   * and addresses rows by fragment and offset (no stable row ids). The index
   * covers `fragments` (those of `snapshot`); its files go to `_indices/<uuid>/`. */
 final case class IndexBuildPlan(snapshot: Snapshot, column: String, field: LanceField, indexType: BuiltIndexType,
-                                name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion) {
+                                name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion,
+                                options: Map[String, String] = Map.empty) {
   def where: String = s"${snapshot.storage.uri} (version ${snapshot.version})"
 }
 
@@ -47,7 +54,8 @@ final case class IndexBuildPlan(snapshot: Snapshot, column: String, field: Lance
   * a CreateIndex transaction whose index metadata pylance reads as its own. */
 object IndexBuild {
 
-  def plan(snapshot: Snapshot, column: String, indexType: BuiltIndexType, name: Option[String]): IndexBuildPlan = {
+  def plan(snapshot: Snapshot, column: String, indexType: BuiltIndexType, name: Option[String],
+           options: Map[String, String] = Map.empty): IndexBuildPlan = {
     val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
     val field = snapshot.schema.field(column).orElse(nested(snapshot.schema.fields, column.split('.').toList))
       .getOrElse(throw new IllegalArgumentException(s"$where: no column '$column' to index (columns: " +
@@ -56,6 +64,10 @@ object IndexBuild {
       throw new IllegalArgumentException(s"$where: a ${indexType.name} index is not built over column '$column' " +
         s"of type ${field.logicalType} (built over signed integers, floats, strings, binaries, dates, " +
         "timestamps, booleans and decimals)")
+    if (indexType == BuiltIndexType.BloomFilter && !ZoneIndexWriter.bloomSupported(field.arrowType))
+      throw new IllegalArgumentException(s"$where: a BLOOMFILTER index is not built over column '$column' " +
+        s"of type ${field.logicalType} (built over signed integers, floats, strings, binaries, dates and timestamps)")
+    if (ZoneIndexWriter.zoned(indexType)) ZoneIndexWriter.params(indexType, options, where)
     val indexName = name.map(_.trim).filter(_.nonEmpty).getOrElse(s"${column}_idx")
     if (IndexCatalog.load(snapshot).exists(_.name == indexName))
       throw new IllegalArgumentException(s"$where: an index named '$indexName' already exists")
@@ -66,7 +78,7 @@ object IndexBuild {
         s"not ${snapshot.fileVersion}"))
     val frags = new RoaringBitmap()
     snapshot.fragments.foreach(f => frags.add(f.id.toInt))
-    IndexBuildPlan(snapshot, column, field, indexType, indexName, UUID.randomUUID().toString, frags, version)
+    IndexBuildPlan(snapshot, column, field, indexType, indexName, UUID.randomUUID().toString, frags, version, options)
   }
 
   private def nested(fields: Seq[LanceField], path: List[String]): Option[LanceField] = path match {
@@ -82,6 +94,7 @@ object IndexBuild {
       new BTreeIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.arrowType, plan.fileVersion, allocator)
     case BuiltIndexType.Bitmap =>
       new BitmapIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.arrowType, plan.fileVersion, allocator)
+    case other => throw new IllegalArgumentException(s"a ${other.name} index is written from zones (ZoneIndexWriter)")
   }
 
   /** The manifest's record of the index `plan` built, as pylance 14 writes
@@ -102,7 +115,7 @@ object IndexBuild {
       .setName(plan.name)
       .setDatasetVersion(plan.snapshot.version)
       .setFragmentBitmap(ByteString.copyFrom(bitmap))
-      .setIndexDetails(IndexDetails.newBuilder().setTypeUrl(s"/lance.table.${plan.indexType.detailsType}"))
+      .setIndexDetails(IndexDetails.newBuilder().setTypeUrl(BuiltIndexType.typeUrl(plan.indexType)))
       .setIndexVersion(0)
       .setCreatedAt(System.currentTimeMillis())
       .build()
@@ -128,11 +141,18 @@ object IndexBuild {
     * index: the build without Spark, for tables whose column fits in memory. */
   def buildInMemory(plan: IndexBuildPlan, settings: CommitSettings = CommitSettings()): Snapshot =
     Using.resource(new RootAllocator()) { allocator =>
-      val pairs = ArrayBuffer.empty[(Any, Long)]
-      plan.snapshot.fragments.foreach(f =>
-        scanFragment(plan.snapshot, plan.field.id, f.id, allocator)((v, a) => pairs += (v -> a)))
-      val sorted = pairs.sortWith((a, b) => IndexValues.ordering.compare(a._1, b._1) < 0)
-      write(plan, sorted.iterator, allocator)
+      if (ZoneIndexWriter.zoned(plan.indexType)) {
+        val params = ZoneIndexWriter.params(plan.indexType, plan.options, plan.where)
+        val zones = plan.snapshot.fragments.iterator.flatMap(f =>
+          ZoneIndexWriter.fragmentZones(plan.snapshot, plan.field.id, f.id, plan.indexType, params, allocator))
+        ZoneIndexWriter.write(plan, params, zones, allocator)
+      } else {
+        val pairs = ArrayBuffer.empty[(Any, Long)]
+        plan.snapshot.fragments.foreach(f =>
+          scanFragment(plan.snapshot, plan.field.id, f.id, allocator)((v, a) => pairs += (v -> a)))
+        val sorted = pairs.sortWith((a, b) => IndexValues.ordering.compare(a._1, b._1) < 0)
+        write(plan, sorted.iterator, allocator)
+      }
       commit(plan, settings)
     }
 
