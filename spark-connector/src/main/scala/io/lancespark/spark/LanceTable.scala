@@ -128,7 +128,8 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
         s"(${columns.map(_.fieldNames().mkString(".")).mkString(", ")})")
     val kind = Option(properties.get(SupportsIndex.PROP_TYPE)).map(_.trim).filter(_.nonEmpty).getOrElse("btree")
     io.lancespark.spark.procedures.IndexBuildJob.run(SparkSession.active, snapshot.storage,
-      columns.head.fieldNames().mkString("."), io.lancespark.table.index.BuiltIndexType.parse(kind), Some(indexName))
+      columns.head.fieldNames().mkString("."), io.lancespark.table.index.BuiltIndexType.parse(kind), Some(indexName),
+      properties.asScala.toMap - SupportsIndex.PROP_TYPE)
     ()
   }
 

@@ -45,7 +45,7 @@ object BuiltIndexType {
   * covers `fragments` (those of `snapshot`); its files go to `_indices/<uuid>/`. */
 final case class IndexBuildPlan(snapshot: Snapshot, column: String, field: LanceField, indexType: BuiltIndexType,
                                 name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion,
-                                options: Map[String, String] = Map.empty) {
+                                options: Map[String, String] = Map.empty, replacing: Option[IndexEntry] = None) {
   def where: String = s"${snapshot.storage.uri} (version ${snapshot.version})"
 }
 
@@ -55,7 +55,7 @@ final case class IndexBuildPlan(snapshot: Snapshot, column: String, field: Lance
 object IndexBuild {
 
   def plan(snapshot: Snapshot, column: String, indexType: BuiltIndexType, name: Option[String],
-           options: Map[String, String] = Map.empty): IndexBuildPlan = {
+           options: Map[String, String] = Map.empty, replacing: Option[IndexEntry] = None): IndexBuildPlan = {
     val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
     val field = snapshot.schema.field(column).orElse(nested(snapshot.schema.fields, column.split('.').toList))
       .getOrElse(throw new IllegalArgumentException(s"$where: no column '$column' to index (columns: " +
@@ -69,7 +69,7 @@ object IndexBuild {
         s"of type ${field.logicalType} (built over signed integers, floats, strings, binaries, dates and timestamps)")
     if (ZoneIndexWriter.zoned(indexType)) ZoneIndexWriter.params(indexType, options, where)
     val indexName = name.map(_.trim).filter(_.nonEmpty).getOrElse(s"${column}_idx")
-    if (IndexCatalog.load(snapshot).exists(_.name == indexName))
+    if (IndexCatalog.load(snapshot).exists(e => e.name == indexName && !replacing.exists(_.uuid == e.uuid)))
       throw new IllegalArgumentException(s"$where: an index named '$indexName' already exists")
     if (snapshot.hasStableRowIds)
       throw new IllegalArgumentException(s"$where: building indices on a dataset with stable row ids is not supported")
@@ -78,7 +78,8 @@ object IndexBuild {
         s"not ${snapshot.fileVersion}"))
     val frags = new RoaringBitmap()
     snapshot.fragments.foreach(f => frags.add(f.id.toInt))
-    IndexBuildPlan(snapshot, column, field, indexType, indexName, UUID.randomUUID().toString, frags, version, options)
+    IndexBuildPlan(snapshot, column, field, indexType, indexName, UUID.randomUUID().toString, frags, version, options,
+      replacing)
   }
 
   private def nested(fields: Seq[LanceField], path: List[String]): Option[LanceField] = path match {
@@ -124,8 +125,36 @@ object IndexBuild {
   /** Commits the index `plan`'s files (written) as a CreateIndex transaction
     * read at the plan's version; on any failure removes the files. */
   def commit(plan: IndexBuildPlan, settings: CommitSettings): Snapshot =
-    try Committer.commit(plan.snapshot.storage, Some(plan.snapshot.version), CreateIndices(Seq(metadata(plan))), settings)
+    try Committer.commit(plan.snapshot.storage, Some(plan.snapshot.version),
+      CreateIndices(Seq(metadata(plan)), plan.replacing.map(_.proto).toSeq), settings)
     catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
+
+  /** The rebuild of index `entry` over every fragment of `snapshot` under
+    * its name, type, column and options (those its file records), committed
+    * as a CreateIndex that adds the new index and removes the old one (the
+    * reference's optimize merges a delta instead; the result covers the same
+    * fragments); None when it covers them all already. Only the types built
+    * here are rebuilt. */
+  def rebuildPlan(snapshot: Snapshot, entry: IndexEntry): Option[IndexBuildPlan] = {
+    val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
+    val t = BuiltIndexType.All.find(_.detailsType == entry.kind).getOrElse(throw new IllegalArgumentException(
+      s"$where: ${entry.describe} is not rebuilt here (rebuilds: ${BuiltIndexType.All.map(_.name).mkString(", ")})"))
+    if (entry.fields.size != 1) throw new IllegalArgumentException(s"$where: ${entry.describe}: its column is not in the schema")
+    val all = new RoaringBitmap()
+    snapshot.fragments.foreach(f => all.add(f.id.toInt))
+    if (entry.covered.equals(all)) None
+    else {
+      val options: Map[String, String] = t match {
+        case BuiltIndexType.ZoneMap | BuiltIndexType.BloomFilter =>
+          val file = if (t == BuiltIndexType.ZoneMap) ZoneMapIndex.File else BloomFilterIndex.File
+          val md = Using.resource(IndexFile.open(snapshot.storage, entry, file))(_.metadata)
+          Seq("rows_per_zone" -> "rows_per_zone", "bloomfilter_item" -> "number_of_items",
+            "bloomfilter_probability" -> "probability").flatMap { case (k, o) => md.get(k).map(o -> _) }.toMap
+        case _ => Map.empty
+      }
+      Some(plan(snapshot, entry.fields.head.mkString("."), t, Some(entry.name), options, Some(entry)))
+    }
+  }
 
   /** Drops the index named `name` (a CreateIndex removing it, as the
     * reference's drop_index commits); its files stay until a cleanup. */

@@ -2,6 +2,8 @@ package io.lancespark.table.index
 
 import java.nio.file.{Files, Path}
 
+import scala.util.Using
+
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -377,5 +379,51 @@ class IndexBuildSuite extends AnyFunSuite {
     val lines = out.linesIterator.toSeq
     assert(lines.size == 6, out)
     lines.foreach(l => assert(l.endsWith(" True True True") && !l.contains(" 0 "), out))
+  }
+
+  test("a rebuild (optimize_indices) covers appended fragments, replaces the index under its name, keeps its options") {
+    val d = zonedTable("2.2")
+    IndexBuild.buildInMemory(IndexBuild.plan(open(d), "id", BuiltIndexType.ZoneMap, None, Map("rows_per_zone" -> "2000")))
+    build(d, "r", BuiltIndexType.BloomFilter)
+    build(d, "s", BuiltIndexType.Bitmap)
+    build(d, "d", BuiltIndexType.BTree)
+    py(
+      """import sys, lance, pyarrow as pa
+        |t = pa.table({"id": pa.array([40000, 40001], pa.int64()), "r": pa.array([4242, 777777], pa.int32()),
+        |    "s": pa.array(["k17", "new"]), "f": pa.array([1.0, None], pa.float32()), "d": pa.array([3.0, 9999.0])})
+        |lance.write_dataset(t, sys.argv[1], mode="append")
+        |""".stripMargin, d.toString)
+    val before = open(d)
+    val olds = IndexCatalog.load(before)
+    assert(olds.forall(_.covered.getCardinality == 3))
+    olds.foreach { e =>
+      val plan = IndexBuild.rebuildPlan(open(d), e).get
+      assert(plan.name == e.name && plan.indexType.detailsType == e.kind)
+      IndexBuild.buildInMemory(plan)
+    }
+    val after = open(d)
+    val news = IndexCatalog.load(after)
+    assert(news.map(_.name).sorted == olds.map(_.name).sorted)
+    news.foreach { e =>
+      assert(e.covered.toArray.toSeq == Seq(0, 1, 2, 3), e.describe)
+      assert(!olds.exists(_.uuid == e.uuid))
+      assert(IndexBuild.rebuildPlan(after, e).isEmpty, "up to date")
+    }
+    val zm = news.find(_.name == "id_idx").get
+    assert(Using.resource(IndexFile.open(after.storage, zm, "zonemap.lance"))(_.metadata("rows_per_zone")) == "2000")
+    val out = py(
+      """import sys, lance
+        |ds = lance.dataset(sys.argv[1])
+        |print(sorted((i["name"], i["type"], sorted(i["fragment_ids"])) for i in ds.list_indices()))
+        |for f in ["id = 40001", "id = 1235", "r = 777777", "r = 4242", "s = 'new'", "s = 'k17'", "d = 9999.0", "d = 3.0"]:
+        |    plan = ds.scanner(filter=f, columns=["id"]).explain_plan(True)
+        |    a = sorted(ds.to_table(filter=f, columns=["id"])["id"].to_pylist())
+        |    b = sorted(ds.to_table(filter=f, columns=["id"], use_scalar_index=False)["id"].to_pylist())
+        |    print("ScalarIndexQuery" in plan, a == b, len(a), ds.stats.index_stats(plan.split("@")[1].split("(")[0] if "@" in plan else "id_idx")["num_unindexed_fragments"])
+        |""".stripMargin, d.toString)
+    val lines = out.linesIterator.toSeq
+    assert(lines.head == "[('d_idx', 'BTree', [0, 1, 2, 3]), ('id_idx', 'ZoneMap', [0, 1, 2, 3]), " +
+      "('r_idx', 'BloomFilter', [0, 1, 2, 3]), ('s_idx', 'Bitmap', [0, 1, 2, 3])]", out)
+    lines.tail.foreach(l => assert(l.startsWith("True True ") && l.endsWith(" 0") && !l.startsWith("True True 0 "), out))
   }
 }
