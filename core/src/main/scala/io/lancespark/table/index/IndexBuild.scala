@@ -27,13 +27,15 @@ object BuiltIndexType {
   case object Bitmap extends BuiltIndexType("BITMAP", ScalarIndex.Bitmap)
   case object ZoneMap extends BuiltIndexType("ZONEMAP", ScalarIndex.ZoneMap)
   case object BloomFilter extends BuiltIndexType("BLOOMFILTER", ScalarIndex.BloomFilter)
-  val All: Seq[BuiltIndexType] = Seq(BTree, Bitmap, ZoneMap, BloomFilter)
+  /** A BITMAP over a list column's elements (`array_has_any`/`array_has_all`, `array_contains`). */
+  case object LabelList extends BuiltIndexType("LABEL_LIST", "LabelListIndexDetails")
+  val All: Seq[BuiltIndexType] = Seq(BTree, Bitmap, ZoneMap, BloomFilter, LabelList)
 
   /** The type URL of its details in the manifest, as pylance 14 writes it. */
   def typeUrl(t: BuiltIndexType): String =
     if (t == BloomFilter) s"/lance.index.pb.${t.detailsType}" else s"/lance.table.${t.detailsType}"
 
-  def parse(s: String): BuiltIndexType = All.find(_.name == s.trim.toUpperCase(Locale.ROOT)).getOrElse(
+  def parse(s: String): BuiltIndexType = All.find(_.name == s.trim.toUpperCase(Locale.ROOT).replace("LABELLIST", "LABEL_LIST")).getOrElse(
     throw new IllegalArgumentException(s"index type '$s' is not built by this connector (it builds: " +
       All.map(_.name.toLowerCase(Locale.ROOT)).mkString(", ") + ")"))
 }
@@ -60,7 +62,12 @@ object IndexBuild {
     val field = snapshot.schema.field(column).orElse(nested(snapshot.schema.fields, column.split('.').toList))
       .getOrElse(throw new IllegalArgumentException(s"$where: no column '$column' to index (columns: " +
         snapshot.schema.fields.map(_.name).mkString(", ") + ")"))
-    if (!IndexValues.supported(field.arrowType))
+    val listItem = if (field.isList) field.children.headOption else None
+    if (indexType == BuiltIndexType.LabelList && !listItem.exists(i => !i.isStruct && !i.isList && IndexValues.supported(i.arrowType)))
+      throw new IllegalArgumentException(s"$where: a LABEL_LIST index is not built over column '$column' " +
+        s"of type ${field.logicalType} (built over lists of signed integers, floats, strings, binaries, dates, " +
+        "timestamps, booleans and decimals)")
+    if (indexType != BuiltIndexType.LabelList && !IndexValues.supported(field.arrowType))
       throw new IllegalArgumentException(s"$where: a ${indexType.name} index is not built over column '$column' " +
         s"of type ${field.logicalType} (built over signed integers, floats, strings, binaries, dates, " +
         "timestamps, booleans and decimals)")
@@ -95,6 +102,12 @@ object IndexBuild {
       new BTreeIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.arrowType, plan.fileVersion, allocator)
     case BuiltIndexType.Bitmap =>
       new BitmapIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.arrowType, plan.fileVersion, allocator)
+    case BuiltIndexType.LabelList =>
+      // the format before pylance 14's `lance:label_list_nulls` (which adds the null lists' rows as the
+      // file's second global buffer, not written here): pylance reads it, warning that NOT filters on
+      // nullable lists may be wrong
+      new BitmapIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.children.head.arrowType, plan.fileVersion,
+        allocator)
     case other => throw new IllegalArgumentException(s"a ${other.name} index is written from zones (ZoneIndexWriter)")
   }
 
@@ -215,9 +228,23 @@ object IndexBuild {
             acc.asInstanceOf[org.apache.arrow.vector.complex.StructVector].getChild(name))
           val offsets = batch.offsets
           var i = 0
-          while (i < batch.rowCount) {
-            emit(IndexValues.get(v, i), (f.id << 32) | offsets(i).toLong)
-            i += 1
+          v match {
+            case l: org.apache.arrow.vector.complex.BaseListVector =>
+              // a list column (LABEL_LIST): one pair per element of each non-null list
+              val items = l.getChildrenFromFields.get(0)
+              while (i < batch.rowCount) {
+                if (!l.isNull(i)) {
+                  var j = l.getElementStartIndex(i)
+                  val end = l.getElementEndIndex(i)
+                  while (j < end) { emit(IndexValues.get(items, j), (f.id << 32) | offsets(i).toLong); j += 1 }
+                }
+                i += 1
+              }
+            case _ =>
+              while (i < batch.rowCount) {
+                emit(IndexValues.get(v, i), (f.id << 32) | offsets(i).toLong)
+                i += 1
+              }
           }
         }
         from = until

@@ -426,4 +426,67 @@ class IndexBuildSuite extends AnyFunSuite {
       "('r_idx', 'BloomFilter', [0, 1, 2, 3]), ('s_idx', 'Bitmap', [0, 1, 2, 3])]", out)
     lines.tail.foreach(l => assert(l.startsWith("True True ") && l.endsWith(" 0") && !l.startsWith("True True 0 "), out))
   }
+
+  test("pylance uses LABEL_LIST indices built here (lists of strings and ints, nulls, deleted rows), with the same rows") {
+    val d = Files.createTempDirectory("index-build-labels").resolve("t")
+    val c = d.resolveSibling("copy")
+    py(
+      """import sys, shutil, lance, pyarrow as pa, numpy as np
+        |rng = np.random.default_rng(9)
+        |n = 6000
+        |def tags(i):
+        |    if i % 31 == 0: return None
+        |    if i % 37 == 0: return []
+        |    return ["t%d" % x for x in rng.integers(0, 40, 1 + i % 4)] + ([None] if i % 43 == 0 else [])
+        |t = pa.table({"id": pa.array(np.arange(n), pa.int64()),
+        |    "tags": pa.array([tags(i) for i in range(n)], pa.list_(pa.string())),
+        |    "nums": pa.array([None if i % 29 == 0 else [int(x) for x in rng.integers(0, 300, 2)] for i in range(n)],
+        |                     pa.list_(pa.int64()))})
+        |lance.write_dataset(t, sys.argv[1], max_rows_per_file=2000)
+        |shutil.copytree(sys.argv[1], sys.argv[2])
+        |ds = lance.dataset(sys.argv[2])
+        |ds.create_scalar_index("tags", "LABEL_LIST")
+        |ds.create_scalar_index("nums", "LABEL_LIST")
+        |""".stripMargin, d.toString, c.toString)
+    build(d, "tags", BuiltIndexType.LabelList)
+    build(d, "nums", BuiltIndexType.LabelList)
+    py("import sys, lance; lance.dataset(sys.argv[1]).delete('id % 11 = 3')", d.toString)
+    val filters = Seq("array_has_any(tags, ['t3'])", "array_has_any(tags, ['t1', 't39', 'zz'])",
+      "array_has_all(tags, ['t2', 't5'])", "array_contains(tags, 't7')", "array_has_any(nums, [5, 17, 299])",
+      "array_has_all(nums, [1, 2])", "array_contains(nums, 42)", "array_has_any(tags, ['nope'])")
+    val out = py(
+      """import sys, lance
+        |ds = lance.dataset(sys.argv[1])
+        |print(sorted((i["name"], i["type"], sorted(i["fragment_ids"])) for i in ds.list_indices()))
+        |for f in sys.argv[2:]:
+        |    plan = ds.scanner(filter=f, columns=["id"]).explain_plan(True)
+        |    a = sorted(ds.to_table(filter=f, columns=["id"])["id"].to_pylist())
+        |    b = sorted(ds.to_table(filter=f, columns=["id"], use_scalar_index=False)["id"].to_pylist())
+        |    print("ScalarIndexQuery" in plan, a == b, len(a))
+        |""".stripMargin, (d.toString +: filters): _*)
+    val lines = out.linesIterator.toSeq.filterNot(_.contains(" WARN "))
+    assert(lines.head == "[('nums_idx', 'LabelList', [0, 1, 2]), ('tags_idx', 'LabelList', [0, 1, 2])]", out)
+    assert(lines.tail.size == filters.size, out)
+    lines.tail.foreach(l => assert(l.startsWith("True True "), out))
+    assert(lines.tail.count(!_.endsWith(" 0")) >= filters.size - 2, out)
+    // before the deletes our files held what pylance's hold (keys, and each key's rows)
+    def file(p: Path, n: String): String = {
+      val e = IndexCatalog.load(open(p)).find(_.name == n).get
+      assert(e.kind == "LabelListIndexDetails")
+      assert(e.proto.getIndexDetails.getTypeUrl == "/lance.table.LabelListIndexDetails")
+      p.resolve(e.dir).resolve("bitmap_page_lookup.lance").toString
+    }
+    val cmp = py(
+      """import sys, lance
+        |def rows(f):
+        |    t = lance.file.LanceFileReader(f).read_all().to_table()
+        |    return t.schema.remove_metadata(), t.to_pylist(), t.num_rows
+        |for a, b in [(sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])]:
+        |    print(rows(a) == rows(b), rows(a)[2])
+        |""".stripMargin, file(d, "tags_idx"), file(c, "tags_idx"), file(d, "nums_idx"), file(c, "nums_idx"))
+    assert(cmp.linesIterator.forall(l => l.startsWith("True ") && !l.endsWith(" 0")), cmp)
+    val e = intercept[IllegalArgumentException](IndexBuild.plan(open(d), "id", BuiltIndexType.LabelList, Some("x")))
+    assert(e.getMessage.contains("LABEL_LIST index is not built over column 'id'"))
+    assert(BuiltIndexType.parse("label_list") == BuiltIndexType.LabelList)
+  }
 }
