@@ -174,9 +174,9 @@ def test_zonemap_and_bloomfilter_built_by_spark(spark, tmp_path):
     ... USING; pylance uses them with the rows it returns without them (equality and IN over many values);
     our scans return the unindexed rows and read fewer bytes where the index prunes."""
     path = str(tmp_path / "zb.lance")
-    n = 40000
+    n = 20000
     (spark.range(n).selectExpr(
-        "id", "CAST((id * 7919) % 40000 AS INT) AS k",
+        "id", "CAST((id * 7919) % 20000 AS INT) AS k",
         "IF(id % 53 = 0, NULL, CONCAT('v', CAST((id * 104729) % 100003 AS STRING))) AS s",
         "CAST(id % 1000 AS DOUBLE) / 8 AS f")
      .repartition(4).sortWithinPartitions("id")
@@ -201,7 +201,7 @@ def test_zonemap_and_bloomfilter_built_by_spark(spark, tmp_path):
 
     df = spark.read.format("lance").load(path)
     off = spark.read.format("lance").option("useIndex", "false").load(path)
-    for f in filters[2:5] + filters[-3:]:
+    for f in [filters[3], filters[7], filters[-3]]:
         want = sorted(lance.dataset(path).to_table(filter=f, columns=["id"])["id"].to_pylist())
         assert _ids(df.where(f).select("id").collect()) == _ids(off.where(f).select("id").collect()) == want, f
     # a bloom filter prunes zones of a shuffled column: fewer bytes than the full scan of the same column
@@ -209,14 +209,14 @@ def test_zonemap_and_bloomfilter_built_by_spark(spark, tmp_path):
     on = scan_metrics(df.where(f).select("id", "s"))
     full = scan_metrics(off.where(f).select("id", "s"))
     assert [tuple(x) for x in on["rows"]] == [tuple(x) for x in full["rows"]] and len(on["rows"]) == 1
-    assert on["fragmentsDecidedByIndex"] == 4 and on["rowsSelectedByIndex"] <= 2 * 2048, on
+    assert on["fragmentsDecidedByIndex"] == 4 and on["rowsSelectedByIndex"] <= 2 * 2048, on  # 1 zone (+ a false positive)
     assert on["lanceBytesRead"] < full["lanceBytesRead"] / 3, (on, full)
 
     # CREATE INDEX ... USING zonemap | bloomfilter on a catalog table, with OPTIONS
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lance.db")
     spark.sql("DROP TABLE IF EXISTS lance.db.zbs")
     spark.sql("CREATE TABLE lance.db.zbs (id BIGINT, s STRING) USING lance")
-    spark.sql("INSERT INTO lance.db.zbs VALUES " + ", ".join(f"({i}, 'w{i % 97}')" for i in range(3000)))
+    spark.sql("INSERT INTO lance.db.zbs SELECT id, CONCAT('w', CAST(id % 97 AS STRING)) FROM range(3000)")
     spark.sql("CREATE INDEX zbs_id ON lance.db.zbs USING zonemap (id) OPTIONS ('rows_per_zone' = '500')")
     spark.sql("CREATE INDEX zbs_s ON lance.db.zbs USING bloomfilter (s)")
     zpath = spark.sql("DESCRIBE TABLE EXTENDED lance.db.zbs").where("col_name = 'Location'").first().data_type
