@@ -30,6 +30,7 @@ import pyarrow as pa
 import pytest
 
 import spark_cluster
+from conftest import long_only
 from spark_cluster import SparkCluster, Worker, get_json
 
 JOB = Path(__file__).resolve().parent / "cluster_jobs" / "lance_job.py"
@@ -190,7 +191,7 @@ def task_ends(events: list[dict]) -> list[TaskEnd]:
 def target_stages(events: list[dict]) -> set[int]:
     """Stages of the jobs lance_job.py marked as the statement under test."""
     return {s for e in events if e["Event"] == "SparkListenerJobStart"
-            and (e.get("Properties") or {}).get("spark.job.description") == TARGET
+            and ((e.get("Properties") or {}).get("spark.job.description") or "").startswith(TARGET)
             for s in e["Stage IDs"]}
 
 
@@ -254,7 +255,7 @@ def _running_for(task: dict) -> float:
 
 def _victim(driver: Driver, app: str, cluster: SparkCluster, stage_is_ready: Callable[[list[int], int], bool],
             min_done: int, min_running: float) -> Kill | None:
-    jobs = [j for j in driver.api(app, "jobs?status=running") if j.get("description") == TARGET]
+    jobs = [j for j in driver.api(app, "jobs?status=running") if (j.get("description") or "").startswith(TARGET)]
     if not jobs:
         return None
     stage_ids = sorted(jobs[0]["stageIds"])
@@ -447,6 +448,35 @@ def test_worker_killed_mid_write(whole_cluster, tmp_path):
     report(kill, ends, table)
 
 
+@long_only   # make test: a streaming driver killed (test_streaming.py), a worker killed mid-write
+def test_worker_killed_mid_stream(whole_cluster, tmp_path):
+    """A streaming query (issue 41) of 16 slow files, 8 a micro-batch, into a Lance table on
+    the cluster; a worker is lost while a batch's tasks write: Spark runs them again on
+    the other executor, and the sink commits each batch once with every row once."""
+    rows, parts = 16_000, 16
+    table = tmp_path / "t.lance"
+    driver = spark_submit(whole_cluster, tmp_path / "driver", "slow_stream", table,
+                          "--rows", str(rows), "--parts", str(parts), "--sleep", "1.0")
+    try:
+        kill = kill_during(driver, whole_cluster, lambda stages, s: True, min_done=1, min_running=0.3)
+        result = driver.finish()
+    finally:
+        driver.stop()
+    assert not kill.worker.alive
+    assert payloads_by_id(table) == {i: f"s{i}" for i in range(rows)}
+    assert result["count"] == rows and result["batches"] == parts // 8
+    ds = lance.dataset(str(table))
+    batch_ids = [(ds.read_transaction(v).transaction_properties or {}).get("lance-spark.streaming.batchId")
+                 for v in range(1, ds.version + 1)]
+    assert batch_ids == [str(b) for b in range(parts // 8)]       # one commit per batch, none twice
+    events = event_log(driver.events)
+    ends = [t for t in task_ends(events) if t.stage in target_stages(events)]
+    lost = [t for t in ends if t.executor == kill.executor and t.reason != "Success"]
+    assert lost, f"no task of executor {kill.executor} failed: the kill came too late ({retries(ends)})"
+    report(kill, ends, table)
+
+
+@long_only   # make test kills a worker mid-write (above)
 def test_worker_killed_mid_merge(whole_cluster, tmp_path):
     """A MERGE killed in its write stage (the one writing deletion files and new
     fragments, here in files of 10 rows so that it lasts): the lost executor's

@@ -18,7 +18,7 @@ import pytest
 import concurrent_writers
 import s3_server
 from compare import assert_same, oracle_rows, spark_rows
-from conftest import new_session
+from conftest import new_session, long_only
 
 TABLE = "lance_commits"
 
@@ -108,6 +108,43 @@ def test_spark_and_pylance_commit_through_one_store(spark, s3, ddb_env):
     assert ops == ["Overwrite", "Append", "Append", "Append", "Delete"], ops
 
 
+def test_concurrent_threads_through_the_store(spark, s3, ddb_env):
+    """3 threads x 3 appends and a thread running 3 deletes, at once, in one driver with no
+    conditional writes: the store alone decides who commits each version (make test's slice
+    of the process test below)."""
+    import threading
+
+    key = "threads.lance"
+    url = s3.url(key)
+    spark.range(0, 1000, numPartitions=2).write.format("lance").save(url)
+    errors: list = []
+
+    def run(role: str, k: int) -> None:
+        try:
+            for r in range(3):
+                if role == "append":
+                    start = 10_000 + k * 1000 + r * 100
+                    spark.range(start, start + 10, numPartitions=1).write.format("lance").mode("append").save(url)
+                else:
+                    spark.sql(f"DELETE FROM lance.`{url}` WHERE id >= {r * 100} AND id < {r * 100 + 50}")
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"{role} {k}: {str(e)[:2000]}")
+
+    threads = [threading.Thread(target=run, args=a) for a in [("append", 0), ("append", 1), ("append", 2), ("delete", 0)]]
+    [t.start() for t in threads]
+    [t.join(600) for t in threads]
+    assert not errors, errors
+    assert sorted(_records(s3, key)) == list(range(1, 14))
+    assert _staged(s3, key) == []
+    ds = _pylance(s3, key)
+    want = [i for i in range(1000) if not (i < 300 and i % 100 < 50)] + \
+        [10_000 + k * 1000 + r * 100 + j for k in range(3) for r in range(3) for j in range(10)]
+    assert sorted(ds.to_table(columns=["id"])["id"].to_pylist()) == sorted(want)
+    ops = [type(ds.read_transaction(v).operation).__name__ for v in range(2, ds.version + 1)]
+    assert sorted(ops) == ["Append"] * 9 + ["Delete"] * 3
+
+
+@long_only   # make test runs the thread-based variant above
 def test_concurrent_processes_through_the_store(spark, s3, ddb_env, tmp_path):
     """3 processes x 5 appends and a process running 5 deletes, at once, with no
     conditional writes: the store alone decides who commits each version."""

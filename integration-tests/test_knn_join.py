@@ -141,4 +141,24 @@ def test_knn_join_bad_input(spark, data):
     with pytest.raises(ValueError, match="metric must be one of"):
         lance_spark.knn_join(qs, data.path, "qv", "emb", k=3, metric="hamming")
     with pytest.raises(ValueError, match="unknown option"):
-        lance_spark.knn_join(qs, data.path, "qv", "emb", k=3, nprobes=4)
+        lance_spark.knn_join(qs, data.path, "qv", "emb", k=3, nprobe=4)
+
+
+def test_knn_join_through_an_index_equals_per_query_searches(spark, data, tmp_path):
+    """With an IVF_PQ index (pylance's) on the column, every query row's neighbours are those
+    lance_spark.vector_search gives for that query with the same nprobes and refine_factor."""
+    import shutil
+    path = str(tmp_path / "indexed.lance")
+    shutil.copytree(data.path, path)
+    lance.dataset(path).create_index("emb", "IVF_PQ", num_partitions=4, num_sub_vectors=data.dim // 4,
+                                     sample_rate=64)
+    rows = lance_spark.knn_join(queries_df(spark, data), path, "qv", "emb", k=K, nprobes=2, refine_factor=2).collect()
+    by_q: dict[int, list] = {}
+    for r in rows:
+        by_q.setdefault(r.qid, []).append((r.id, r._distance))
+    assert sorted(by_q) == [i for i in range(len(data.qrows)) if i not in data.null_rows]
+    for qid, got in by_q.items():
+        vs = lance_spark.vector_search(spark, path, "emb", [float(x) for x in data.queries[qid]], K,
+                                       nprobes=2, refine_factor=2).select("id", "_distance").collect()
+        assert [i for i, _ in got] == [r.id for r in vs], f"query {qid}"
+        np.testing.assert_allclose([d for _, d in got], [r._distance for r in vs], rtol=1e-6)

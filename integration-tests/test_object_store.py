@@ -18,7 +18,7 @@ import pytest
 import concurrent_writers
 import s3_server
 from compare import assert_same, oracle_rows, spark_rows
-from conftest import new_session
+from conftest import new_session, long_only
 
 UNSAFE_BUCKET = "unsafe"
 
@@ -123,6 +123,7 @@ def test_concurrent_appends_from_threads_all_land(spark, s3):
         _pylance(s3, "threads.lance", v).to_table()
 
 
+@long_only   # make test keeps the thread-based variant
 def test_concurrent_appends_and_deletes_from_processes(spark, s3, tmp_path):
     """3 processes x 5 appends and a process running 5 deletes, at once."""
     url = s3.url("procs.lance")

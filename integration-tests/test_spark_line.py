@@ -146,8 +146,8 @@ def test_a_procedure_and_a_metadata_table(spark, tmp_path):
 
 
 def test_vector_search_and_point_reads(spark, tmp_path):
-    """lance_vector_search (the session extension on every line) equals a numpy
-    brute force; `_rowaddr IN (...)` returns the rows pylance places there."""
+    """lance_vector_search and knn_join's lance_knn (the session extension on every line)
+    equal a numpy brute force; `_rowaddr IN (...)` returns the rows pylance places there."""
     import numpy as np
     path = str(tmp_path / "vec")
     rng = np.random.default_rng(4)
@@ -160,6 +160,10 @@ def test_vector_search_and_point_reads(spark, tmp_path):
     arr = ", ".join(f"CAST({float(x)!r} AS FLOAT)" for x in q)
     got = spark.sql(f"SELECT id, _distance FROM lance_vector_search('{path}', 'emb', array({arr}), 5)").collect()
     assert [r.id for r in got] == want
+    # batch KNN: lance_knn evaluated on the executors, the neighbours joined back by row address
+    import lance_spark
+    qs = spark.createDataFrame([(0, [float(x) for x in q]), (1, None)], "qid INT, qv ARRAY<FLOAT>")
+    assert [r.id for r in lance_spark.knn_join(qs, path, "qv", "emb", k=5).collect()] == want
     t = lance.dataset(path).to_table(columns=["id"], with_row_address=True)
     addrs = dict(zip(t["_rowaddr"].to_pylist(), t["id"].to_pylist()))
     picks = sorted(addrs)[::97]
@@ -177,6 +181,21 @@ def test_add_columns_by_expression(spark, tmp_path):
     assert t.column_names == ["a", "c2"]
     assert sorted(zip(t["a"].to_pylist(), t["c2"].to_pylist())) == [(i, 2 * i) for i in range(50)]
     assert type(lance.dataset(path).read_transaction(lance.dataset(path).version).operation).__name__ == "Merge"
+
+
+def test_update_columns_subset(spark, tmp_path):
+    """CALL update_columns for some rows: the others keep their values, the other column's file is untouched."""
+    path = str(tmp_path / "backfill")
+    lance.write_dataset(pa.table({"a": pa.array(range(50), pa.int64()), "b": pa.array([0.5] * 50)}), path,
+                        max_rows_per_file=20)
+    before = {n: os.stat(os.path.join(path, "data", n)).st_mtime_ns for n in os.listdir(os.path.join(path, "data"))}
+    spark.read.format("lance").load(path).where("a % 2 = 0").selectExpr("_rowaddr", "CAST(a AS DOUBLE) AS b") \
+        .createOrReplaceTempView("line_backfill")
+    spark.sql(f"CALL lance.system.update_columns(table => '`{path}`', source => 'line_backfill')").collect()
+    t = lance.dataset(path).to_table()
+    assert sorted(zip(t["a"].to_pylist(), t["b"].to_pylist())) == \
+        [(i, float(i) if i % 2 == 0 else 0.5) for i in range(50)]
+    assert {n: os.stat(os.path.join(path, "data", n)).st_mtime_ns for n in before} == before
 
 
 def test_streaming_sink_and_source(spark, tmp_path):

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -17,19 +13,14 @@ import lance
 import pyarrow as pa
 import pytest
 
+import stream_drivers
+
 QUERY_ID_KEY = "lance-spark.streaming.queryId"
 BATCH_ID_KEY = "lance-spark.streaming.batchId"
-SCHEMA = "id BIGINT, grp STRING, v DOUBLE"
+SCHEMA = stream_drivers.SCHEMA
 
 
-def _write_json(directory: Path, name: str, ids: range) -> None:
-    """One input file of the file source: rows id, grp (id mod 3), v."""
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".{name}.tmp"
-    with tmp.open("w") as f:
-        for i in ids:
-            f.write(json.dumps({"id": i, "grp": f"g{i % 3}", "v": i * 0.5}) + "\n")
-    tmp.rename(directory / f"{name}.json")  # the file source must not see a half-written file
+_write_json = stream_drivers.write_json
 
 
 def _ids(path: Path) -> list[int]:
@@ -173,62 +164,18 @@ def test_sink_to_catalog_table(spark, warehouse, tmp_path):
     spark.sql("DROP TABLE lance.sdb.events")
 
 
-CRASH_DRIVER = textwrap.dedent("""
-    import sys
-    from lance_spark.testing import local_session
-    src, out, ckpt, trigger = sys.argv[1:5]
-    spark = local_session()
-    stream = spark.readStream.schema("{schema}").option("maxFilesPerTrigger", 1).json(src)
-    w = stream.writeStream.format("lance").option("checkpointLocation", ckpt).option("maxRowsPerFile", 17)
-    w = w.trigger(availableNow=True) if trigger == "now" else w.trigger(processingTime="100 milliseconds")
-    q = w.start(out)
-    print("started", flush=True)
-    q.awaitTermination()
-""").replace("{schema}", SCHEMA)
-
-
-def _driver(tmp_path: Path, src: Path, out: Path, ckpt: Path, trigger: str) -> subprocess.Popen:
-    script = tmp_path / "driver.py"
-    script.write_text(CRASH_DRIVER)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1] / "python"),
-                                         env.get("PYTHONPATH", "")])
-    # its own process group: the JVM it launches dies with it
-    return subprocess.Popen([sys.executable, str(script), str(src), str(out), str(ckpt), trigger],
-                            env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
 def test_sink_exactly_once_across_killed_drivers(tmp_path):
     """The driver (Python and its JVM) is killed with SIGKILL at seeded random
     points while batches commit; restarted from the checkpoint each time, and
     finally run to the end: every input row is in the table exactly once."""
-    import random
-    rng = random.Random(41)
     src, out, ckpt = tmp_path / "in", tmp_path / "out.lance", tmp_path / "ckpt"
     n_files, per_file = 40, 25
     for k in range(n_files):
         _write_json(src, f"f{k:03d}", range(k * per_file, (k + 1) * per_file))
-    kills = 0
-    for _ in range(3):
-        p = _driver(tmp_path, src, out, ckpt, "processing")
-        # wait until the dataset has a version beyond what we saw, then kill at a random moment
-        start_versions = len(lance.dataset(str(out)).versions()) if (out / "_versions").exists() else 0
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if (out / "_versions").exists() and len(lance.dataset(str(out)).versions()) > start_versions:
-                break
-            if p.poll() is not None:
-                break
-            time.sleep(0.05)
-        time.sleep(rng.uniform(0.0, 1.5))
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            kills += 1
-        p.wait()
-    assert kills >= 2
-    p = _driver(tmp_path, src, out, ckpt, "now")
-    output = p.communicate(timeout=600)[0].decode(errors="replace")
-    assert p.returncode == 0, output[-3000:]
+    rounds = 8 if os.environ.get("LANCE_LONG_TESTS") == "1" else 2   # make test-long kills more often
+    stream_drivers.kill_and_restart(tmp_path, str(src), str(out), str(ckpt),
+                                    lambda: len(lance.dataset(str(out)).versions()) if (out / "_versions").exists() else 0,
+                                    rounds, seed=41)
     ids = _ids(out)
     assert len(ids) == len(set(ids)), "a row was committed twice"
     assert sorted(ids) == list(range(n_files * per_file))

@@ -140,7 +140,33 @@ def roundtrip(spark: SparkSession, table: str, args: argparse.Namespace) -> dict
     return {"count": df.count(), "tail_ids": sorted(r.id for r in df.where(f"id >= {n + 990}").collect())}
 
 
-SCENARIOS = {"pipeline": pipeline, "roundtrip": roundtrip, "slow_write": slow_write, "merge": merge}
+def slow_stream(spark: SparkSession, table: str, args: argparse.Namespace) -> dict[str, Any]:
+    """A stream into the table: --parts JSON files of ids [start, start + rows), 8 files per
+    micro-batch (a task each) (Trigger.AvailableNow), each row's payload 's<id>' computed slowly (a task
+    sleeps --sleep seconds in all), so a worker can be lost while a batch's tasks write.
+    The query is named TARGET: its batches' job descriptions start with it."""
+    src = Path(args.out).parent / "stream_in"
+    src.mkdir(parents=True, exist_ok=True)
+    per = args.rows // args.parts
+    for k in range(args.parts):
+        ids = range(args.start + k * per, args.start + (k + 1) * per)
+        (src / f"f{k:03d}.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in ids))
+    nap_ms = max(1, int(args.sleep * 1000 / 10))
+    every = max(1, per // 10)
+    spark.conf.set("spark.sql.files.openCostInBytes", str(256 << 20))   # one file per task
+    q = (spark.readStream.schema("id BIGINT").option("maxFilesPerTrigger", 8).json(str(src))
+         .selectExpr("id", "concat('s', CAST(id AS STRING), substr(reflect('java.lang.Thread', 'sleep', "
+                     f"CAST(CASE WHEN id % {every} = 0 THEN {nap_ms} ELSE 0 END AS BIGINT)), 1, 0)) AS payload")
+         .writeStream.format("lance").queryName(TARGET)
+         .option("checkpointLocation", str(Path(args.out).parent / "stream_ckpt"))
+         .trigger(availableNow=True).start(table))
+    q.awaitTermination()
+    return {"count": spark.read.format("lance").load(table).count(),
+            "batches": len([p for p in q.recentProgress if p["numInputRows"] > 0])}
+
+
+SCENARIOS = {"pipeline": pipeline, "roundtrip": roundtrip, "slow_write": slow_write, "merge": merge,
+             "slow_stream": slow_stream}
 
 
 def main() -> None:

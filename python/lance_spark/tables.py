@@ -173,6 +173,24 @@ class LanceTable:
         finally:
             self._spark.catalog.dropTempView(view)
 
+    def update_columns(self, df):
+        """Replaces the values of existing columns without rewriting the table's
+        other columns, one commit.
+
+        ``df`` has ``_rowaddr`` (or ``_rowid``) and the columns to replace, with
+        the table's types; rows ``df`` does not give keep their values. Each
+        fragment gets one data file holding only those columns. Runs
+        ``CALL <catalog>.system.update_columns`` on a temporary view (Spark
+        Connect-safe). Returns the procedure's result row (``read_version``,
+        ``new_version``, ``columns_updated``, ``files_added``, ``rows_updated``)."""
+        import uuid
+        view = "lance_update_columns_" + uuid.uuid4().hex[:12]
+        df.createOrReplaceTempView(view)
+        try:
+            return self._call("update_columns", source=view)
+        finally:
+            self._spark.catalog.dropTempView(view)
+
     def vacuum(self, retain_hours: Optional[float] = None, *, older_than: Optional[_dt.datetime] = None,
                dry_run: bool = False, delete_unverified: bool = False,
                error_if_tagged_old_versions: bool = True):

@@ -59,10 +59,11 @@ def vector_search(spark: Any, table: str, column: str, vector: Sequence[float], 
     return spark.sql(vector_search_sql(table, column, vector, k, **options))
 
 
-_KNN_OPTIONS = ("metric", "table_prefix")
+_KNN_OPTIONS = ("metric", "table_prefix", "nprobes", "refine_factor", "use_index")
 _QID = "__lance_knn_qid"
-_QVEC = "__lance_knn_query"
 _RANK = "__lance_knn_rank"
+_ADDR = "__lance_knn_rowaddr"
+_NN = "__lance_knn_nn"
 DISTANCE = "_distance"
 
 
@@ -77,39 +78,31 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _distance_sql(metric: str, q: str, v: str) -> str:
-    """Lance's distance of vector ``v`` to query ``q`` (SQL expressions, ARRAY<FLOAT>), as a DOUBLE:
-    l2 is the squared Euclidean distance, cosine 1 - cos(angle), dot 1 - q.v."""
-    def total(arr: str) -> str:
-        return f"aggregate({arr}, CAST(0 AS DOUBLE), (acc, x) -> acc + x)"
-
-    dot = total(f"zip_with({q}, {v}, (a, b) -> CAST(a AS DOUBLE) * CAST(b AS DOUBLE))")
-    if metric == "l2":
-        return total(f"zip_with({q}, {v}, (a, b) -> (CAST(a AS DOUBLE) - CAST(b AS DOUBLE)) * "
-                     f"(CAST(a AS DOUBLE) - CAST(b AS DOUBLE)))")
-    if metric == "dot":
-        return f"(1.0D - {dot})"
-    norms = (f"sqrt({total(f'transform({q}, x -> CAST(x AS DOUBLE) * CAST(x AS DOUBLE))')}) * "
-             f"sqrt({total(f'transform({v}, x -> CAST(x AS DOUBLE) * CAST(x AS DOUBLE))')})")
-    return f"(CASE WHEN {norms} = 0 THEN CAST('NaN' AS DOUBLE) ELSE 1.0D - {dot} / ({norms}) END)"
+def _positive(name: str, value: Any) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"knn_join: {name} must be a positive integer, got {value!r}")
+    return value
 
 
 def knn_join(queries_df: Any, table: str, query_column: str, column: str, k: int = 10, **options: Any) -> Any:
     """Batch KNN (docs/vector-search.md, "Batch KNN"): for every row of ``queries_df`` whose
     ``query_column`` is not NULL, its ``k`` nearest rows of the Lance ``table`` (a catalog name or a
-    dataset path) by ``column``, exact. One output row per (query row, neighbour): the query row's
+    dataset path) by ``column``. One output row per (query row, neighbour): the query row's
     columns, then the table's columns (a table column whose name is also a query column, or is
     ``_distance``, is renamed ``table_prefix + name``, default ``table_`` + name), then
     ``_distance`` (FLOAT), ordered by query row (in ``queries_df``'s order) and nearest first.
-    Options: metric ('l2' default, 'cosine', 'dot'), table_prefix.
+    Options: metric ('l2' default, 'cosine', 'dot'), nprobes, refine_factor, use_index (default
+    true: the column's IVF index when it has one of the metric, as ``vector_search``; false: exact),
+    table_prefix.
 
-    The query rows are collected on the driver (they should be small: thousands, not millions)
-    and broadcast; every task scans its slice of the table's fragments once for all the queries,
-    keeps each query's best k (Spark's partial window group limit) and one shuffle by query
-    merges them into the global top k. Plain DataFrame operations: Spark Connect-safe."""
-    from pyspark.sql import Window
+    Distributed: each query row's search runs where the row is, on an executor, through the SQL
+    function ``lance_knn`` (the connector's session extension, which ``lance_spark.configure``
+    installs); each executor opens the table once and keeps the index partitions it reads in its
+    cache, so they are read once per executor, not once per query. The neighbours' rows are then
+    joined from the table by row address. Plain DataFrame operations and SQL: Spark Connect-safe."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, StructType
 
     unknown = sorted(set(options) - set(_KNN_OPTIONS))
     if unknown:
@@ -121,6 +114,11 @@ def knn_join(queries_df: Any, table: str, query_column: str, column: str, k: int
         metric = "l2"
     if metric not in ("l2", "cosine", "dot"):
         raise ValueError(f"knn_join: metric must be one of l2, cosine, dot, got {options.get('metric')!r}")
+    nprobes = _positive("nprobes", options.get("nprobes"))
+    refine = _positive("refine_factor", options.get("refine_factor"))
+    use_index = options.get("use_index")
+    if use_index is not None and not isinstance(use_index, bool):
+        raise ValueError(f"knn_join: use_index must be True or False, got {use_index!r}")
     prefix = options.get("table_prefix", "table_")
     if not isinstance(prefix, str) or not prefix:
         raise ValueError(f"knn_join: table_prefix must be a non-empty string, got {prefix!r}")
@@ -148,49 +146,39 @@ def knn_join(queries_df: Any, table: str, query_column: str, column: str, k: int
     if not _is_vector_type(tfields[column].dataType):
         raise ValueError(f"knn_join: column '{column}' of table {table} is not a vector column (an array of "
                          f"numbers), got {tfields[column].dataType.simpleString()}")
-
-    # The queries, numbered in their order, without those whose vector is NULL (no output rows).
-    rows = queries_df.where(F.col(query_column).isNotNull()).collect()
-    qschema = StructType([*queries_df.schema.fields, StructField(_QID, LongType(), False)])
-    numbered = [tuple(r) + (i,) for i, r in enumerate(rows)]
-    if not numbered:
-        return spark.createDataFrame([], StructType([
-            *queries_df.schema.fields,
-            *[StructField(prefix + f.name if f.name in qfields or f.name == DISTANCE else f.name, f.dataType,
-                          f.nullable) for f in target.schema.fields],
-            StructField(DISTANCE, FloatType(), True)]))
-
-    vectors = [r[query_column] for r in rows]
-    first = target.where(F.col(column).isNotNull()).select(F.size(F.col(column)).alias("n")).limit(1).collect()
-    if first:
-        dim = int(first[0]["n"])
-        for i, v in enumerate(vectors):
-            if len(v) != dim:
-                raise ValueError(f"knn_join: query_column '{query_column}' holds a vector of dimension {len(v)} "
-                                 f"(query row {i}); column '{column}' of table {table} has dimension {dim}")
-            if any(x is None for x in v):
-                raise ValueError(f"knn_join: query_column '{query_column}' holds a vector with a NULL element "
-                                 f"(query row {i})")
-
-    queries = spark.createDataFrame(numbered, qschema).withColumn(
-        _QVEC, F.col(query_column).cast(ArrayType(FloatType())))
-
     renamed = [(f.name, prefix + f.name if f.name in qfields or f.name == DISTANCE else f.name)
                for f in target.schema.fields]
     clash = [new for _, new in renamed if new in qfields]
     if clash:
         raise ValueError(f"knn_join: table column(s) renamed with table_prefix '{prefix}' still clash with "
                          f"queries_df's columns: {', '.join(clash)}; pass another table_prefix")
-    vec_alias = "__lance_knn_vector"
-    side = target.where(F.col(column).isNotNull()).select(
-        *[F.col(_quote(old)).alias(new) for old, new in renamed],
-        F.col(_quote(column)).cast(ArrayType(FloatType())).alias(vec_alias))
 
-    pairs = side.crossJoin(F.broadcast(queries)).withColumn(
-        DISTANCE, F.expr(_distance_sql(metric, _quote(_QVEC), _quote(vec_alias))).cast(FloatType()))
-    # Spark (3.5+) turns a row_number() <= k filter into a per-task group limit before the shuffle.
-    ranked = pairs.withColumn(_RANK, F.row_number().over(Window.partitionBy(_QID).orderBy(F.col(DISTANCE))))
-    top = ranked.where(F.col(_RANK) <= k)
+    # One small job checks the query vectors' dimension and elements before any search runs.
+    qc = F.col(_quote(query_column))
+    first = target.where(F.col(_quote(column)).isNotNull()).select(F.size(F.col(_quote(column))).alias("n")) \
+        .limit(1).collect()
+    if first:
+        dim = int(first[0]["n"])
+        bad = queries_df.where(qc.isNotNull() & ((F.size(qc) != dim) | F.exists(qc, lambda x: x.isNull()))) \
+            .select(F.size(qc).alias("n")).limit(1).collect()
+        if bad:
+            n = int(bad[0]["n"])
+            if n != dim:
+                raise ValueError(f"knn_join: query_column '{query_column}' holds a vector of dimension {n}; "
+                                 f"column '{column}' of table {table} has dimension {dim}")
+            raise ValueError(f"knn_join: query_column '{query_column}' holds a vector with a NULL element")
+
+    def lit(v: Any) -> str:
+        return "NULL" if v is None else str(v)
+
+    call = (f"lance_knn({_sql_string(table)}, {_sql_string(column)}, {_quote(query_column)}, {k}, "
+            f"{lit(nprobes)}, {lit(refine)}, {_sql_string(metric)}, "
+            f"{'NULL' if use_index is None else str(use_index).lower()})")
+    queries = queries_df.where(qc.isNotNull()).withColumn(_QID, F.monotonically_increasing_id())
+    found = queries.select("*", F.posexplode(F.expr(call)).alias(_RANK, _NN)).select(
+        *[F.col(_quote(f.name)) for f in queries.schema.fields], F.col(_RANK),
+        F.col(f"{_NN}._rowaddr").alias(_ADDR), F.col(f"{_NN}._distance").alias(DISTANCE))
+    side = target.select(*[F.col(_quote(old)).alias(new) for old, new in renamed], F.col("_rowaddr").alias(_ADDR))
     out = [F.col(_quote(f.name)) for f in queries_df.schema.fields] + \
           [F.col(_quote(new)) for _, new in renamed] + [F.col(DISTANCE)]
-    return top.orderBy(F.col(_QID), F.col(DISTANCE)).select(*out)
+    return found.join(side, _ADDR).orderBy(F.col(_QID), F.col(_RANK)).select(*out)

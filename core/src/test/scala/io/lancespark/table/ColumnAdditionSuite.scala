@@ -122,7 +122,7 @@ class ColumnAdditionSuite extends AnyFunSuite {
     assert(v3.fragments.head.deletedRows == 3)
   }
 
-  test("replacing a column: old files keep their paths with the field id -2, the new file lists it; a Merge") {
+  test("replacing a column: old files keep their paths with the field id -2, the new file lists it (an Update); again: a DataReplacement") {
     val s = fresh()
     val v1 = create(s)
     def upd(prefix: String) = Seq(FragmentColumns(0L, frag(s"$prefix-0.lance", 10, Vector(1))),
@@ -135,10 +135,17 @@ class ColumnAdditionSuite extends AnyFunSuite {
     // column indices stay as they were (the tombstoned column is still in the old file)
     assert(v2.fragments.head.files.head.columnIndices == Vector(0, 1))
     val txn = TransactionFile.read(s, v2.manifest.getTransactionFile).get
-    assert(txn.hasMerge && txn.getMerge.getFragmentsCount == 2 && txn.getReadVersion == 1)
-    // again: the first new file gets the tombstone too
+    assert(txn.hasUpdate && txn.getUpdate.getUpdatedFragmentsCount == 2 && txn.getReadVersion == 1)
+    assert(txn.getUpdate.getFieldsModifiedList.asScala.toSeq == Seq(1) &&
+      txn.getUpdate.getUpdateMode == io.lancespark.proto.table.Transaction.UpdateMode.REWRITE_COLUMNS)
+    // again: the first new file holds exactly the column, so the new one takes its place
     val v3 = Committer.commit(s, Some(2L), AddColumnFiles(upd("w"), v2.schema, replaces = Set(1)), CommitSettings())
-    assert(v3.fragments.head.files.map(_.fieldIds) == Vector(Vector(0, -2), Vector(-2), Vector(1)))
+    assert(v3.fragments.map(_.files.map(f => f.path -> f.fieldIds)) == Vector(
+      Vector("a.lance" -> Vector(0, -2), "w-0.lance" -> Vector(1)),
+      Vector("b.lance" -> Vector(0, -2), "w-1.lance" -> Vector(1))))
+    val txn3 = TransactionFile.read(s, v3.manifest.getTransactionFile).get
+    assert(txn3.hasDataReplacement && txn3.getDataReplacement.getReplacementsList.asScala.map(r =>
+      r.getFragmentId -> r.getNewFile.getPath) == Seq(0L -> "w-0.lance", 1L -> "w-1.lance"))
     assert(Dataset.open(s, Some(2L)).fragments.head.files.map(_.fieldIds) == Vector(Vector(0, -2), Vector(1)))
     // a new file holding other ids than those replaced is refused, nothing committed
     val bad = Seq(FragmentColumns(0L, frag("x-0.lance", 10, Vector(0, 1))), FragmentColumns(1L, frag("x-1.lance", 20, Vector(1))))
@@ -148,9 +155,51 @@ class ColumnAdditionSuite extends AnyFunSuite {
     // a concurrent update of the same column since the read version: a conflict
     val c = intercept[CommitConflictException](
       Committer.commit(s, Some(2L), AddColumnFiles(upd("y"), v2.schema, replaces = Set(1)), CommitSettings()))
-    assert(c.getMessage.contains("merge"), c.getMessage)
+    assert(c.getMessage.contains("data replacement") && c.getMessage.contains("update_columns again"), c.getMessage)
     assert(Dataset.open(s, None).version == 3)
   }
+
+  test("replacing columns vs concurrent commits: appends and deletes rebased onto, updates and compactions conflict") {
+    def upd(prefix: String, ids: Seq[Long] = Seq(0L, 1L)) =
+      ids.map(id => FragmentColumns(id, frag(s"$prefix-$id.lance", if (id == 0L) 10 else 20, Vector(1))))
+    // an append since: committed; the appended fragment keeps its files as they are
+    val s = fresh()
+    val v1 = create(s)
+    Committer.commit(s, Some(1L), AppendFragments(Seq(frag("n.lance", 5))), CommitSettings())
+    val v3 = Committer.commit(s, Some(1L), AddColumnFiles(upd("u"), v1.schema, replaces = Set(1)), CommitSettings())
+    assert(v3.fragments.map(_.files.map(f => f.path -> f.fieldIds)) == Vector(
+      Vector("a.lance" -> Vector(0, -2), "u-0.lance" -> Vector(1)),
+      Vector("b.lance" -> Vector(0, -2), "u-1.lance" -> Vector(1)),
+      Vector("n.lance" -> Vector(0, 1))))
+    // an append read before the replacement landed: committed too
+    val v4 = Committer.commit(s, Some(2L), AppendFragments(Seq(frag("m.lance", 5))), CommitSettings())
+    assert(v4.fragments.map(_.files.last.path) == Vector("u-0.lance", "u-1.lance", "n.lance", "m.lance"))
+    // a delete read before the replacement: rebased, the fragments keep their new files
+    val rows = new RoaringBitmap()
+    rows.add(0, 2)
+    val d0 = RowDeletions.prepare(s, 0L, 10L, None, rows, 3L)
+    val v5 = Committer.commit(s, Some(2L), RowLevelChange(Seq(d0), Nil, "x"), CommitSettings())
+    assert(v5.fragments.head.files.map(_.path) == Vector("a.lance", "u-0.lance") && v5.fragments.head.deletedRows == 2)
+    // a row-level update since: a conflict (its rewritten rows carry the old values), nothing committed
+    val s2 = fresh()
+    create(s2)
+    val d1 = RowDeletions.prepare(s2, 1L, 20L, None, rows, 1L)
+    Committer.commit(s2, Some(1L), RowLevelChange(Seq(d1), Seq(frag("r.lance", 2)), "x"), CommitSettings())
+    val e = intercept[CommitConflictException](
+      Committer.commit(s2, Some(1L), AddColumnFiles(upd("u"), create2Schema(s2), replaces = Set(1)), CommitSettings()))
+    assert(e.getMessage.contains("updated rows") && e.getMessage.contains("update_columns again"), e.getMessage)
+    // and a row-level update read before the replacement landed conflicts too
+    val s3 = fresh()
+    val w1 = create(s3)
+    Committer.commit(s3, Some(1L), AddColumnFiles(upd("u"), w1.schema, replaces = Set(1)), CommitSettings())
+    val d2 = RowDeletions.prepare(s3, 1L, 20L, None, rows, 1L)
+    val late = intercept[CommitConflictException](
+      Committer.commit(s3, Some(1L), RowLevelChange(Seq(d2), Seq(frag("r.lance", 2)), "x"), CommitSettings()))
+    assert(late.getMessage.contains("replaced column values"), late.getMessage)
+    assert(Dataset.open(s3, None).version == 2)
+  }
+
+  private def create2Schema(s: DatasetStorage): LanceSchema = Dataset.open(s, Some(1L)).schema
 
   test("an append that adds fields: one Merge version with the new fragments and the wider schema") {
     val s = fresh()

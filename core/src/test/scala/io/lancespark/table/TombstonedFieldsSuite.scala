@@ -13,7 +13,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import io.lancespark.table.commit.FragmentColumns
 import io.lancespark.table.evolution.ColumnAddition
 import io.lancespark.table.scan.FragmentScanner
-import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage, FragmentWriter, Snapshot}
+import io.lancespark.table.storage.{TransactionFile, DataFiles, Dataset, DatasetStorage, FragmentWriter, Snapshot}
 
 /** Fields moved out of a data file: pylance's `LanceFragment.update_columns`
   * writes the updated column to a new file of the fragment and sets its field
@@ -184,12 +184,14 @@ for r in ds.to_table().to_pylist():
       assert(fields2.forall(l => l.contains(":0,-2,2;") && l.endsWith(":1")), fields2)
       assert(read(v2) == expected2)
       assert(read(Dataset.open(s, Some(v1.version))) == live.map(id => s"$id ${10 * id} s$id").toSet)
-      // a second update of the same column: the first new file gets the tombstone too
+      // a second update of the same column: its file holds exactly that column, so the new
+      // file takes its place (a DataReplacement); the old files keep their tombstones
       val v3 = replaceA(s, v2, id => id + 1000)
       val expected3 = live.map(id => s"$id ${id + 1000} s$id").toSet
       val (fields3, rows3) = pylance()
       assert(rows3 == expected3)
-      assert(fields3.forall(l => l.contains(":0,-2,2;") && l.contains(":-2;") && l.endsWith(":1")), fields3)
+      assert(fields3.forall(l => l.contains(":0,-2,2;") && !l.contains(":-2;") && l.endsWith(":1")), fields3)
+      assert(TransactionFile.read(s, v3.manifest.getTransactionFile).exists(_.hasDataReplacement))
       assert(read(v3) == expected3)
       assert(read(Dataset.open(s, Some(v2.version))) == expected2)
     }

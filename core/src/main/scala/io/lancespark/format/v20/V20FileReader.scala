@@ -7,7 +7,7 @@ import io.lancespark.schema.{LanceField, LanceSchema, LogicalType}
 import io.lancespark.format.arrow.{Bits, Block, DictionaryCache, Slice, VectorLoader}
 import io.lancespark.format.arrow.Block._
 import io.lancespark.format.file.{ContainerReader, FileContainer, Footer}
-import io.lancespark.format.input.{ByteRange, ByteReader, CoalescedReads, PlannedRead, RandomAccessSource}
+import io.lancespark.format.input.{BlobBytes, ByteRange, ByteReader, CoalescedReads, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v20.codec.PageContext
 
 /** Reads one Lance 2.0 data file (footer version 0.3).
@@ -153,28 +153,13 @@ final class V20FileReader private (
         fail(s"blob field '${field.name}': descriptions decode to ${other.getClass.getSimpleName}, not (position, size) pairs")
     }
     val valid = Bits.tabulate(n)(i => !(size(i) == 0 && pos(i) == 1))
-    val offsets = new Array[Long](n + 1)
     var i = 0
     while (i < n) {
       if (size(i) < 0 || pos(i) < 0 || (size(i) > 0 && pos(i) + size(i) > source.size))
         fail(s"blob field '${field.name}', row ${i} of the batch: [${pos(i)}, ${pos(i) + size(i)}) lies outside the file")
-      offsets(i + 1) = offsets(i) + size(i)
       i += 1
     }
-    if (offsets(n) > Int.MaxValue - 16)
-      fail(s"blob field '${field.name}': ${offsets(n)} bytes of blob values in one batch of $n rows " +
-        "(more than a Java array holds; read fewer rows per batch)")
-    val bytes = java.nio.ByteBuffer.allocate(offsets(n).toInt)
-    i = 0
-    while (i < n) {
-      if (size(i) > 0) {
-        val dst = bytes.duplicate()
-        dst.position(offsets(i).toInt).limit(offsets(i + 1).toInt)
-        source.readInto(pos(i), dst.slice())
-      }
-      i += 1
-    }
-    Seq(Slice(VarBlock(n.toLong, offsets, bytes, Some(valid)), 0, n.toLong))
+    Seq(BlobBytes.gather(field.name, _ => source, pos, size, valid, fail))
   }
 
   private def listBlock(b: Block): Option[ListBlock] = b match {

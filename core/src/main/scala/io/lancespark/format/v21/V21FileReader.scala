@@ -12,7 +12,7 @@ import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.arrow.{Bits, DictionaryColumn, Slice, VectorLoader}
 import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, ListBlock, NullableBlock, PackedBlock, VarBlock}
 import io.lancespark.format.file.{ContainerReader, FileContainer, Footer}
-import io.lancespark.format.input.{CoalescedReads, PlannedRead, RandomAccessSource}
+import io.lancespark.format.input.{BlobBytes, CoalescedReads, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
 
 /** Reads one data file of file version 2.1 or 2.2.
@@ -259,23 +259,7 @@ final class V21FileReader private (
         lengths(r) = len
         r += 1
       }
-      val offsets = new Array[Long](n + 1)
-      r = 0
-      while (r < n) { offsets(r + 1) = offsets(r) + lengths(r); r += 1 }
-      if (offsets(n) > Int.MaxValue - 16)
-        fail(s"blob field '${field.name}': ${offsets(n)} bytes of blob values in one batch of $n rows " +
-          "(more than a Java array holds; read fewer rows per batch)")
-      val bytes = java.nio.ByteBuffer.allocate(offsets(n).toInt)
-      r = 0
-      while (r < n) {
-        if (lengths(r) > 0) {
-          val dst = bytes.duplicate()
-          dst.position(offsets(r).toInt).limit(offsets(r + 1).toInt)
-          sources(r).readInto(positions(r), dst.slice())
-        }
-        r += 1
-      }
-      Seq(Slice(VarBlock(n, offsets, bytes, Some(Bits.tabulate(n)(kinds(_) >= 0))), 0, n))
+      Seq(BlobBytes.gather(field.name, r => sources(r), positions, lengths, Bits.tabulate(n)(kinds(_) >= 0), fail))
     }
     def uriColumn: Seq[Slice] = {
       val enc = uris.map(u => if (u == null) null else u.getBytes(java.nio.charset.StandardCharsets.UTF_8))

@@ -471,6 +471,11 @@ object Committer {
       case CreateIndices(created, removed) =>
         t.setCreateIndex(Transaction.CreateIndex.newBuilder().addAllNewIndices(created.asJava)
           .addAllRemovedIndices(removed.asJava))
+      case a: AddColumnFiles if a.replaces.nonEmpty =>
+        t.setUpdate(Transaction.Update.newBuilder().addAllUpdatedFragments(
+          a.files.map(f => DataFragment.newBuilder().setId(f.fragmentId).build()).asJava)
+          .addAllFieldsModified(a.replaces.toSeq.sorted.map(i => Int.box(i)).asJava)
+          .setUpdateMode(Transaction.UpdateMode.REWRITE_COLUMNS))
       case a: AddColumnFiles =>
         t.setMerge(Transaction.Merge.newBuilder().addAllFragments(
           a.files.map(f => DataFragment.newBuilder().setId(f.fragmentId).build()).asJava))

@@ -26,13 +26,16 @@ object ConflictChecker {
   private def check(ours: Transaction, theirs: Transaction): Verdict = {
     import OperationCase._
     val their = theirs.getOperationCase
+    if (isColumnUpdate(ours)) return columnUpdate(ours, theirs)
     ours.getOperationCase match {
       case APPEND =>
         their match {
           // new fragments do not touch what these change
           case APPEND | DELETE | UPDATE | CREATE_INDEX | REWRITE | RESERVE_FRAGMENTS | UPDATE_CONFIG => Compatible
+          // new values in existing fragments' files: appended fragments keep theirs
+          case DATA_REPLACEMENT => Compatible
           case OVERWRITE | RESTORE => Conflict(s"it replaced the dataset (${name(their)})")
-          case MERGE | PROJECT | DATA_REPLACEMENT =>
+          case MERGE | PROJECT =>
             Conflict(s"it changed the schema or the data files (${name(their)}), which appended fragments would miss")
           case other => Conflict(s"it is an operation this connector does not know how to reconcile (${name(other)})")
         }
@@ -44,6 +47,16 @@ object ConflictChecker {
             val overlap = rewrittenFragments(theirs).intersect(touchedFragments(ours))
             if (overlap.isEmpty) Compatible
             else Conflict(s"it compacted (rewrote) fragment${plural(overlap)} this change also modifies")
+          case UPDATE | DATA_REPLACEMENT if isColumnUpdate(theirs) =>
+            // a delete keeps the fragments' files as they are now (with the new
+            // values); an update's rewritten rows carry the values it read
+            if (ours.getOperationCase == DELETE) Compatible
+            else {
+              val overlap = columnUpdateFragments(theirs).intersect(touchedFragments(ours))
+              if (overlap.isEmpty) Compatible
+              else Conflict(s"it replaced column values in fragment${plural(overlap)}, whose rows this update " +
+                "rewrote with the values it read (they would be lost); run the update again")
+            }
           case DELETE | UPDATE =>
             val touched = touchedFragments(ours)
             val overlap = touchedFragments(theirs).intersect(touched)
@@ -84,6 +97,11 @@ object ConflictChecker {
         // updated rows keep their addresses; a compaction moves the rows of
         // the fragments it rewrote, so those must not be covered
         their match {
+          case UPDATE if isColumnUpdate(theirs) =>
+            val indexed = ours.getCreateIndex.getNewIndicesList.asScala.flatMap(_.getFieldsList.asScala).toSet
+            val replaced = theirs.getUpdate.getFieldsModifiedList.asScala.toSet
+            if (indexed.intersect(replaced).isEmpty) Compatible
+            else Conflict("it replaced the values of the indexed column (update_columns); build the index again")
           case APPEND | CREATE_INDEX | DELETE | UPDATE | MERGE | RESERVE_FRAGMENTS | PROJECT | UPDATE_CONFIG |
                CLONE | UPDATE_BASES => Compatible
           case REWRITE =>
@@ -137,6 +155,52 @@ object ConflictChecker {
       case _ =>
         // overwrite, schema changes and everything else: any concurrent commit conflicts
         Conflict(s"a concurrent ${name(their)} was committed and a ${name(ours.getOperationCase)} cannot be rebased onto it")
+    }
+  }
+
+  /** Whether `t` replaces the values of columns in place (update_columns:
+    * pylance's `Update` with `fields_modified` and no rewritten rows, or a
+    * `DataReplacement`): fragments keep their rows and gain new files. */
+  def isColumnUpdate(t: Transaction): Boolean = t.getOperationCase match {
+    case OperationCase.DATA_REPLACEMENT => true
+    case OperationCase.UPDATE =>
+      val u = t.getUpdate
+      u.getUpdateMode == Transaction.UpdateMode.REWRITE_COLUMNS ||
+        (u.getFieldsModifiedCount > 0 && u.getNewFragmentsCount == 0 && u.getRemovedFragmentIdsCount == 0)
+    case _ => false
+  }
+
+  private def columnUpdateFragments(t: Transaction): Set[Long] =
+    if (t.getOperationCase == OperationCase.DATA_REPLACEMENT)
+      t.getDataReplacement.getReplacementsList.asScala.map(_.getFragmentId).toSet
+    else t.getUpdate.getUpdatedFragmentsList.asScala.map(_.getId).toSet
+
+  /** Rules for replacing columns' values in place (update_columns): the
+    * fragments keep their rows, so rows appended since keep the values they
+    * were written with and a concurrent delete is rebased onto (its deletion
+    * files hide the same rows in the new files). Anything that moved rows
+    * (an update's rewrite, a compaction), changed the files or the schema, or
+    * built an index over a replaced column conflicts: the update would lose
+    * values or leave them stale. */
+  private def columnUpdate(ours: Transaction, theirs: Transaction): Verdict = {
+    import OperationCase._
+    val their = theirs.getOperationCase
+    val again = "; run update_columns again on the new version"
+    their match {
+      case APPEND | DELETE | RESERVE_FRAGMENTS | UPDATE_CONFIG => Compatible
+      case CREATE_INDEX =>
+        val replaced = ours.getUpdate.getFieldsModifiedList.asScala.toSet
+        val indexed = theirs.getCreateIndex.getNewIndicesList.asScala.flatMap(_.getFieldsList.asScala).toSet
+        if (indexed.intersect(replaced).isEmpty) Compatible
+        else Conflict(s"it built an index over a column this update replaces (it would index the old values)$again")
+      case UPDATE if isColumnUpdate(theirs) => Conflict(s"it replaced column values too$again")
+      case UPDATE => Conflict(s"it updated rows (rewritten into new fragments with the old values of the " +
+        s"replaced columns)$again")
+      case REWRITE => Conflict(s"it compacted fragments (their rows moved to new fragments)$again")
+      case MERGE | PROJECT | DATA_REPLACEMENT =>
+        Conflict(s"it changed the schema or the data files (${name(their)})$again")
+      case OVERWRITE | RESTORE => Conflict(s"it replaced the dataset (${name(their)})")
+      case other => Conflict(s"it is an operation this connector does not know how to reconcile (${name(other)})")
     }
   }
 

@@ -66,8 +66,7 @@ object ColumnAddition {
     if (clash.nonEmpty)
       throw new IllegalArgumentException(
         s"$uri: cannot add column${if (clash.size == 1) "" else "s"} ${clash.mkString(", ")}: already in the dataset " +
-          s"(version ${snapshot.version}); rename them in the source (replacing a column's values is update_columns, " +
-          "not yet supported)")
+          s"(version ${snapshot.version}); rename them in the source (replacing a column's values is update_columns)")
     newColumns.getFields.asScala.find(!_.isNullable).foreach { f =>
       throw new IllegalArgumentException(
         s"$uri: an added column must be nullable (rows the source does not give read NULL); '${f.getName}' is not")
@@ -100,6 +99,13 @@ object ColumnAddition {
         s"$uri: cannot update column '$n': the dataset (version ${snapshot.version}) has no such top-level column; " +
           s"its columns are ${snapshot.schema.fields.map(_.name).mkString(", ")} (adding columns is add_columns)"))
     }.toVector
+    val ids = fields.flatMap(_.allFields.map(_.id)).toSet
+    io.lancespark.table.storage.Indices.of(snapshot).find(_.getFieldsList.asScala.exists(i => ids.contains(i.intValue)))
+      .foreach { i =>
+        throw new IllegalArgumentException(s"$uri: cannot update column${if (fields.size == 1) "" else "s"} " +
+          s"${fields.map(_.name).mkString(", ")}: index '${i.getName}' covers it and would keep the old values; " +
+          "drop the index, update, and build it again")
+      }
     ColumnAddition(uri, snapshot.version, version, LanceSchema(fields, Map.empty), snapshot.schema,
       snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap, fields.flatMap(_.allFields.map(_.id)).toSet)
   }

@@ -23,9 +23,12 @@ import io.lancespark.table.index.vector.DistanceMetric
   * prefilter => true|false, metric => 'l2'|'cosine'|'dot', use_index => true|false])`.
   * The optional arguments may also be given by position, in that order. */
 final class LanceTableFunctionsExtension extends (SparkSessionExtensions => Unit) {
-  override def apply(ext: SparkSessionExtensions): Unit =
+  override def apply(ext: SparkSessionExtensions): Unit = {
     ext.injectTableFunction((FunctionIdentifier(VectorSearchFunction.Name), VectorSearchFunction.info,
       (args: Seq[Expression]) => VectorSearchFunction.plan(args)))
+    ext.injectFunction((FunctionIdentifier(KnnFunction.Name), KnnFunction.info,
+      (args: Seq[Expression]) => KnnFunction.build(args)))
+  }
 }
 
 object VectorSearchFunction {
@@ -102,7 +105,7 @@ object VectorSearchFunction {
   /** The Lance dataset path of `table`: a path as is (it has '/' or ':' and
     * no backquote), else the location of the catalog table it names
     * (`lance.db.t`, lance.`/abs/path`). */
-  private def location(session: SparkSession, table: String): String =
+  private[extensions] def location(session: SparkSession, table: String): String =
     if ((table.contains("/") || table.contains(":")) && !table.contains("`")) table
     else session.table(table).queryExecution.analyzed.collectFirst {
       case r: DataSourceV2Relation if r.table.isInstanceOf[LanceTable] => r.table.asInstanceOf[LanceTable].target.path

@@ -104,31 +104,53 @@ object AddColumnsJob {
     })
   }
 
-  private def runOn(spark: SparkSession, storage: DatasetStorage, keyedAt: Snapshot => DataFrame): AddColumnsResult = {
+  private def runOn(spark: SparkSession, storage: DatasetStorage, keyedAt: Snapshot => DataFrame): AddColumnsResult =
+    runPlanned(spark, storage, "add_columns", { snapshot =>
+      val keyed = keyedAt(snapshot)
+      val newCols = keyed.schema.fields.toVector.filterNot(f => Keys.contains(f.name))
+      val sparkSchema = StructType(newCols.map(_.copy(nullable = true)))
+      val plan = ColumnAddition.plan(snapshot,
+        SparkToArrow.schema(sparkSchema, Map.empty, io.lancespark.table.model.DataFileVersion.ofDataset(snapshot.fileVersion)
+          .getOrElse(io.lancespark.table.model.DataFileVersion.Default)))
+      Planned(keyed.select((col(MetadataColumns.RowAddr) +: newCols.map(f => col(f.name))): _*), plan, sparkSchema)
+    })
+
+  /** What a job writes: `keyed` has `_rowaddr`, then the columns of
+    * `sparkSchema` (the plan's columns, in order), then optionally `counted`
+    * (a column that is non-NULL on the rows to count as the source's; without
+    * it every row counts); `deletedRow` is what deleted rows' slots get (NULLs
+    * when None). */
+  private[procedures] final case class Planned(keyed: DataFrame, plan: ColumnAddition, sparkSchema: StructType,
+      counted: Option[String] = None, deletedRow: Option[InternalRow] = None)
+
+  /** Plans on the latest version (`prepare`), writes each fragment's file in
+    * one job (and one more for fragments without source rows), commits once. */
+  private[procedures] def runPlanned(spark: SparkSession, storage: DatasetStorage, verb: String,
+      prepare: Snapshot => Planned): AddColumnsResult = {
     storage.requireSafeCommit()
     val conf = spark.sessionState.newHadoopConf()
     val snapshot = Dataset.open(storage, None)
-    val keyed = keyedAt(snapshot)
-    val newCols = keyed.schema.fields.toVector.filterNot(f => Keys.contains(f.name))
-    val sparkSchema = StructType(newCols.map(_.copy(nullable = true)))
-    val plan = ColumnAddition.plan(snapshot,
-      SparkToArrow.schema(sparkSchema, Map.empty, io.lancespark.table.model.DataFileVersion.ofDataset(snapshot.fileVersion)
-        .getOrElse(io.lancespark.table.model.DataFileVersion.Default)))
-    val task = AddColumnsTask(storage.uri, new SerializableHadoopConf(conf), plan, sparkSchema, None)
+    val planned = prepare(snapshot)
+    val plan = planned.plan
+    val newCols = planned.sparkSchema.fields.toVector
+    val task = AddColumnsTask(storage.uri, new SerializableHadoopConf(conf), plan, planned.sparkSchema, None,
+      deletedRow = planned.deletedRow,
+      filePrefix = (if (plan.isUpdate) "updcol-" else "addcol-") + java.util.UUID.randomUUID().toString.take(8))
     val parts = math.max(1, math.min(plan.fragments.size, spark.sessionState.conf.numShufflePartitions))
-    val arranged = keyed.select((col(MetadataColumns.RowAddr) +: newCols.map(f => col(f.name))): _*)
+    val arranged = planned.keyed
       .repartition(parts, shiftrightunsigned(col(MetadataColumns.RowAddr), 32))
       .sortWithinPartitions(MetadataColumns.RowAddr)
+    val countAt: Int = planned.counted.map(c => planned.keyed.schema.fieldIndex(c)).getOrElse(-1)
     val sc = spark.sparkContext
-    val rowsWithValues = sc.longAccumulator("lance add_columns: source rows")
+    val rowsWithValues = sc.longAccumulator(s"lance $verb: source rows")
     val results = mutable.ArrayBuffer.empty[FragmentColumns]
     val description = sc.getLocalProperty("spark.job.description")
-    sc.setJobDescription(s"lance add_columns ${storage.uri} (version ${snapshot.version}, " +
+    sc.setJobDescription(s"lance $verb ${storage.uri} (version ${snapshot.version}, " +
       s"${newCols.map(_.name).mkString(", ")})")
     try {
       val rdd = arranged.queryExecution.toRdd
       sc.runJob(rdd, (_: TaskContext, rows: Iterator[InternalRow]) =>
-        task.writePartition(rows.map { r => rowsWithValues.add(1); r }),
+        task.writePartition(rows.map { r => if (countAt < 0 || !r.isNullAt(countAt)) rowsWithValues.add(1); r }),
         (_: Int, done: Seq[FragmentColumns]) => results ++= done)
       val missing = (plan.fragments.keySet -- results.map(_.fragmentId)).toVector.sorted
       if (missing.nonEmpty) {
@@ -164,7 +186,7 @@ object AddColumnsJob {
 
   /** The source with `_rowaddr`: as given, or from `_rowid` (equal to the
     * address without stable row ids; else looked up in the version read). */
-  private def withRowAddress(spark: SparkSession, snapshot: Snapshot, source: DataFrame, what: String): DataFrame = {
+  private[procedures] def withRowAddress(spark: SparkSession, snapshot: Snapshot, source: DataFrame, what: String): DataFrame = {
     val names = source.schema.fieldNames.toSet
     def requireLong(c: String): Unit = source.schema(c).dataType match {
       case LongType | IntegerType => ()
@@ -187,7 +209,7 @@ object AddColumnsJob {
       }
     } else
       throw new IllegalArgumentException(
-        s"${snapshot.storage.uri}: the $what has no $rowAddr or $rowId column; add_columns needs one to know each " +
+        s"${snapshot.storage.uri}: the $what has no $rowAddr or $rowId column; it needs one to know each " +
           s"row's place (select it from the table: SELECT $rowAddr, <new columns> FROM t); its columns are " +
           source.schema.fieldNames.mkString(", "))
   }

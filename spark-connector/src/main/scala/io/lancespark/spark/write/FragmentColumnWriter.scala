@@ -27,7 +27,8 @@ final case class AddColumnsTask(
     plan: ColumnAddition,
     sparkSchema: StructType,
     maxRowsPerPage: Option[Int],
-    filePrefix: String = "addcol-" + UUID.randomUUID().toString.take(8)) {
+    filePrefix: String = "addcol-" + UUID.randomUUID().toString.take(8),
+    deletedRow: Option[InternalRow] = None) {
 
   /** Writes a file for each fragment that has rows in `rows` (sorted by
     * address), and, with `alsoEmpty`, for those fragments besides. */
@@ -68,6 +69,7 @@ final case class AddColumnsTask(
           ArrowFieldWriter(v, f.dataType, f.name)
         }.toArray
         val nulls = new GenericInternalRow(writers.length + 1)
+        val forDeleted = deletedRow.getOrElse(nulls)
         val file = new FragmentWriter(storage, plan.columns, plan.fileVersion, maxRowsPerPage, filePrefix)
         try {
           var offset = 0L
@@ -95,8 +97,8 @@ final case class AddColumnsTask(
             val row: InternalRow =
               if (mine && (rows.head.getLong(0) & 0xffffffffL) == offset) {
                 val r = rows.next()
-                if (deleted.contains(offset.toInt)) nulls else r
-              } else nulls
+                if (deleted.contains(offset.toInt)) forDeleted else r
+              } else if (deleted.contains(offset.toInt)) forDeleted else nulls
             var i = 0
             try while (i < writers.length) { writers(i).write(row, i + 1, inBatch); i += 1 }
             catch { case e: LanceFormatException => throw new LanceFormatException(s"$uri: ${e.getMessage}", e) }

@@ -7,7 +7,7 @@ import io.lancespark.table.storage.Snapshot
 final case class VectorColumn(field: LanceField, dim: Int, itemType: String)
 
 object VectorColumn {
-  private val FloatItems: Set[String] = Set("float", "double")
+  val FloatItems: Set[String] = Set("float", "double")
 
   /** The column `name` of `snapshot`, checked to be a vector column of `dim` values. */
   def of(snapshot: Snapshot, name: String, dim: Int): VectorColumn = {
