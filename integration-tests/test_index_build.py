@@ -153,3 +153,142 @@ def test_create_index_and_drop_index_statements(spark, wh):
         spark.sql("CREATE INDEX stmt_id ON lance.db.stmt USING btree (s)")
     spark.sql("DROP INDEX stmt_s ON lance.db.stmt")
     assert [i["name"] for i in lance.dataset(path).list_indices()] == ["stmt_id"]
+
+
+# --- ZONEMAP and BLOOMFILTER builds, optimize_indices ---
+
+def _same_with_and_without(path: str, filters: list[str], index_names: set[str]) -> None:
+    """pylance plans each filter with one of our indices and returns the rows it returns without indices."""
+    ds = lance.dataset(path)
+    assert {i["name"] for i in ds.list_indices()} >= index_names
+    for f in filters:
+        plan = ds.scanner(filter=f, columns=["id"]).explain_plan(True)
+        assert "ScalarIndexQuery" in plan, (f, plan)
+        a = sorted(ds.to_table(filter=f, columns=["id"])["id"].to_pylist())
+        b = sorted(ds.to_table(filter=f, columns=["id"], use_scalar_index=False)["id"].to_pylist())
+        assert a == b, f
+
+
+def test_zonemap_and_bloomfilter_built_by_spark(spark, tmp_path):
+    """A Spark-written table (4 fragments): ZONEMAP and BLOOMFILTER built by create_index and by CREATE INDEX
+    ... USING; pylance uses them with the rows it returns without them (equality and IN over many values);
+    our scans return the unindexed rows and read fewer bytes where the index prunes."""
+    path = str(tmp_path / "zb.lance")
+    n = 20000
+    (spark.range(n).selectExpr(
+        "id", "CAST((id * 7919) % 20000 AS INT) AS k",
+        "IF(id % 53 = 0, NULL, CONCAT('v', CAST((id * 104729) % 100003 AS STRING))) AS s",
+        "CAST(id % 1000 AS DOUBLE) / 8 AS f")
+     .repartition(4).sortWithinPartitions("id")
+     .write.format("lance").save(path))
+    assert len(lance.dataset(path).get_fragments()) == 4
+    r = spark.sql(f"CALL lance.system.create_index(table => '{path}', column => 'k', index_type => 'bloomfilter')").first()
+    assert (r.name, r.index_type, r.rows_indexed, r.fragments_covered) == ("k_idx", "bloomfilter", n, 4)
+    spark.sql(f"CALL lance.system.create_index(table => '{path}', column => 's', index_type => 'BloomFilter', "
+              "name => 's_bloom', options => map('number_of_items', '2048', 'probability', '0.001'))")
+    spark.sql(f"CALL lance.system.create_index(table => '{path}', column => 'f', index_type => 'zonemap', "
+              "options => map('rows_per_zone', '1024'))")
+    ds = lance.dataset(path)
+    types = {i["name"]: i["type"] for i in ds.list_indices()}
+    assert types == {"k_idx": "BloomFilter", "s_bloom": "BloomFilter", "f_idx": "ZoneMap"}
+    rnd = random.Random(3)
+    ks = rnd.sample(range(n), 40) + [-1, n + 5]
+    svals = ["v%d" % ((i * 104729) % 100003) for i in rnd.sample(range(n), 30)] + ["nope", "v-1"]
+    filters = [f"k = {k}" for k in ks[:3]] + [f"k IN ({', '.join(map(str, ks))})"] + \
+              [f"s = '{v}'" for v in svals[:3]] + ["s IN (" + ", ".join(f"'{v}'" for v in svals) + ")"] + \
+              ["f = 3.5", "f > 124.5", "f >= 10 AND f < 10.2", "f IN (0.125, 99.0)"]
+    _same_with_and_without(path, filters, {"k_idx", "s_bloom", "f_idx"})
+
+    df = spark.read.format("lance").load(path)
+    off = spark.read.format("lance").option("useIndex", "false").load(path)
+    for f in [filters[3], filters[7], filters[-3]]:
+        want = sorted(lance.dataset(path).to_table(filter=f, columns=["id"])["id"].to_pylist())
+        assert _ids(df.where(f).select("id").collect()) == _ids(off.where(f).select("id").collect()) == want, f
+    # a bloom filter prunes zones of a shuffled column: fewer bytes than the full scan of the same column
+    f = f"s = '{svals[0]}'"
+    on = scan_metrics(df.where(f).select("id", "s"))
+    full = scan_metrics(off.where(f).select("id", "s"))
+    assert [tuple(x) for x in on["rows"]] == [tuple(x) for x in full["rows"]] and len(on["rows"]) == 1
+    assert on["fragmentsDecidedByIndex"] == 4 and on["rowsSelectedByIndex"] <= 2 * 2048, on  # 1 zone (+ a false positive)
+    assert on["lanceBytesRead"] < full["lanceBytesRead"] / 3, (on, full)
+
+    # CREATE INDEX ... USING zonemap | bloomfilter on a catalog table, with OPTIONS
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lance.db")
+    spark.sql("DROP TABLE IF EXISTS lance.db.zbs")
+    spark.sql("CREATE TABLE lance.db.zbs (id BIGINT, s STRING) USING lance")
+    spark.sql("INSERT INTO lance.db.zbs SELECT id, CONCAT('w', CAST(id % 97 AS STRING)) FROM range(3000)")
+    spark.sql("CREATE INDEX zbs_id ON lance.db.zbs USING zonemap (id) OPTIONS ('rows_per_zone' = '500')")
+    spark.sql("CREATE INDEX zbs_s ON lance.db.zbs USING bloomfilter (s)")
+    zpath = spark.sql("DESCRIBE TABLE EXTENDED lance.db.zbs").where("col_name = 'Location'").first().data_type
+    zds = lance.dataset(zpath)
+    assert {i["name"]: i["type"] for i in zds.list_indices()} == {"zbs_id": "ZoneMap", "zbs_s": "BloomFilter"}
+    _same_with_and_without(zpath, ["id = 1234", "id IN (1, 2999)", "s = 'w5'", "s IN ('w1', 'w96', 'x')"],
+                           {"zbs_id", "zbs_s"})
+
+
+def test_zonemap_and_bloomfilter_bad_input(spark, tmp_path):
+    path = str(tmp_path / "bad.lance")
+    lance.write_dataset(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "b": pa.array([True, False, None]),
+                                  "l": pa.array([[1], [2], None], pa.list_(pa.int32())),
+                                  "t": pa.array([["x", "y"], None, ["y"]], pa.list_(pa.string()))}), path)
+    bad = [("column => 'b', index_type => 'bloomfilter'", r"BLOOMFILTER index is not built over column 'b'"),
+           ("column => 'l', index_type => 'zonemap'", r"ZONEMAP index is not built over column 'l'"),
+           ("column => 'id', index_type => 'zonemap', options => map('rows_per_zone', '-3')", r"rows_per_zone"),
+           ("column => 'id', index_type => 'bloomfilter', options => map('probability', '1.5')", r"probability"),
+           ("column => 'id', index_type => 'zonemap', options => map('number_of_items', '5')",
+            r"option 'number_of_items' is not an option of a ZONEMAP index")]
+    for args, msg in bad:
+        with pytest.raises(Exception, match=msg):
+            spark.sql(f"CALL lance.system.create_index(table => '{path}', {args})").collect()
+    assert lance.dataset(path).version == 1 and not os.path.exists(os.path.join(path, "_indices"))
+    with pytest.raises(Exception, match=r"LABEL_LIST index is not built over column 'id'"):
+        spark.sql(f"CALL lance.system.create_index(table => '{path}', column => 'id', index_type => 'label_list')").collect()
+    # LABEL_LIST over a list column: pylance answers array_has_any / array_has_all / array_contains with it
+    spark.sql(f"CALL lance.system.create_index(table => '{path}', column => 't', index_type => 'label_list')")
+    assert [(i["name"], i["type"]) for i in lance.dataset(path).list_indices()] == [("t_idx", "LabelList")]
+    _same_with_and_without(path, ["array_has_any(t, ['x'])", "array_has_all(t, ['x', 'y'])",
+                                  "array_contains(t, 'y')", "array_has_any(t, ['z'])"], {"t_idx"})
+
+
+def test_optimize_indices_covers_appended_fragments(spark, tmp_path):
+    path = str(tmp_path / "opt.lance")
+    rnd = random.Random(5)
+    ids = list(range(6000))
+    rnd.shuffle(ids)
+    t = pa.table({"id": pa.array(ids, pa.int64()), "s": pa.array([f"w{i % 50}" for i in ids]),
+                  "k": pa.array([i * 3 for i in ids], pa.int32())})
+    lance.write_dataset(t, path, max_rows_per_file=2000)
+    for col, kind in [("id", "btree"), ("s", "bitmap"), ("k", "bloomfilter")]:
+        spark.sql(f"CALL lance.system.create_index(table => '{path}', column => '{col}', index_type => '{kind}')")
+    spark.sql(f"CALL lance.system.create_index(table => '{path}', column => 'id', index_type => 'zonemap', "
+              "name => 'id_zones', options => map('rows_per_zone', '700'))")
+    for start in (6000, 7000):
+        more = pa.table({"id": pa.array(range(start, start + 1000), pa.int64()),
+                         "s": pa.array([f"w{i % 60}" for i in range(start, start + 1000)]),
+                         "k": pa.array([i * 3 for i in range(start, start + 1000)], pa.int32())})
+        lance.write_dataset(more, path, mode="append")
+    lance.dataset(path).delete("id % 17 = 4")
+    frags = sorted(f.fragment_id for f in lance.dataset(path).get_fragments())
+    assert len(frags) == 5
+    r = spark.sql(f"CALL lance.system.optimize_indices(table => '{path}', index => 's_idx')").first()
+    assert list(r.rebuilt) == ["s_idx"] and r.new_version == r.read_version + 1
+    r = spark.sql(f"CALL lance.system.optimize_indices(table => '{path}')").first()
+    assert sorted(r.rebuilt) == ["id_idx", "id_zones", "k_idx"] and list(r.up_to_date) == ["s_idx"]
+    assert r.new_version == r.read_version + 3
+    ds = lance.dataset(path)
+    for i in ds.list_indices():
+        assert sorted(i["fragment_ids"]) == frags, i
+        assert ds.stats.index_stats(i["name"])["num_unindexed_fragments"] == 0
+    zones = [d for d in ds.list_indices() if d["name"] == "id_zones"][0]
+    zfile = os.path.join(path, "_indices", zones["uuid"], "zonemap.lance")
+    assert lance.file.LanceFileReader(zfile).read_all().to_table().schema.metadata[b"rows_per_zone"] == b"700"
+    _same_with_and_without(path, ["id = 6500", "id IN (5, 7999, 123)", "s = 'w55'", "s = 'w3'", "k = 21000",
+                                  "k IN (3, 23997, 5)", "id > 7990"], {"id_idx", "s_idx", "k_idx", "id_zones"})
+    df = spark.read.format("lance").load(path)
+    m = scan_metrics(df.where("s = 'w55'").select("id"))
+    assert m["fragmentsDecidedByIndex"] == 5, m
+    assert _ids(m["rows"]) == sorted(ds.to_table(filter="s = 'w55'", columns=["id"])["id"].to_pylist())
+    r = spark.sql(f"CALL lance.system.optimize_indices(table => '{path}')").first()
+    assert list(r.rebuilt) == [] and r.new_version == r.read_version
+    with pytest.raises(Exception, match="no index named 'nope'"):
+        spark.sql(f"CALL lance.system.optimize_indices(table => '{path}', index => 'nope')").collect()

@@ -133,7 +133,8 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
         columns.head.fieldNames().mkString("."), kind, Some(indexName), options)
     } else
     io.lancespark.spark.procedures.IndexBuildJob.run(SparkSession.active, snapshot.storage,
-      columns.head.fieldNames().mkString("."), io.lancespark.table.index.BuiltIndexType.parse(kind), Some(indexName))
+      columns.head.fieldNames().mkString("."), io.lancespark.table.index.BuiltIndexType.parse(kind), Some(indexName),
+      properties.asScala.toMap - SupportsIndex.PROP_TYPE)
     ()
   }
 

@@ -21,7 +21,8 @@ import io.lancespark.table.storage.DatasetStorage
   * `lance:index_stats` = {"num_bitmaps":N}. Keys and bitmaps are held in
   * memory until `finish` (the reference holds them too). */
 final class BitmapIndexWriter(storage: DatasetStorage, uuid: String, valueType: ArrowType, version: DataFileVersion,
-                              allocator: BufferAllocator) extends SortedIndexWriter {
+                              allocator: BufferAllocator, extraMetadata: Map[String, String] = Map.empty)
+    extends SortedIndexWriter {
 
   private val keys = ArrayBuffer.empty[Any]
   private val bitmaps = ArrayBuffer.empty[Array[Byte]]
@@ -52,7 +53,7 @@ final class BitmapIndexWriter(storage: DatasetStorage, uuid: String, valueType: 
     val file = new IndexFileWriter(storage, uuid, BitmapIndex.File, Seq(
       new Field("keys", FieldType.nullable(valueType), null),
       new Field("bitmaps", FieldType.nullable(ArrowType.Binary.INSTANCE), null)),
-      Map("lance:index_stats" -> s"""{"num_bitmaps":${keys.size}}"""), version)
+      extraMetadata ++ Map("lance:index_stats" -> s"""{"num_bitmaps":${keys.size}}"""), version)
     try {
       // batches of at most ~64 MB of bitmaps
       var from = 0

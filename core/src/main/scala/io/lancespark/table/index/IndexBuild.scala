@@ -25,9 +25,17 @@ sealed abstract class BuiltIndexType(val name: String, val detailsType: String)
 object BuiltIndexType {
   case object BTree extends BuiltIndexType("BTREE", ScalarIndex.BTree)
   case object Bitmap extends BuiltIndexType("BITMAP", ScalarIndex.Bitmap)
-  val All: Seq[BuiltIndexType] = Seq(BTree, Bitmap)
+  case object ZoneMap extends BuiltIndexType("ZONEMAP", ScalarIndex.ZoneMap)
+  case object BloomFilter extends BuiltIndexType("BLOOMFILTER", ScalarIndex.BloomFilter)
+  /** A BITMAP over a list column's elements (`array_has_any`/`array_has_all`, `array_contains`). */
+  case object LabelList extends BuiltIndexType("LABEL_LIST", "LabelListIndexDetails")
+  val All: Seq[BuiltIndexType] = Seq(BTree, Bitmap, ZoneMap, BloomFilter, LabelList)
 
-  def parse(s: String): BuiltIndexType = All.find(_.name == s.trim.toUpperCase(Locale.ROOT)).getOrElse(
+  /** The type URL of its details in the manifest, as pylance 14 writes it. */
+  def typeUrl(t: BuiltIndexType): String =
+    if (t == BloomFilter) s"/lance.index.pb.${t.detailsType}" else s"/lance.table.${t.detailsType}"
+
+  def parse(s: String): BuiltIndexType = All.find(_.name == s.trim.toUpperCase(Locale.ROOT).replace("LABELLIST", "LABEL_LIST")).getOrElse(
     throw new IllegalArgumentException(s"index type '$s' is not built by this connector (it builds: " +
       All.map(_.name.toLowerCase(Locale.ROOT)).mkString(", ") + ")"))
 }
@@ -38,7 +46,8 @@ object BuiltIndexType {
   * and addresses rows by fragment and offset (no stable row ids). The index
   * covers `fragments` (those of `snapshot`); its files go to `_indices/<uuid>/`. */
 final case class IndexBuildPlan(snapshot: Snapshot, column: String, field: LanceField, indexType: BuiltIndexType,
-                                name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion) {
+                                name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion,
+                                options: Map[String, String] = Map.empty, replacing: Option[IndexEntry] = None) {
   def where: String = s"${snapshot.storage.uri} (version ${snapshot.version})"
 }
 
@@ -47,17 +56,27 @@ final case class IndexBuildPlan(snapshot: Snapshot, column: String, field: Lance
   * a CreateIndex transaction whose index metadata pylance reads as its own. */
 object IndexBuild {
 
-  def plan(snapshot: Snapshot, column: String, indexType: BuiltIndexType, name: Option[String]): IndexBuildPlan = {
+  def plan(snapshot: Snapshot, column: String, indexType: BuiltIndexType, name: Option[String],
+           options: Map[String, String] = Map.empty, replacing: Option[IndexEntry] = None): IndexBuildPlan = {
     val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
     val field = snapshot.schema.field(column).orElse(nested(snapshot.schema.fields, column.split('.').toList))
       .getOrElse(throw new IllegalArgumentException(s"$where: no column '$column' to index (columns: " +
         snapshot.schema.fields.map(_.name).mkString(", ") + ")"))
-    if (!IndexValues.supported(field.arrowType))
+    val listItem = if (field.isList) field.children.headOption else None
+    if (indexType == BuiltIndexType.LabelList && !listItem.exists(i => !i.isStruct && !i.isList && IndexValues.supported(i.arrowType)))
+      throw new IllegalArgumentException(s"$where: a LABEL_LIST index is not built over column '$column' " +
+        s"of type ${field.logicalType} (built over lists of signed integers, floats, strings, binaries, dates, " +
+        "timestamps, booleans and decimals)")
+    if (indexType != BuiltIndexType.LabelList && !IndexValues.supported(field.arrowType))
       throw new IllegalArgumentException(s"$where: a ${indexType.name} index is not built over column '$column' " +
         s"of type ${field.logicalType} (built over signed integers, floats, strings, binaries, dates, " +
         "timestamps, booleans and decimals)")
+    if (indexType == BuiltIndexType.BloomFilter && !ZoneIndexWriter.bloomSupported(field.arrowType))
+      throw new IllegalArgumentException(s"$where: a BLOOMFILTER index is not built over column '$column' " +
+        s"of type ${field.logicalType} (built over signed integers, floats, strings, binaries, dates and timestamps)")
+    if (ZoneIndexWriter.zoned(indexType)) ZoneIndexWriter.params(indexType, options, where)
     val indexName = name.map(_.trim).filter(_.nonEmpty).getOrElse(s"${column}_idx")
-    if (IndexCatalog.load(snapshot).exists(_.name == indexName))
+    if (IndexCatalog.load(snapshot).exists(e => e.name == indexName && !replacing.exists(_.uuid == e.uuid)))
       throw new IllegalArgumentException(s"$where: an index named '$indexName' already exists")
     if (snapshot.hasStableRowIds)
       throw new IllegalArgumentException(s"$where: building indices on a dataset with stable row ids is not supported")
@@ -66,7 +85,8 @@ object IndexBuild {
         s"not ${snapshot.fileVersion}"))
     val frags = new RoaringBitmap()
     snapshot.fragments.foreach(f => frags.add(f.id.toInt))
-    IndexBuildPlan(snapshot, column, field, indexType, indexName, UUID.randomUUID().toString, frags, version)
+    IndexBuildPlan(snapshot, column, field, indexType, indexName, UUID.randomUUID().toString, frags, version, options,
+      replacing)
   }
 
   private def nested(fields: Seq[LanceField], path: List[String]): Option[LanceField] = path match {
@@ -82,6 +102,13 @@ object IndexBuild {
       new BTreeIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.arrowType, plan.fileVersion, allocator)
     case BuiltIndexType.Bitmap =>
       new BitmapIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.arrowType, plan.fileVersion, allocator)
+    case BuiltIndexType.LabelList =>
+      // the format before pylance 14's `lance:label_list_nulls` (which adds the null lists' rows as the
+      // file's second global buffer, not written here): pylance reads it, warning that NOT filters on
+      // nullable lists may be wrong
+      new BitmapIndexWriter(plan.snapshot.storage, plan.uuid, plan.field.children.head.arrowType, plan.fileVersion,
+        allocator)
+    case other => throw new IllegalArgumentException(s"a ${other.name} index is written from zones (ZoneIndexWriter)")
   }
 
   /** The manifest's record of the index `plan` built, as pylance 14 writes
@@ -102,7 +129,7 @@ object IndexBuild {
       .setName(plan.name)
       .setDatasetVersion(plan.snapshot.version)
       .setFragmentBitmap(ByteString.copyFrom(bitmap))
-      .setIndexDetails(IndexDetails.newBuilder().setTypeUrl(s"/lance.table.${plan.indexType.detailsType}"))
+      .setIndexDetails(IndexDetails.newBuilder().setTypeUrl(BuiltIndexType.typeUrl(plan.indexType)))
       .setIndexVersion(0)
       .setCreatedAt(System.currentTimeMillis())
       .build()
@@ -111,8 +138,36 @@ object IndexBuild {
   /** Commits the index `plan`'s files (written) as a CreateIndex transaction
     * read at the plan's version; on any failure removes the files. */
   def commit(plan: IndexBuildPlan, settings: CommitSettings): Snapshot =
-    try Committer.commit(plan.snapshot.storage, Some(plan.snapshot.version), CreateIndices(Seq(metadata(plan))), settings)
+    try Committer.commit(plan.snapshot.storage, Some(plan.snapshot.version),
+      CreateIndices(Seq(metadata(plan)), plan.replacing.map(_.proto).toSeq), settings)
     catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
+
+  /** The rebuild of index `entry` over every fragment of `snapshot` under
+    * its name, type, column and options (those its file records), committed
+    * as a CreateIndex that adds the new index and removes the old one (the
+    * reference's optimize merges a delta instead; the result covers the same
+    * fragments); None when it covers them all already. Only the types built
+    * here are rebuilt. */
+  def rebuildPlan(snapshot: Snapshot, entry: IndexEntry): Option[IndexBuildPlan] = {
+    val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
+    val t = BuiltIndexType.All.find(_.detailsType == entry.kind).getOrElse(throw new IllegalArgumentException(
+      s"$where: ${entry.describe} is not rebuilt here (rebuilds: ${BuiltIndexType.All.map(_.name).mkString(", ")})"))
+    if (entry.fields.size != 1) throw new IllegalArgumentException(s"$where: ${entry.describe}: its column is not in the schema")
+    val all = new RoaringBitmap()
+    snapshot.fragments.foreach(f => all.add(f.id.toInt))
+    if (entry.covered.equals(all)) None
+    else {
+      val options: Map[String, String] = t match {
+        case BuiltIndexType.ZoneMap | BuiltIndexType.BloomFilter =>
+          val file = if (t == BuiltIndexType.ZoneMap) ZoneMapIndex.File else BloomFilterIndex.File
+          val md = Using.resource(IndexFile.open(snapshot.storage, entry, file))(_.metadata)
+          Seq("rows_per_zone" -> "rows_per_zone", "bloomfilter_item" -> "number_of_items",
+            "bloomfilter_probability" -> "probability").flatMap { case (k, o) => md.get(k).map(o -> _) }.toMap
+        case _ => Map.empty
+      }
+      Some(plan(snapshot, entry.fields.head.mkString("."), t, Some(entry.name), options, Some(entry)))
+    }
+  }
 
   /** Drops the index named `name` (a CreateIndex removing it, as the
     * reference's drop_index commits); its files stay until a cleanup. */
@@ -128,11 +183,18 @@ object IndexBuild {
     * index: the build without Spark, for tables whose column fits in memory. */
   def buildInMemory(plan: IndexBuildPlan, settings: CommitSettings = CommitSettings()): Snapshot =
     Using.resource(new RootAllocator()) { allocator =>
-      val pairs = ArrayBuffer.empty[(Any, Long)]
-      plan.snapshot.fragments.foreach(f =>
-        scanFragment(plan.snapshot, plan.field.id, f.id, allocator)((v, a) => pairs += (v -> a)))
-      val sorted = pairs.sortWith((a, b) => IndexValues.ordering.compare(a._1, b._1) < 0)
-      write(plan, sorted.iterator, allocator)
+      if (ZoneIndexWriter.zoned(plan.indexType)) {
+        val params = ZoneIndexWriter.params(plan.indexType, plan.options, plan.where)
+        val zones = plan.snapshot.fragments.iterator.flatMap(f =>
+          ZoneIndexWriter.fragmentZones(plan.snapshot, plan.field.id, f.id, plan.indexType, params, allocator))
+        ZoneIndexWriter.write(plan, params, zones, allocator)
+      } else {
+        val pairs = ArrayBuffer.empty[(Any, Long)]
+        plan.snapshot.fragments.foreach(f =>
+          scanFragment(plan.snapshot, plan.field.id, f.id, allocator)((v, a) => pairs += (v -> a)))
+        val sorted = pairs.sortWith((a, b) => IndexValues.ordering.compare(a._1, b._1) < 0)
+        write(plan, sorted.iterator, allocator)
+      }
       commit(plan, settings)
     }
 
@@ -166,9 +228,23 @@ object IndexBuild {
             acc.asInstanceOf[org.apache.arrow.vector.complex.StructVector].getChild(name))
           val offsets = batch.offsets
           var i = 0
-          while (i < batch.rowCount) {
-            emit(IndexValues.get(v, i), (f.id << 32) | offsets(i).toLong)
-            i += 1
+          v match {
+            case l: org.apache.arrow.vector.complex.BaseListVector =>
+              // a list column (LABEL_LIST): one pair per element of each non-null list
+              val items = l.getChildrenFromFields.get(0)
+              while (i < batch.rowCount) {
+                if (!l.isNull(i)) {
+                  var j = l.getElementStartIndex(i)
+                  val end = l.getElementEndIndex(i)
+                  while (j < end) { emit(IndexValues.get(items, j), (f.id << 32) | offsets(i).toLong); j += 1 }
+                }
+                i += 1
+              }
+            case _ =>
+              while (i < batch.rowCount) {
+                emit(IndexValues.get(v, i), (f.id << 32) | offsets(i).toLong)
+                i += 1
+              }
           }
         }
         from = until

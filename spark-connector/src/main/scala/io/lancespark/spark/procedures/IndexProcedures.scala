@@ -6,13 +6,15 @@ import scala.util.Using
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.storage.StorageLevel
 
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.procedures.LanceProcedure._
 import io.lancespark.spark.read.ArrowAllocators
-import io.lancespark.table.index.{BuiltIndexType, IndexBuild, IndexBuildPlan, IndexValues}
+import io.lancespark.table.index.{BuiltIndexType, IndexBuild, IndexBuildPlan, IndexCatalog, IndexValues, ZoneIndexWriter,
+  ZoneParams, ZoneRow}
 import io.lancespark.table.index.vector.VectorIndexTypes
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
@@ -22,16 +24,17 @@ import io.lancespark.table.storage.{Dataset, DatasetStorage}
 final class CreateIndexProcedure(tables: TableResolver) extends LanceProcedure(tables) {
   override def name(): String = "create_index"
   override def description(): String =
-    "Builds a BTREE or BITMAP index over a column, or an IVF_FLAT or IVF_PQ index over a vector column " +
-      "(Spark jobs; a CreateIndex commit pylance reads)"
+    "Builds a BTREE, BITMAP, ZONEMAP, BLOOMFILTER or LABEL_LIST index over a column, or an IVF_FLAT or IVF_PQ " +
+      "index over a vector column (Spark jobs; a CreateIndex commit pylance reads)"
 
   override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
     required("column", StringType, "the column to index (a.b for a struct's field)"),
-    optional("index_type", StringType, "btree, bitmap, ivf_flat or ivf_pq", "'btree'"),
+    optional("index_type", StringType, "btree, bitmap, zonemap, bloomfilter, label_list, ivf_flat or ivf_pq", "'btree'"),
     optional("name", StringType, "the index's name (default <column>_idx)"),
     optional("options", MapType(StringType, StringType),
-      "vector indices (ivf_flat, ivf_pq): map('num_partitions', '16', 'metric', 'l2'|'cosine'|'dot', ...)"))
+      "index options: rows_per_zone (zonemap); number_of_items, probability (bloomfilter); vector indices: " +
+        "map('num_partitions', '16', 'metric', 'l2'|'cosine'|'dot', 'num_sub_vectors', ...)"))
 
   override val outputType: StructType = new StructType()
     .add("name", StringType).add("index_type", StringType).add("uuid", StringType)
@@ -41,19 +44,14 @@ final class CreateIndexProcedure(tables: TableResolver) extends LanceProcedure(t
   override protected def run(args: Args): InternalRow = {
     val s = storage(args)
     val typeName = args.string("index_type").getOrElse("btree")
-    val options = args.stringMap("options").getOrElse(Vector.empty).toMap
+    val options = args.stringMap("options").map(_.toMap).getOrElse(Map.empty[String, String])
     val r = if (VectorIndexTypes.isVector(typeName))
       VectorIndexBuildJob.run(SparkSession.active, s, need("column", args.string("column")), typeName,
         args.string("name"), options)
-    else scalar(s, typeName, args)
+    else IndexBuildJob.run(SparkSession.active, s, need("column", args.string("column")), BuiltIndexType.parse(typeName),
+      args.string("name"), options)
     InternalRow(utf8(r.name), utf8(r.indexType.toLowerCase(Locale.ROOT)), utf8(r.uuid), r.readVersion,
       r.newVersion, r.rows, r.fragments, r.bytes)
-  }
-
-  private def scalar(s: DatasetStorage, typeName: String, args: Args): IndexBuildResult = {
-    val indexType = BuiltIndexType.parse(typeName)
-    IndexBuildJob.run(SparkSession.active, s, need("column", args.string("column")), indexType,
-      args.string("name"))
   }
 
   private def need[T](n: String, v: Option[T]): T =
@@ -96,6 +94,14 @@ final case class IndexScanTask(uri: String, hadoopConf: SerializableHadoopConf, 
     }
     out.result()
   }
+
+  /** The zones of one fragment for a ZONEMAP or BLOOMFILTER index. */
+  def zones(fragmentId: Long, indexType: BuiltIndexType, params: ZoneParams): Vector[ZoneRow] = {
+    val snapshot = Dataset.open(DatasetStorage(uri, hadoopConf.value), Some(version))
+    Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-$fragmentId", 0, Long.MaxValue)) { a =>
+      ZoneIndexWriter.fragmentZones(snapshot, fieldId, fragmentId, indexType, params, a)
+    }
+  }
 }
 
 /** An index build as one Spark job: the driver checks the request (column,
@@ -107,10 +113,16 @@ final case class IndexScanTask(uri: String, hadoopConf: SerializableHadoopConf, 
 object IndexBuildJob {
 
   def run(spark: SparkSession, storage: DatasetStorage, column: String, indexType: BuiltIndexType,
-          name: Option[String]): IndexBuildResult = {
+          name: Option[String], options: Map[String, String] = Map.empty): IndexBuildResult = {
     storage.requireSafeCommit()
     val snapshot = Dataset.open(storage, None)
-    val plan: IndexBuildPlan = IndexBuild.plan(snapshot, column, indexType, name)
+    execute(spark, IndexBuild.plan(snapshot, column, indexType, name, options))
+  }
+
+  /** Runs the build `plan` (a new index, or the rebuild of one it replaces) and commits it. */
+  def execute(spark: SparkSession, plan: IndexBuildPlan): IndexBuildResult = {
+    val (snapshot, storage, indexType, column, options) =
+      (plan.snapshot, plan.snapshot.storage, plan.indexType, plan.column, plan.options)
     val conf = spark.sessionState.newHadoopConf()
     val task = IndexScanTask(storage.uri, new SerializableHadoopConf(conf), snapshot.version, plan.field.id)
     val sc = spark.sparkContext
@@ -119,6 +131,22 @@ object IndexBuildJob {
       s"(version ${snapshot.version}, ${snapshot.fragments.size} fragments)")
     try {
       val ids = snapshot.fragments.map(_.id)
+      val files = if (ZoneIndexWriter.zoned(indexType)) {
+        // zones are per fragment in row order: a task per fragment, the driver writes them in fragment order
+        val params = ZoneIndexWriter.params(indexType, options, plan.where)
+        val zones = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.zones(id, indexType, params))
+        Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) {
+          a => ZoneIndexWriter.write(plan, params, zones.toLocalIterator, a)
+        }
+      } else sortedBuild(sc, plan, task, ids)
+      val committed = IndexBuild.commit(plan, io.lancespark.table.commit.CommitSettings())
+      IndexBuildResult(plan.name, indexType.name, plan.uuid, snapshot.version, committed.version,
+        snapshot.countRows, plan.fragments.getLongCardinality, files.map(_._2).sum)
+    } finally sc.setJobDescription(description)
+  }
+
+  private def sortedBuild(sc: org.apache.spark.SparkContext, plan: IndexBuildPlan, task: IndexScanTask,
+                          ids: Seq[Long]): Seq[(String, Long)] = {
       val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
       // kept: the sort's range sampling and its shuffle both read the pairs
       val pairs = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.scan(id))
@@ -130,9 +158,48 @@ object IndexBuildJob {
           a => IndexBuild.write(plan, sorted.toLocalIterator, a)
         }
       } finally { pairs.unpersist(blocking = false); () }
-      val committed = IndexBuild.commit(plan, io.lancespark.table.commit.CommitSettings())
-      IndexBuildResult(plan.name, indexType.name, plan.uuid, snapshot.version, committed.version,
-        snapshot.countRows, plan.fragments.getLongCardinality, files.map(_._2).sum)
-    } finally sc.setJobDescription(description)
+      files
+  }
+}
+
+/** `CALL lance.system.optimize_indices(table => 'db.t' [, index => 'name'])`: brings the indices this
+  * connector builds (BTREE, BITMAP, ZONEMAP, BLOOMFILTER) up to date with fragments appended or
+  * rewritten since their build: each index that does not cover every fragment is rebuilt over the
+  * current fragments (a Spark job, as create_index) and committed under its name as a CreateIndex
+  * that replaces the old one. One row: the indices rebuilt, those already up to date, the version. */
+final class OptimizeIndicesProcedure(tables: TableResolver) extends LanceProcedure(tables) {
+  override def name(): String = "optimize_indices"
+  override def description(): String =
+    "Rebuilds indices that do not cover every fragment (appends since the build) over the current fragments"
+
+  override val params: Seq[ProcParam] = Seq(
+    required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
+    optional("index", StringType, "the index to optimize (default: every index built here)"))
+
+  override val outputType: StructType = new StructType()
+    .add("rebuilt", ArrayType(StringType, containsNull = false))
+    .add("up_to_date", ArrayType(StringType, containsNull = false))
+    .add("read_version", LongType).add("new_version", LongType)
+
+  override protected def run(args: Args): InternalRow = {
+    val s = storage(args)
+    s.requireSafeCommit()
+    val snap = Dataset.open(s, None)
+    val all = IndexCatalog.load(snap)
+    val chosen = args.string("index") match {
+      case Some(n) => Seq(all.find(_.name == n).getOrElse(throw new IllegalArgumentException(
+        s"${s.uri} (version ${snap.version}): no index named '$n' (indices: ${all.map(_.name).mkString(", ")})")))
+      case None => all.filter(e => BuiltIndexType.All.exists(_.detailsType == e.kind))
+    }
+    // each rebuild reads the latest version (the one the previous rebuild committed)
+    val results = chosen.map(_.name).map { n =>
+      val latest = Dataset.open(s, None)
+      val e = IndexCatalog.load(latest).find(_.name == n).getOrElse(
+        throw new IllegalStateException(s"${s.uri}: index '$n' was dropped meanwhile"))
+      n -> IndexBuild.rebuildPlan(latest, e).map(plan => IndexBuildJob.execute(SparkSession.active, plan))
+    }
+    def names(xs: Seq[String]): GenericArrayData = new GenericArrayData(xs.map(utf8).toArray[Any])
+    InternalRow(names(results.collect { case (n, Some(_)) => n }), names(results.collect { case (n, None) => n }),
+      snap.version, Dataset.open(s, None).version)
   }
 }

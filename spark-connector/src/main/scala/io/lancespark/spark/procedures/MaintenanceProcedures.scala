@@ -132,7 +132,8 @@ final class TagProcedure(tables: TableResolver, action: String) extends LancePro
 object LanceProcedures {
   val Namespace: String = "system"
 
-  def names: Seq[String] = Seq("compact", "vacuum", "restore", "create_tag", "move_tag", "delete_tag", "create_index", "drop_index", "add_columns", "update_columns")
+  def names: Seq[String] = Seq("compact", "vacuum", "restore", "create_tag", "move_tag", "delete_tag", "create_index", "drop_index", "add_columns", "update_columns",
+    "optimize_indices")
 
   def load(name: String, tables: TableResolver): Option[LanceProcedure] = name.toLowerCase(java.util.Locale.ROOT) match {
     case "compact" => Some(new CompactProcedure(tables))
@@ -143,6 +144,7 @@ object LanceProcedures {
     case "delete_tag" => Some(new TagProcedure(tables, "delete"))
     case "create_index" => Some(new CreateIndexProcedure(tables))
     case "drop_index" => Some(new DropIndexProcedure(tables))
+    case "optimize_indices" => Some(new OptimizeIndicesProcedure(tables))
     case "add_columns" => Some(new AddColumnsProcedure(tables))
     case "update_columns" => Some(new UpdateColumnsProcedure(tables))
     case _ => None
