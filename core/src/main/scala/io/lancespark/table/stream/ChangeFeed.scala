@@ -85,9 +85,12 @@ final class ChangeFeed(val storage: DatasetStorage) {
     if (op.contains(OperationCase.REWRITE)) done(Vector.empty)  // a compaction: the same rows
     else if (v <= 1) done(cur.fragments.sortBy(_.id).map(f => all(v, f, ChangeType.Insert)))
     else if (!exists(v - 1)) {
-      if (op.contains(OperationCase.APPEND)) {  // the transaction names the appended fragments
-        val ids = txn.toSeq.flatMap(_.getAppend.getFragmentsList.asScala.map(_.getId)).toSet
-        done(cur.fragments.filter(f => ids.contains(f.id)).sortBy(_.id).map(f => all(v, f, ChangeType.Insert)))
+      if (op.contains(OperationCase.APPEND)) {
+        // the transaction names the appended fragments' files (their ids may not be assigned there yet)
+        val files = txn.toSeq.flatMap(_.getAppend.getFragmentsList.asScala.flatMap(_.getFilesList.asScala.map(_.getPath)))
+          .toSet
+        done(cur.fragments.filter(f => f.files.exists(d => files.contains(d.path))).sortBy(_.id)
+          .map(f => all(v, f, ChangeType.Insert)))
       } else throw missing(v - 1, s"to tell what version $v ($kind) changed")
     } else {
       val prev = Dataset.open(storage, Some(v - 1))
