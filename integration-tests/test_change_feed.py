@@ -250,3 +250,47 @@ def test_errors(delta_spark, tmp_path):
     assert "cleanup" in msg and str(path.name) in msg, msg
     # version 4 (an append) still reads: its transaction names its fragment
     assert _typed(_feed(spark, path, 4)) == [(4, "insert", 3)]
+
+
+def _versions_by_id(rows) -> Dict[int, Tuple[int, int]]:
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def test_row_version_columns(delta_spark, tmp_path):
+    """_row_created_at_version / _row_last_updated_at_version: as pylance reads them, on a table
+    pylance wrote and updated (stable row ids), on one without stable row ids (all 1), and on a
+    stable-row-id table lance-spark appended to (the appending version, read by pylance too)."""
+    import lance
+    import pyarrow as pa
+
+    spark = delta_spark
+    cols = ["id", "_row_created_at_version", "_row_last_updated_at_version"]
+    t = lambda ids: pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids])})  # noqa: E731
+
+    def ours(path):
+        return _versions_by_id(tuple(r) for r in spark.read.format("lance").load(str(path)).select(*cols).collect())
+
+    def pylance(path):
+        d = lance.dataset(str(path)).to_table(columns=cols).to_pydict()
+        return _versions_by_id(zip(*(d[c] for c in cols)))
+
+    for stable in (True, False):
+        path = tmp_path / f"rv{stable}.lance"
+        lance.write_dataset(t([1, 2, 3]), str(path), enable_stable_row_ids=stable)
+        lance.write_dataset(t([4, 5]), str(path), mode="append")
+        lance.dataset(str(path)).update({"v": "'u'"}, where="id = 2")
+        lance.dataset(str(path)).merge_insert("id").when_matched_update_all() \
+            .when_not_matched_insert_all().execute(t([3, 9]))
+        expected = pylance(path)
+        assert ours(path) == expected
+        if stable:
+            assert expected == {1: (1, 1), 2: (1, 3), 3: (1, 4), 4: (2, 2), 5: (2, 2), 9: (4, 4)}
+        else:
+            assert set(expected.values()) == {(1, 1)}
+    # lance-spark appends to a stable-row-id table: its rows carry the version that appended them
+    path = tmp_path / "rv_ours.lance"
+    lance.write_dataset(t([1, 2]), str(path), enable_stable_row_ids=True)
+    spark.createDataFrame([(7, "v7"), (8, "v8")], "id BIGINT, v STRING").write.format("lance") \
+        .mode("append").save(str(path))
+    v = lance.dataset(str(path)).version
+    assert pylance(path) == ours(path) == {1: (1, 1), 2: (1, 1), 7: (v, v), 8: (v, v)}
