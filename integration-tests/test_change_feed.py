@@ -72,8 +72,9 @@ def run_sequence(spark, idx: int) -> Optional[str]:
     statement hits a known Delta failure (the sequence is then not checked further)."""
     r = random.Random(f"{SEED}:{idx}")
     g = Gen(r, f"cdf{idx}")
+    # Delta tables created with their change feed on (a session default of Delta's)
+    spark.conf.set("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "true")
     tabs = Tables(spark, dv=r.random() < 0.5)
-    spark.sql(f"ALTER TABLE {tabs.delta} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
     n = r.randrange(30, 120)
     rows = [g.row(i if r.random() > 0.03 else None) for i in r.sample(range(0, 400), n)]
     parts = r.randrange(1, 4)
