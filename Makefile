@@ -91,7 +91,7 @@ test: test-scala test-python test-integration test-lines
 # two), the whole pylance read matrix (make test reads 4 of its 7 datasets), and a history
 # of 10,000 versions (make test: 2,000), a table of 100,000 fragments (make test: 10,000).
 test-long: python
-	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 $(PY) -m pytest -q -k differential integration-tests
+	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 $(PY) -m pytest -q -k differential integration-tests
 	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or blob_100mib" integration-tests
 
 demo: python
