@@ -96,7 +96,7 @@ test: test-scala test-python test-integration test-lines
 # test: 2,000), a table of 100,000 fragments (make test: 10,000), every core suite on 2.12.
 test-long: python fixtures
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "++2.12.20 core/testOnly *V21CodecChoiceSuite" < /dev/null
-	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 $(PY) -m pytest -q -k differential integration-tests
+	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 $(PY) -m pytest -q -k differential integration-tests
 	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or blob_100mib" integration-tests
 
 demo: python

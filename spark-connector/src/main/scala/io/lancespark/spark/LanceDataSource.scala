@@ -11,7 +11,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import scala.jdk.CollectionConverters._
 
-import io.lancespark.spark.options.{NearestOptions, ReadOptions, ReadTarget}
+import io.lancespark.spark.options.{ChangeFeedOptions, NearestOptions, ReadOptions, ReadTarget}
+import io.lancespark.spark.read.ChangeFeedColumns
 import io.lancespark.spark.shim.WritableTypes
 import io.lancespark.spark.write.LanceWriteJob
 import io.lancespark.table.maintenance.Tags
@@ -33,7 +34,10 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     val asked = options.asCaseSensitiveMap().asScala.toMap
     // a stream's sink may create the dataset: no schema yet (a read of the table still fails, naming the path)
-    LanceDataSource.snapshotIfExists(ReadOptions.target(asked)).fold(new StructType())(s =>
+    val target = ReadOptions.target(asked)
+    if (ChangeFeedOptions.parse(asked).isDefined)  // the table's columns and the change columns
+      ChangeFeedColumns.schema(TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(target).schema), target.path)
+    else LanceDataSource.snapshotIfExists(target).fold(new StructType())(s =>
       LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(s.schema), NearestOptions.parse(asked).isDefined))
   }
 

@@ -14,8 +14,8 @@ import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperation
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
-import io.lancespark.spark.options.{NearestConf, NearestOptions, OptionSource, ReadConf, ReadOptions, ReadTarget}
-import io.lancespark.spark.read.LanceScanBuilder
+import io.lancespark.spark.options.{ChangeFeedConf, ChangeFeedOptions, NearestConf, NearestOptions, OptionSource, ReadConf, ReadOptions, ReadTarget}
+import io.lancespark.spark.read.{ChangeFeedColumns, LanceChangeFeedScanBuilder, LanceScanBuilder}
 import io.lancespark.spark.write.{LanceDeltaOperation, LanceWriteBuilder, MetadataDelete}
 import io.lancespark.table.storage.Snapshot
 
@@ -51,12 +51,20 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
   /** The read's nearest-neighbour search (`nearest.*` options), if any. */
   private lazy val nearest: Option[NearestConf] = NearestOptions.parse(tableOptions)
 
+  /** The read's change feed (`readChangeFeed` and its options), if any. */
+  private lazy val changeFeed: Option[ChangeFeedConf] = ChangeFeedOptions.parse(tableOptions)
+
+  /** The table's own columns. */
+  private lazy val dataSchema: StructType =
+    existing.fold(new StructType())(s => TypeMapping.forActiveSession().toSpark(s.schema))
+
   /** A table at a path with no dataset yet has no columns: a stream's sink
     * creates it with its first batch. Reads still fail, naming the path, when
-    * their scan opens the snapshot. */
+    * their scan opens the snapshot. A change feed read adds its change columns. */
   override lazy val schema: StructType =
-    existing.fold(new StructType())(s =>
-      LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(s.schema), nearest.isDefined))
+    if (changeFeed.isDefined) ChangeFeedColumns.schema(dataSchema, snapshot.storage.uri)
+    else if (existing.isEmpty) dataSchema
+    else LanceTable.withDistance(dataSchema, nearest.isDefined)
 
   override def capabilities(): util.Set[TableCapability] =
     if (writable) util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE,
@@ -73,6 +81,22 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 
   override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder = {
     val scanOptions = opts.asCaseSensitiveMap().asScala.toMap
+    if (changeFeed.isEmpty && ChangeFeedOptions.parse(scanOptions).isDefined)
+      throw new IllegalArgumentException(s"${name()}: readChangeFeed is read by " +
+        "spark.read.format(\"lance\").option(\"readChangeFeed\", \"true\").option(\"startingVersion\", n).load(<path>) " +
+        "or the SQL function lance_table_changes('<table>', <start> [, <end>]), not by reads of catalog tables")
+    changeFeed match {
+      case Some(cf) =>
+        if (nearest.isDefined)
+          throw new IllegalArgumentException(s"${name()}: a change feed read takes no nearest-neighbour options")
+        if (target.pinned) throw new IllegalArgumentException(s"${name()}: a change feed read takes no version or " +
+          "tag option: give startingVersion and endingVersion")
+        new LanceChangeFeedScanBuilder(snapshot, dataSchema, cf, readConf(scanOptions))
+      case None => scanBuilder(scanOptions)
+    }
+  }
+
+  private def scanBuilder(scanOptions: Map[String, String]): ScanBuilder = {
     // a catalog table's schema is fixed before the scan's options are seen: it cannot add _distance
     if (nearest.isEmpty && NearestOptions.parse(scanOptions).isDefined)
       throw new IllegalArgumentException(s"${name()}: nearest-neighbour options are read by " +

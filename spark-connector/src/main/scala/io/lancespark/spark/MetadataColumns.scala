@@ -10,6 +10,9 @@ object MetadataColumns {
   /** fragment id << 32 | row offset within the fragment. */
   val RowAddr = "_rowaddr"
   val FragId = "_fragid"
+  /** The version that created the row / last updated it (stable row ids; 1 where a fragment records none). */
+  val CreatedAt = "_row_created_at_version"
+  val LastUpdatedAt = "_row_last_updated_at_version"
 
   private final case class Col(name: String, dataType: DataType, doc: String) extends MetadataColumn {
     override def isNullable: Boolean = false
@@ -19,7 +22,9 @@ object MetadataColumns {
   val all: Array[MetadataColumn] = Array(
     Col(RowId, LongType, "row id: stable across compaction when the dataset has stable row ids, else the row address"),
     Col(RowAddr, LongType, "row address: fragment id << 32 | row offset"),
-    Col(FragId, IntegerType, "fragment id"))
+    Col(FragId, IntegerType, "fragment id"),
+    Col(CreatedAt, LongType, "the dataset version that created the row (tables with stable row ids; else 1)"),
+    Col(LastUpdatedAt, LongType, "the dataset version that last updated the row (tables with stable row ids; else 1)"))
 
   val names: Set[String] = all.map(_.name).toSet
 }

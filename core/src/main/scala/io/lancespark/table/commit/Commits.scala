@@ -1,6 +1,7 @@
 package io.lancespark.table.commit
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 
 import org.roaringbitmap.RoaringBitmap
 
@@ -55,8 +56,12 @@ object RowLevelRead {
 }
 
 /** What one task of a row-level change hands the driver: the deletion files it
-  * prepared and the data files it wrote, none yet visible. */
-final case class RowLevelPart(deletions: Seq[FragmentDeletion], files: Seq[WrittenFragment])
+  * prepared and the data files it wrote, none yet visible. For the change
+  * feed (a MERGE's [[io.lancespark.table.stream.ChangeRecord]]): the paths of
+  * those files that hold inserted (not updated) rows, and the rows deleted
+  * by a DELETE action (not updated), by fragment id. */
+final case class RowLevelPart(deletions: Seq[FragmentDeletion], files: Seq[WrittenFragment],
+    insertFiles: Seq[String] = Nil, deletedOnly: Map[Long, RoaringBitmap] = Map.empty)
 
 /** One task's deleted rows: collected by row address (fragment id in the high
   * 32 bits, offset in the low), then `prepare` writes each touched fragment's
@@ -103,7 +108,18 @@ object RowLevelWrites {
           throw e
       }
     if (deletions.isEmpty && files.isEmpty) None
-    else Some(Commits.commitOrDiscard(storage, Some(readVersion), RowLevelChange(deletions, files, predicate), settings))
+    else {
+      // a MERGE records which rows it inserted and deleted (the rest it updated), for the change feed
+      val recorded = if (!predicate.equalsIgnoreCase("MERGE")) settings else {
+        val deletedOnly = parts.flatMap(_.deletedOnly).groupBy(_._1).map { case (id, bms) =>
+          id -> RoaringBitmap.or(bms.map(_._2).iterator.asJava)
+        }
+        val record = io.lancespark.table.stream.ChangeRecord(predicate.toUpperCase(java.util.Locale.ROOT),
+          parts.flatMap(_.insertFiles).toSet, deletedOnly)
+        settings.copy(transactionProperties = settings.transactionProperties ++ record.properties)
+      }
+      Some(Commits.commitOrDiscard(storage, Some(readVersion), RowLevelChange(deletions, files, predicate), recorded))
+    }
   }
 
   /** Drops whole fragments of `snapshot` (every row deleted) without writing a file. */

@@ -10,7 +10,7 @@ import com.google.protobuf.Timestamp
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.schema.{LanceSchema, SchemaProto}
 import io.lancespark.proto.table.{DataFile, DataFragment, IndexMetadata, IndexSection, Manifest, RowIdSequence => PbRowIds, Transaction, U64Segment}
-import io.lancespark.table.model.{DataFileVersion, FeatureFlags}
+import io.lancespark.table.model.{DataFileVersion, FeatureFlags, RowVersions}
 import io.lancespark.table.storage.{AtomicPut, CommitFaults, Dataset, DatasetStorage, ExternalManifestCommit, FragmentDeletion, Indices, ManifestFile, ManifestMigration, ManifestNaming, RowDeletions, TransactionFile, VersionLookup}
 import io.lancespark.table.model.WrittenFragment
 import io.lancespark.table.storage.Snapshot
@@ -291,6 +291,9 @@ object Committer {
         f.setInlineRowIds(PbRowIds.newBuilder().addSegments(U64Segment.newBuilder().setRange(
           U64Segment.Range.newBuilder().setStart(nextRowId).setEnd(nextRowId + w.physicalRows))).build().toByteString)
         nextRowId += w.physicalRows
+        // the rows are created (and last updated) by this version, as pylance records it
+        val versions = com.google.protobuf.ByteString.copyFrom(RowVersions.single(w.physicalRows, version))
+        f.setInlineCreatedAtVersions(versions).setInlineLastUpdatedAtVersions(versions)
       }
       f.build()
     }

@@ -33,6 +33,33 @@ object RowVersions {
   /** The same version for every one of `rows` rows. */
   def uniform(rows: Long, version: Long): Array[Long] = Array.fill(rows.toInt)(version)
 
+  /** `version` for all of `rows` rows, serialized (one run). */
+  def single(rows: Long, version: Long): Array[Byte] =
+    RowDatasetVersionSequence.newBuilder().addRuns(RowDatasetVersionRun.newBuilder().setVersion(version)
+      .setSpan(U64Segment.newBuilder().setRange(U64Segment.Range.newBuilder().setStart(0L).setEnd(rows))))
+      .build().toByteArray
+
+  /** Each physical row's created-at version of fragment `f` (`where` names it
+    * in errors): its sequence, or 1 for every row where it records none, as
+    * pylance reads such fragments (those of tables without stable row ids too). */
+  def createdAt(f: FragmentInfo, where: String): Array[Long] = {
+    val p = f.proto
+    if (p.hasExternalCreatedAtVersions)
+      throw new UnsupportedOperationException(s"$where: row versions in external files are not supported yet")
+    if (p.hasInlineCreatedAtVersions) decode(p.getInlineCreatedAtVersions.toByteArray, f.physicalRows, where)
+    else uniform(f.physicalRows, 1L)
+  }
+
+  /** Each physical row's last-updated-at version of fragment `f`: its
+    * sequence, or 1 for every row where it records none (as pylance). */
+  def lastUpdatedAt(f: FragmentInfo, where: String): Array[Long] = {
+    val p = f.proto
+    if (p.hasExternalLastUpdatedAtVersions)
+      throw new UnsupportedOperationException(s"$where: row versions in external files are not supported yet")
+    if (p.hasInlineLastUpdatedAtVersions) decode(p.getInlineLastUpdatedAtVersions.toByteArray, f.physicalRows, where)
+    else uniform(f.physicalRows, 1L)
+  }
+
   /** Runs of equal versions over positions 0..n, serialized. */
   def encode(versions: Array[Long]): Array[Byte] = {
     val b = RowDatasetVersionSequence.newBuilder()

@@ -55,9 +55,11 @@ final class VersionChanges(storage: DatasetStorage) {
     val prevExists = v > 1 && VersionLookup.exists(storage, cur.naming, v - 1)
     if (!prevExists) {
       if (v <= 1) appended(cur, op, v, None)
-      else if (op.contains(OperationCase.APPEND)) {  // the transaction names the appended fragments
-        val ids = txn.toSeq.flatMap(_.getAppend.getFragmentsList.asScala.map(_.getId)).toSet
-        VersionChange.Appended(cur.fragments.filter(f => ids.contains(f.id)).sortBy(_.id))
+      else if (op.contains(OperationCase.APPEND)) {
+        // the transaction names the appended fragments' files (pylance records them before ids are assigned)
+        val files = txn.toSeq.flatMap(_.getAppend.getFragmentsList.asScala.flatMap(_.getFilesList.asScala.map(_.getPath)))
+          .toSet
+        VersionChange.Appended(cur.fragments.filter(f => f.files.exists(d => files.contains(d.path))).sortBy(_.id))
       } else throw new LanceFormatException(s"${storage.uri}: version ${v - 1} was removed (cleanup), so what " +
         s"version $v ($kind) changed cannot be told; start the stream at a later version")
     } else {

@@ -28,6 +28,58 @@ final class LanceTableFunctionsExtension extends (SparkSessionExtensions => Unit
       (args: Seq[Expression]) => VectorSearchFunction.plan(args)))
     ext.injectFunction((FunctionIdentifier(KnnFunction.Name), KnnFunction.info,
       (args: Seq[Expression]) => KnnFunction.build(args)))
+    ext.injectTableFunction((FunctionIdentifier(TableChangesFunction.Name), TableChangesFunction.info,
+      (args: Seq[Expression]) => TableChangesFunction.plan(args)))
+  }
+}
+
+/** `lance_table_changes('<table or path>', <start> [, <end>])`: the change
+  * feed of the versions from start to end (both included; end: the latest),
+  * as `spark.read.format("lance").option("readChangeFeed", "true")` reads it.
+  * A bound is a version number or a timestamp string (as Delta's table_changes). */
+object TableChangesFunction {
+  val Name: String = "lance_table_changes"
+
+  private val Usage: String = s"$Name('<table or path>', <starting version or timestamp> [, <ending version or timestamp>])"
+
+  val info: ExpressionInfo = new ExpressionInfo(classOf[LanceTableFunctionsExtension].getName, null, Name,
+    s"$Usage - the row changes (_change_type, _commit_version, _commit_timestamp) of a Lance table's versions.",
+    "", "", "", "table_funcs", "", "", "scala_udf")
+
+  private def fail(problem: String): Nothing = throw new IllegalArgumentException(s"$Name: $problem; usage: $Usage")
+
+  def plan(args: Seq[Expression]): LogicalPlan = dataFrame(SparkSession.active, args).queryExecution.analyzed
+
+  private def constant(e: Expression, name: String): Option[Any] = {
+    if (e.isInstanceOf[NamedArgumentExpression]) fail("arguments are given by position")
+    if (!e.foldable) fail(s"argument '$name' must be a constant")
+    Option(e.eval())
+  }
+
+  /** (option name suffix, value): a version number or a timestamp. */
+  private def bound(e: Expression, name: String, prefix: String): Option[(String, String)] = constant(e, name).map {
+    case i: Int => s"${prefix}Version" -> i.toString
+    case l: Long => s"${prefix}Version" -> l.toString
+    case s: UTF8String =>
+      val t = s.toString.trim
+      if (t.nonEmpty && t.forall(_.isDigit)) s"${prefix}Version" -> t else s"${prefix}Timestamp" -> t
+    case other => e.dataType match {
+      case org.apache.spark.sql.types.TimestampType | org.apache.spark.sql.types.DateType =>
+        s"${prefix}Timestamp" -> Cast(e, StringType, Some("UTC")).eval().toString
+      case dt => fail(s"argument '$name' must be a version number or a timestamp, got ${dt.simpleString} $other")
+    }
+  }
+
+  def dataFrame(session: SparkSession, args: Seq[Expression]): DataFrame = {
+    if (args.size < 2 || args.size > 3) fail(s"2 or 3 arguments, got ${args.size}")
+    val table = constant(args.head, "table") match {
+      case Some(s: UTF8String) => s.toString
+      case _ => fail("argument 'table' must be a table name or path string")
+    }
+    val start = bound(args(1), "start", "starting").getOrElse(fail("argument 'start' is NULL"))
+    val end = args.lift(2).flatMap(bound(_, "end", "ending"))
+    session.read.format("lance").option("readChangeFeed", "true").options((Seq(start) ++ end).toMap)
+      .load(VectorSearchFunction.location(session, table))
   }
 }
 
@@ -105,7 +157,7 @@ object VectorSearchFunction {
   /** The Lance dataset path of `table`: a path as is (it has '/' or ':' and
     * no backquote), else the location of the catalog table it names
     * (`lance.db.t`, lance.`/abs/path`). */
-  private[extensions] def location(session: SparkSession, table: String): String =
+  def location(session: SparkSession, table: String): String =
     if ((table.contains("/") || table.contains(":")) && !table.contains("`")) table
     else session.table(table).queryExecution.analyzed.collectFirst {
       case r: DataSourceV2Relation if r.table.isInstanceOf[LanceTable] => r.table.asInstanceOf[LanceTable].target.path

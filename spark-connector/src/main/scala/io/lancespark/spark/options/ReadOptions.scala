@@ -44,7 +44,7 @@ object ReadOptions {
     LanceOption.choice("readAhead", "auto" -> None, "true" -> Some(true), "false" -> Some(false))
 
   val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead, AggregatePushdown, UseIndex) ++
-    NearestOptions.All ++ StreamOptions.All
+    NearestOptions.All ++ StreamOptions.All ++ ChangeFeedOptions.Extra
 
   val DefaultBatchSize: Int = 8192
 

@@ -54,7 +54,7 @@ object StreamOptions {
     StreamConf(start, own.get(MaxRowsPerTrigger), own.get(MaxFilesPerTrigger), own.getOrElse(SkipChangeCommits, false))
   }
 
-  private def parseTime(v: String): Option[Instant] = {
+  private[options] def parseTime(v: String): Option[Instant] = {
     val s = v.trim
     scala.util.Try(Instant.parse(s))
       .orElse(scala.util.Try(java.time.OffsetDateTime.parse(s).toInstant))

@@ -102,7 +102,13 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
           longs(b.offsets.map(o => ids(o - b.offsets.head)))
         case None => longs(b.offsets.map(o => (fragment.id << 32) | o.toLong))
       }
+    case MetadataColumns.CreatedAt => longs(b.offsets.map(o => createdAt(o)))
+    case MetadataColumns.LastUpdatedAt => longs(b.offsets.map(o => lastUpdatedAt(o)))
   }
+
+  private def where: String = s"${factory.uri} (version ${factory.version}, fragment ${fragment.id})"
+  private lazy val createdAt: Array[Long] = io.lancespark.table.model.RowVersions.createdAt(fragment, where)
+  private lazy val lastUpdatedAt: Array[Long] = io.lancespark.table.model.RowVersions.lastUpdatedAt(fragment, where)
 
   private def longs(values: Array[Long]): ColumnVector = {
     val v = new OnHeapColumnVector(values.length, LongType)

@@ -74,7 +74,7 @@ final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, con
     opts.maxRowsPerFile, opts.maxRowsPerPage, opts.versionFor(Some(snapshot), overwrite = false), opts.disabledCodecs)
 
   override def createBatchWriterFactory(physical: PhysicalWriteInfo): DeltaWriterFactory =
-    LanceDeltaWriterFactory(task, RowLevelRead(snapshot))
+    LanceDeltaWriterFactory(task, RowLevelRead(snapshot), record = cmd == RowLevelOperation.Command.MERGE)
 
   override def useCommitCoordinator(): Boolean = false
 
@@ -90,9 +90,15 @@ final class LanceDeltaBatchWrite(snapshot: Snapshot, info: LogicalWriteInfo, con
   }
 }
 
-final case class LanceDeltaWriterFactory(task: WriteTask, read: RowLevelRead) extends DeltaWriterFactory {
+/** `record`: a MERGE writes its inserted rows to files of their own and keeps
+  * the rows it deletes apart from those it updates, for the change feed (see
+  * [[io.lancespark.table.stream.ChangeRecord]]). */
+final case class LanceDeltaWriterFactory(task: WriteTask, read: RowLevelRead, record: Boolean = false)
+    extends DeltaWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DeltaWriter[InternalRow] = new DeltaWriterShim {
     private var data: Option[LanceDataWriter] = None
+    private var inserts: Option[LanceDataWriter] = None
+    private val deletedOnly = scala.collection.mutable.Map.empty[Long, org.roaringbitmap.RoaringBitmap]
     private val deletions = new TaskDeletions(read, () => DatasetStorage(task.uri, task.hadoopConf.value))
 
     private def writer: LanceDataWriter = data.getOrElse {
@@ -101,24 +107,42 @@ final case class LanceDeltaWriterFactory(task: WriteTask, read: RowLevelRead) ex
       w
     }
 
-    override def delete(metadata: InternalRow, id: InternalRow): Unit = deletions.delete(id.getLong(0))
-
-    override def update(metadata: InternalRow, id: InternalRow, row: InternalRow): Unit = {
-      delete(metadata, id)
-      insert(row)
+    private def insertWriter: LanceDataWriter = if (!record) writer else inserts.getOrElse {
+      val w = new LanceDataWriter(task)
+      inserts = Some(w)
+      w
     }
 
-    override def insert(row: InternalRow): Unit = writer.write(row)
+    override def delete(metadata: InternalRow, id: InternalRow): Unit = {
+      val addr = id.getLong(0)
+      deletions.delete(addr)
+      if (record) deletedOnly.getOrElseUpdate(addr >>> 32, new org.roaringbitmap.RoaringBitmap())
+        .add((addr & 0xffffffffL).toInt)
+    }
+
+    override def update(metadata: InternalRow, id: InternalRow, row: InternalRow): Unit = {
+      deletions.delete(id.getLong(0))
+      writer.write(row)
+    }
+
+    override def insert(row: InternalRow): Unit = insertWriter.write(row)
 
     /** Writes each touched fragment's merged deletion file, then closes the data files. */
-    override def commit(): WriterCommitMessage =
-      LanceDeltaMessage(deletions.prepare(data.map(_.commit()).getOrElse(Nil)))
+    override def commit(): WriterCommitMessage = {
+      val inserted = inserts.map(_.commit()).getOrElse(Nil)
+      val part = deletions.prepare(data.map(_.commit()).getOrElse(Nil) ++ inserted)
+      LanceDeltaMessage(part.copy(insertFiles = inserted.map(_.path), deletedOnly = deletedOnly.toMap))
+    }
 
     override def abort(): Unit = {
       deletions.discard()
       data.foreach(_.abort())
+      inserts.foreach(_.abort())
     }
 
-    override def close(): Unit = data.foreach(_.close())
+    override def close(): Unit = {
+      data.foreach(_.close())
+      inserts.foreach(_.close())
+    }
   }
 }

@@ -1,0 +1,297 @@
+"""The change data feed (``readChangeFeed`` / ``lance_table_changes``) checked against Delta Lake's.
+
+Differential: seeded random sequences of INSERT / DELETE / UPDATE / MERGE INTO (the statement
+generator of test_delta_differential) run on a Delta table with ``delta.enableChangeDataFeed``
+and on a Lance table; then, per statement, the multiset of (``_change_type``, row) in the
+commits it made must be the same on both sides (Lance versions and Delta versions are mapped to
+statements by the versions each side had before and after the statement).
+
+Reproducible: sequence ``i`` comes from ``random.Random(f"{CDF_SEED}:{i}")``; ``CDF_SEED``
+(default 20261127) and ``CDF_SEQUENCES`` (default 2; ``make test-long``: more) change them.
+
+Also: a version pylance appends reads as inserts, a compaction as nothing, an overwrite as
+deletes and inserts; a start version removed by a cleanup and bad option combinations fail
+naming the version or option; the SQL function returns what the DataFrame read returns.
+One Delta-enabled session for the module (the fixture of test_delta_differential).
+"""
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+from test_delta_differential import (COLS, DDL, DELTA_BUGS, SELECT, Gen, Stmt, Tables, _error_name,  # noqa: F401
+                                     _key, _rows, delta_spark, next_statements)
+
+SEED = int(os.environ.get("CDF_SEED", "20261127"))
+SEQUENCES = int(os.environ.get("CDF_SEQUENCES", "2"))
+CDF_COLS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def _lance_version(path) -> int:
+    import lance
+
+    return lance.dataset(str(path)).version
+
+
+def _delta_version(tabs) -> int:
+    """The latest commit of the Delta table: its newest `_delta_log/<version>.json`."""
+    log = tabs.delta_path / "_delta_log"
+    return max(int(p.name[:-5]) for p in log.iterdir() if p.name.endswith(".json") and p.name[:-5].isdigit())
+
+
+def _changes(df) -> Dict[int, Counter]:
+    """Per commit version: the multiset of (change type, row)."""
+    out: Dict[int, Counter] = {}
+    for r in df.select("_commit_version", "_change_type", *COLS).collect():
+        out.setdefault(int(r[0]), Counter())[(r[1],) + tuple(r[2:])] += 1
+    return out
+
+
+def _per_statement(changes: Dict[int, Counter], ranges: List[Tuple[int, int]]) -> List[Counter]:
+    """The changes of the versions (before, after] of each statement."""
+    out = []
+    for before, after in ranges:
+        c: Counter = Counter()
+        for v in range(before + 1, after + 1):
+            c.update(changes.get(v, Counter()))
+        out.append(c)
+    return out
+
+
+def _show(c: Counter, limit: int = 6) -> str:
+    return str(sorted(c.elements(), key=lambda t: (t[0],) + _key(t[1:]))[:limit])
+
+
+def run_sequence(spark, idx: int) -> Optional[str]:
+    """Runs sequence `idx` on fresh Delta (with its change feed) and Lance tables; None when
+    both change feeds agree for every statement, else the difference. "DELTA_BUG..." when a
+    statement hits a known Delta failure (the sequence is then not checked further)."""
+    r = random.Random(f"{SEED}:{idx}")
+    g = Gen(r, f"cdf{idx}")
+    # Delta tables created with their change feed on (a session default of Delta's)
+    spark.conf.set("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "true")
+    tabs = Tables(spark, dv=r.random() < 0.5)
+    n = r.randrange(30, 120)
+    rows = [g.row(i if r.random() > 0.03 else None) for i in r.sample(range(0, 400), n)]
+    parts = r.randrange(1, 4)
+    stmts = [Stmt(f"INSERT INTO {{T}} SELECT /*+ REPARTITION({parts}, id) */ * FROM VALUES "
+                  f"{g.values_sql(rows)} AS v({SELECT})", "insert")]
+    l_start, d_start = _lance_version(tabs.lance_path), _delta_version(tabs)
+    ranges_l: List[Tuple[int, int]] = []
+    ranges_d: List[Tuple[int, int]] = []
+    done: List[Stmt] = []
+    state: List[tuple] = []
+    try:
+        steps = r.randrange(3, 7)
+        pending = list(stmts)
+        step = 0
+        while pending or step < steps:
+            if not pending:
+                pending = next_statements(g, state, step)
+                step += 1
+            st = pending.pop(0)
+            done.append(st)
+            if st.kind == "view":
+                spark.sql(st.sql)
+                continue
+            lv, dv = _lance_version(tabs.lance_path), _delta_version(tabs)
+            errs = []
+            for t in (tabs.delta, tabs.lance):
+                try:
+                    spark.sql(st.render(t))
+                    errs.append(None)
+                except Exception as e:  # noqa: BLE001 - compared below
+                    errs.append(_error_name(e))
+            if errs[0] is not None and any(b in errs[0] for b in DELTA_BUGS):
+                return f"DELTA_BUG: {errs[0]}"
+            if (errs[0] is None) != (errs[1] is None):
+                return f"statement failed on one side only: {st.sql}\n  Delta: {errs[0]}\n  Lance: {errs[1]}"
+            ranges_l.append((lv, _lance_version(tabs.lance_path)))
+            ranges_d.append((dv, _delta_version(tabs)))
+            state = _rows(spark, tabs.lance)
+        lance_cf = _changes(spark.read.format("lance").option("readChangeFeed", "true")
+                            .option("startingVersion", l_start + 1).load(str(tabs.lance_path)))
+        delta_cf = _changes(spark.read.format("delta").option("readChangeFeed", "true")
+                            .option("startingVersion", d_start + 1).table(tabs.delta))
+        dml = [st for st in done if st.kind != "view"]
+        for i, (a, b) in enumerate(zip(_per_statement(delta_cf, ranges_d), _per_statement(lance_cf, ranges_l))):
+            if a != b:
+                return (f"statement {i} ({dml[i].kind}): change feeds differ\n  {dml[i].sql}\n"
+                        f"  only in Delta ({sum((a - b).values())}): {_show(a - b)}\n"
+                        f"  only in Lance ({sum((b - a).values())}): {_show(b - a)}")
+        return None
+    finally:
+        tabs.drop()
+
+
+@pytest.mark.parametrize("idx", range(SEQUENCES))
+def test_change_feed_differential(delta_spark, idx):
+    msg = run_sequence(delta_spark, idx)
+    if msg is not None and msg.startswith("DELTA_BUG"):
+        pytest.xfail(msg)
+    assert msg is None, f"CDF_SEED={SEED} sequence {idx}: {msg}"
+
+
+# -- single scenarios ----------------------------------------------------------------------------
+
+def _feed(spark, path, start, end=None):
+    rd = spark.read.format("lance").option("readChangeFeed", "true").option("startingVersion", start)
+    if end is not None:
+        rd = rd.option("endingVersion", end)
+    return rd.load(str(path))
+
+
+def _typed(df) -> List[tuple]:
+    return sorted((r["_commit_version"], r["_change_type"], r["id"]) for r in df.collect())
+
+
+def test_pylance_versions(delta_spark, tmp_path):
+    """pylance's appends read as inserts, its delete as deletes, a compaction as nothing and an
+    overwrite as deletes of every row then inserts; columns and types as Delta names them."""
+    import lance
+    import pyarrow as pa
+
+    spark = delta_spark
+    path = tmp_path / "py.lance"
+    t = lambda ids: pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids])})  # noqa: E731
+    lance.write_dataset(t([1, 2, 3]), str(path))                      # 1
+    lance.write_dataset(t([4, 5]), str(path), mode="append")          # 2
+    lance.write_dataset(t([6]), str(path), mode="append")             # 3
+    ds = lance.dataset(str(path))
+    ds.delete("id = 2")                                               # 4
+    ds = lance.dataset(str(path))
+    ds.optimize.compact_files()                                       # 5 (and 6): a Rewrite
+    ov = lance.dataset(str(path)).version + 1
+    lance.write_dataset(t([7, 8]), str(path), mode="overwrite")       # ov
+    df = _feed(spark, path, 1)
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
+        ("id", "bigint"), ("v", "string"), ("_change_type", "string"), ("_commit_version", "bigint"),
+        ("_commit_timestamp", "timestamp")]
+    assert _typed(df) == sorted(
+        [(1, "insert", i) for i in (1, 2, 3)] + [(2, "insert", 4), (2, "insert", 5), (3, "insert", 6),
+                                                 (4, "delete", 2)]
+        + [(ov, "delete", i) for i in (1, 3, 4, 5, 6)] + [(ov, "insert", 7), (ov, "insert", 8)])
+    # the commit time is the manifest's (pylance's version timestamps)
+    times = {r[0]: r[1] for r in df.select("_commit_version", "_commit_timestamp").distinct().collect()}
+    py = {v["version"]: v["timestamp"] for v in lance.dataset(str(path)).versions()}
+    for v, ts in times.items():
+        assert abs((ts - py[v].replace(tzinfo=None)).total_seconds()) < 1e-3, (v, ts, py[v])
+    # a range; the SQL function reads the same rows (by path and by version bounds)
+    assert _typed(_feed(spark, path, 2, 4)) == [(2, "insert", 4), (2, "insert", 5), (3, "insert", 6), (4, "delete", 2)]
+    sql = spark.sql(f"SELECT * FROM lance_table_changes('{path}', 2, 4)")
+    assert sorted(map(tuple, sql.collect())) == sorted(map(tuple, _feed(spark, path, 2, 4).collect()))
+    assert _typed(spark.sql(f"SELECT * FROM lance_table_changes('{path}', {ov})")) == \
+        sorted([(ov, "delete", i) for i in (1, 3, 4, 5, 6)] + [(ov, "insert", 7), (ov, "insert", 8)])
+
+
+def test_our_dml_and_sql_function(delta_spark):
+    """UPDATE, DELETE and a MERGE with update, delete and insert actions on a catalog table:
+    each row classified as Delta would; lance_table_changes by table name equals the read."""
+    spark = delta_spark
+    tabs = Tables(spark, dv=False)
+    try:
+        lt = tabs.lance
+        spark.sql(f"INSERT INTO {lt} VALUES (1, 1, 'a', 1.0D, NULL), (2, 2, 'b', 2.0D, NULL), "
+                  f"(3, 3, 'c', 3.0D, NULL), (4, 4, 'd', 4.0D, NULL)")
+        v0 = _lance_version(tabs.lance_path)
+        spark.sql(f"UPDATE {lt} SET k = k * 10 WHERE id <= 2")
+        spark.sql(f"DELETE FROM {lt} WHERE id = 4")
+        spark.sql("CREATE OR REPLACE TEMPORARY VIEW cdf_src AS SELECT * FROM VALUES "
+                  "(1L, 100, 'x'), (3L, 300, 'y'), (9L, 900, 'z') AS s(id, k, s)")
+        spark.sql(f"MERGE INTO {lt} t USING cdf_src s ON t.id = s.id "
+                  "WHEN MATCHED AND s.id = 3 THEN DELETE WHEN MATCHED THEN UPDATE SET k = s.k "
+                  "WHEN NOT MATCHED THEN INSERT (id, k, s) VALUES (s.id, s.k, s.s)")
+        df = _feed(spark, tabs.lance_path, v0 + 1)
+        got = sorted((r["_commit_version"] - v0, r["_change_type"], r["id"], r["k"]) for r in df.collect())
+        assert got == sorted([
+            (1, "update_preimage", 1, 1), (1, "update_postimage", 1, 10),
+            (1, "update_preimage", 2, 2), (1, "update_postimage", 2, 20),
+            (2, "delete", 4, 4),
+            (3, "update_preimage", 1, 10), (3, "update_postimage", 1, 100),
+            (3, "delete", 3, 3), (3, "insert", 9, 900)])
+        sql = spark.sql(f"SELECT * FROM lance_table_changes('{lt}', {v0 + 1})")
+        assert sorted(map(tuple, sql.collect())) == sorted(map(tuple, df.collect()))
+    finally:
+        tabs.drop()
+
+
+def _error(fn) -> str:
+    with pytest.raises(Exception) as e:
+        fn()
+    return _error_name(e.value) + " " + str(e.value)
+
+
+def test_errors(delta_spark, tmp_path):
+    """Options and versions the change feed cannot read: errors naming them."""
+    import datetime as dt
+
+    import lance
+    import pyarrow as pa
+
+    spark = delta_spark
+    path = tmp_path / "err.lance"
+    for i in range(4):
+        lance.write_dataset(pa.table({"id": pa.array([i], pa.int64())}), str(path),
+                            mode="create" if i == 0 else "append")
+    load = lambda **o: spark.read.format("lance").options(readChangeFeed="true", **o).load(str(path)).collect()  # noqa: E731
+    assert "startingVersion" in _error(lambda: load())
+    msg = _error(lambda: load(startingVersion="9"))
+    assert "startingVersion 9" in msg and "latest version 4" in msg
+    msg = _error(lambda: load(startingVersion="3", endingVersion="2"))
+    assert "startingVersion 3" in msg and "endingVersion 2" in msg
+    assert "endingVersion 7" in _error(lambda: load(startingVersion="1", endingVersion="7"))
+    # a cleanup removes versions 1-3: reading from 2 needs version 1 (to compare with) or version 2
+    lance.dataset(str(path)).cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
+    msg = _error(lambda: load(startingVersion="3"))
+    assert "version 2" in msg or "version 3" in msg, msg
+    assert "cleanup" in msg and str(path.name) in msg, msg
+    # version 4 (an append) still reads: its transaction names its fragment
+    assert _typed(_feed(spark, path, 4)) == [(4, "insert", 3)]
+
+
+def _versions_by_id(rows) -> Dict[int, Tuple[int, int]]:
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def test_row_version_columns(delta_spark, tmp_path):
+    """_row_created_at_version / _row_last_updated_at_version: as pylance reads them, on a table
+    pylance wrote and updated (stable row ids), on one without stable row ids (all 1), and on a
+    stable-row-id table lance-spark appended to (the appending version, read by pylance too)."""
+    import lance
+    import pyarrow as pa
+
+    spark = delta_spark
+    cols = ["id", "_row_created_at_version", "_row_last_updated_at_version"]
+    t = lambda ids: pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids])})  # noqa: E731
+
+    def ours(path):
+        return _versions_by_id(tuple(r) for r in spark.read.format("lance").load(str(path)).select(*cols).collect())
+
+    def pylance(path):
+        d = lance.dataset(str(path)).to_table(columns=cols).to_pydict()
+        return _versions_by_id(zip(*(d[c] for c in cols)))
+
+    for stable in (True, False):
+        path = tmp_path / f"rv{stable}.lance"
+        lance.write_dataset(t([1, 2, 3]), str(path), enable_stable_row_ids=stable)
+        lance.write_dataset(t([4, 5]), str(path), mode="append")
+        lance.dataset(str(path)).update({"v": "'u'"}, where="id = 2")
+        lance.dataset(str(path)).merge_insert("id").when_matched_update_all() \
+            .when_not_matched_insert_all().execute(t([3, 9]))
+        expected = pylance(path)
+        assert ours(path) == expected
+        if stable:
+            assert expected == {1: (1, 1), 2: (1, 3), 3: (1, 4), 4: (2, 2), 5: (2, 2), 9: (4, 4)}
+        else:
+            assert set(expected.values()) == {(1, 1)}
+    # lance-spark appends to a stable-row-id table: its rows carry the version that appended them
+    path = tmp_path / "rv_ours.lance"
+    lance.write_dataset(t([1, 2]), str(path), enable_stable_row_ids=True)
+    spark.createDataFrame([(7, "v7"), (8, "v8")], "id BIGINT, v STRING").write.format("lance") \
+        .mode("append").save(str(path))
+    v = lance.dataset(str(path)).version
+    assert pylance(path) == ours(path) == {1: (1, 1), 2: (1, 1), 7: (v, v), 8: (v, v)}

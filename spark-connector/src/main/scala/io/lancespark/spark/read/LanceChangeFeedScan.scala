@@ -1,0 +1,146 @@
+package io.lancespark.spark.read
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
+import org.apache.spark.sql.execution.vectorized.ConstantColumnVector
+import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.lancespark.schema.LanceFormatException
+import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.options.{ChangeFeedBound, ChangeFeedConf, ReadConf}
+import io.lancespark.table.plan.{FragmentPiece, PartitionPlanner}
+import io.lancespark.table.storage.Snapshot
+import io.lancespark.table.stream.{ChangeFeed, CommitChanges}
+
+/** The columns a change feed read adds to the table's, as Delta names them. */
+object ChangeFeedColumns {
+  val ChangeType = "_change_type"
+  val CommitVersion = "_commit_version"
+  val CommitTimestamp = "_commit_timestamp"
+
+  val fields: Seq[StructField] = Seq(
+    StructField(ChangeType, StringType, nullable = false),
+    StructField(CommitVersion, LongType, nullable = false),
+    StructField(CommitTimestamp, TimestampType, nullable = true))
+
+  /** `data` plus the change columns; a table column of the same name is refused. */
+  def schema(data: StructType, uri: String): StructType = {
+    fields.foreach { f =>
+      if (data.fieldNames.contains(f.name)) throw new IllegalArgumentException(
+        s"$uri: the table has a column named ${f.name}, which a change feed read adds")
+    }
+    StructType(data.fields ++ fields)
+  }
+}
+
+/** `option("readChangeFeed", "true")`: the row changes of a range of versions
+  * (see [[ChangeFeed]]), as the table's columns (of `snapshot`, the version
+  * the read opened) plus `_change_type`, `_commit_version` and
+  * `_commit_timestamp`. The rows are read with the batch scan's fragment
+  * readers, restricted to the changed rows of each version read. */
+final class LanceChangeFeedScanBuilder(snapshot: Snapshot, dataSchema: StructType, conf: ChangeFeedConf,
+    read: ReadConf) extends ScanBuilder {
+  override def build(): Scan = {
+    val feed = new ChangeFeed(snapshot.storage)
+    val uri = snapshot.storage.uri
+    val start = conf.start match {
+      case ChangeFeedBound.AtVersion(v) => v
+      case ChangeFeedBound.AtTime(t) => feed.firstAtOrAfter(t).getOrElse(throw new IllegalArgumentException(
+        s"$uri: the change feed's startingTimestamp $t is after the last commit (version ${feed.latest})"))
+    }
+    val end = conf.end.map {
+      case ChangeFeedBound.AtVersion(v) => v
+      case ChangeFeedBound.AtTime(t) => feed.lastAtOrBefore(t).getOrElse(throw new IllegalArgumentException(
+        s"$uri: the change feed's endingTimestamp $t is before the first commit"))
+    }
+    new LanceChangeFeedScan(snapshot, dataSchema, feed.between(start, end), read)
+  }
+}
+
+final class LanceChangeFeedScan(snapshot: Snapshot, dataSchema: StructType, commits: Vector[CommitChanges],
+    read: ReadConf) extends Scan with Batch {
+
+  private val uri = snapshot.storage.uri
+
+  override def readSchema(): StructType = ChangeFeedColumns.schema(dataSchema, uri)
+
+  override def description(): String =
+    s"LanceChangeFeed($uri, versions=${commits.headOption.map(_.version).getOrElse("-")}.." +
+      s"${commits.lastOption.map(_.version).getOrElse("-")}, parts=${commits.map(_.rows.size).sum})"
+
+  override def toBatch: Batch = this
+
+  override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ScanMetrics.all
+
+  override def toMicroBatchStream(checkpointLocation: String): org.apache.spark.sql.connector.read.streaming.MicroBatchStream =
+    throw new UnsupportedOperationException(s"$uri: a streaming change feed (readStream with readChangeFeed) is not " +
+      "supported yet; read the change feed as a batch (spark.read), or stream the appended rows without readChangeFeed")
+
+  override def planInputPartitions(): Array[InputPartition] = {
+    val split = read.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, dataSchema))
+    commits.flatMap { c =>
+      val micros = c.timestamp.map(t => t.getEpochSecond * 1000000L + t.getNano / 1000L)
+      c.rows.flatMap { r =>
+        PartitionPlanner.chunks(r.ranges, split).map { ranges =>
+          ChangeFeedPartition(LanceInputPartition(Vector(FragmentPiece(r.fragment, ranges, first = true))),
+            r.changeType.name, c.version, micros, r.readVersion)
+        }
+      }
+    }.toArray
+  }
+
+  override def createReaderFactory(): PartitionReaderFactory = {
+    val fields = dataSchema.fields.toSeq.map(f => snapshot.schema.field(f.name).getOrElse(
+      throw new LanceFormatException(s"$uri: no column '${f.name}'")))
+    ChangeFeedReaderFactory(LanceReaderFactory(uri, snapshot.version, snapshot.schema, fields, dataSchema, Nil,
+      dataSchema, snapshot.hasStableRowIds, read, SerializableHadoopConf.broadcast(SparkSession.active)))
+  }
+}
+
+/** Changed rows of one fragment, as version `readVersion` has them, with the
+  * change columns' values. */
+final case class ChangeFeedPartition(rows: LanceInputPartition, changeType: String, commitVersion: Long,
+    commitMicros: Option[Long], readVersion: Long) extends InputPartition
+
+final case class ChangeFeedReaderFactory(inner: LanceReaderFactory) extends PartitionReaderFactory {
+  override def supportColumnarReads(partition: InputPartition): Boolean = true
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    throw new UnsupportedOperationException("Lance scans are columnar")
+
+  override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
+    val p = partition.asInstanceOf[ChangeFeedPartition]
+    new ChangeFeedReader(new LancePartitionReader(inner.copy(version = p.readVersion), p.rows), p)
+  }
+}
+
+/** The table columns as the fragment reader reads them, then the change columns (constants). */
+final class ChangeFeedReader(rows: LancePartitionReader, p: ChangeFeedPartition) extends PartitionReader[ColumnarBatch] {
+  private val changeType = UTF8String.fromString(p.changeType)
+
+  override def next(): Boolean = rows.next()
+
+  override def get(): ColumnarBatch = {
+    val b = rows.get()
+    val n = b.numRows()
+    val kind = new ConstantColumnVector(n, StringType)
+    kind.setUtf8String(changeType)
+    val version = new ConstantColumnVector(n, LongType)
+    version.setLong(p.commitVersion)
+    val time = new ConstantColumnVector(n, TimestampType)
+    p.commitMicros match {
+      case Some(us) => time.setLong(us)
+      case None => time.setNull()
+    }
+    val cols: Array[ColumnVector] = (0 until b.numCols()).map(b.column).toArray ++ Array[ColumnVector](kind, version, time)
+    new ColumnarBatch(cols, n)
+  }
+
+  override def currentMetricsValues(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
+    rows.currentMetricsValues()
+
+  override def close(): Unit = rows.close()
+}
