@@ -62,10 +62,10 @@ test-scala: venv fixtures
 test-python: python
 	$(PY) -m pytest -q tests
 
-# A slice of the randomized differential tests (50 seeds per case, 5 Delta sequences) keeps
+# A slice of the randomized differential tests (50 seeds per case, 5 Delta sequences, 1 change-feed sequence) keeps
 # make test inside CI's budget; make test-long runs them at length.
 test-integration: python
-	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-50} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} \
+	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-50} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
 	  $(PY) -m pytest -q --durations=30 integration-tests
 
 # Each further Spark line, in a venv with that line's pip pyspark (issue 36): the real-Spark
