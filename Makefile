@@ -63,10 +63,12 @@ test-python: python
 	$(PY) -m pytest -q tests
 
 # A slice of the randomized differential tests (50 seeds per case, 5 Delta sequences, 1 change-feed sequence) keeps
-# make test inside CI's budget; make test-long runs them at length.
+# make test inside CI's budget; make test-long runs them at length. The modules run on two
+# pytest workers (pytest-xdist; a module and its Spark session stay on one worker;
+# PYTEST_WORKERS=1 runs them one after another).
 test-integration: python
 	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-50} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
-	  $(PY) -m pytest -q --durations=30 integration-tests
+	  $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --durations=30 integration-tests
 
 # Each further Spark line, in a venv with that line's pip pyspark (issue 36): the real-Spark
 # subset of integration-tests/test_spark_line.py with the bundle configure() picks for it
