@@ -114,23 +114,32 @@ object IndexBuild {
   /** The manifest's record of the index `plan` built, as pylance 14 writes
     * it: details of the type with an empty value, index version 0, the
     * dataset version it was built at and the fragments it covers. */
-  def metadata(plan: IndexBuildPlan): IndexMetadata = {
-    val u = UUID.fromString(plan.uuid)
+  def metadata(plan: IndexBuildPlan): IndexMetadata =
+    record(plan.uuid, plan.field.id, plan.name, plan.snapshot.version, plan.fragments,
+      IndexDetails.newBuilder().setTypeUrl(BuiltIndexType.typeUrl(plan.indexType)).build(), indexVersion = 0)
+
+  /** An index's record in the manifest as pylance 14 writes it: its uuid, the
+    * field it covers, its name, the dataset version it was built at, the
+    * fragments it covers (a serialized roaring bitmap), its details and index
+    * version, the time it was made. */
+  def record(uuid: String, fieldId: Int, name: String, datasetVersion: Long, fragments: RoaringBitmap,
+             details: IndexDetails, indexVersion: Int): IndexMetadata = {
+    val u = UUID.fromString(uuid)
     val uuidBytes = ByteBuffer.allocate(16).putLong(u.getMostSignificantBits).putLong(u.getLeastSignificantBits).array()
     val bitmap = {
-      val b = plan.fragments.clone()
+      val b = fragments.clone()
       val out = ByteBuffer.allocate(b.serializedSizeInBytes())
       b.serialize(out)
       out.array()
     }
     IndexMetadata.newBuilder()
       .setUuid(PbUuid.newBuilder().setUuid(ByteString.copyFrom(uuidBytes)))
-      .addFields(plan.field.id)
-      .setName(plan.name)
-      .setDatasetVersion(plan.snapshot.version)
+      .addFields(fieldId)
+      .setName(name)
+      .setDatasetVersion(datasetVersion)
       .setFragmentBitmap(ByteString.copyFrom(bitmap))
-      .setIndexDetails(IndexDetails.newBuilder().setTypeUrl(BuiltIndexType.typeUrl(plan.indexType)))
-      .setIndexVersion(0)
+      .setIndexDetails(details)
+      .setIndexVersion(indexVersion)
       .setCreatedAt(System.currentTimeMillis())
       .build()
   }

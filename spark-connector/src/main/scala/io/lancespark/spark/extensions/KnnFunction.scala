@@ -9,7 +9,6 @@ import org.apache.spark.sql.catalyst.expressions.{Cast, Expression, ExpressionIn
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
 import org.apache.spark.sql.types.{ArrayType, DataType, FloatType, LongType, StructField, StructType}
-import org.apache.spark.unsafe.types.UTF8String
 
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
@@ -45,16 +44,11 @@ object KnnFunction {
     Option(e.eval())
   }
 
-  private def string(args: Map[String, Expression], name: String): Option[String] = constant(args, name).map {
-    case s: UTF8String => s.toString
-    case other => fail(s"argument '$name' must be a string, got $other")
-  }
+  private def string(args: Map[String, Expression], name: String): Option[String] =
+    constant(args, name).map(ConstantArguments.string(name, _, fail))
 
-  private def int(args: Map[String, Expression], name: String): Option[Int] = constant(args, name).map {
-    case i: Int => i
-    case l: Long if l.isValidInt => l.toInt
-    case other => fail(s"argument '$name' must be an integer, got $other")
-  }
+  private def int(args: Map[String, Expression], name: String): Option[Int] =
+    constant(args, name).map(ConstantArguments.int(name, _, fail))
 
   def build(args: Seq[Expression]): Expression = {
     if (args.size < 4 || args.size > Positional.size)
@@ -70,10 +64,7 @@ object KnnFunction {
     refine.foreach(n => if (n <= 0) fail(s"argument 'refine_factor' must be positive, got $n"))
     val metric = string(a, "metric").map(m => DistanceMetric.parse(m).getOrElse(
       fail(s"argument 'metric' must be one of l2, cosine, dot, got '$m'"))).getOrElse(DistanceMetric.L2)
-    val useIndex = constant(a, "use_index").map {
-      case b: Boolean => b
-      case other => fail(s"argument 'use_index' must be true or false, got $other")
-    }.getOrElse(true)
+    val useIndex = constant(a, "use_index").map(ConstantArguments.boolean("use_index", _, fail)).getOrElse(true)
     val query = a("query")
     query.dataType match {
       case ArrayType(_, _) =>

@@ -121,21 +121,14 @@ object VectorSearchFunction {
     v
   }
 
-  private def string(args: Map[String, Expression], name: String): Option[String] = value(args, name).map {
-    case s: UTF8String => s.toString
-    case other => fail(s"argument '$name' must be a string, got $other")
-  }
+  private def string(args: Map[String, Expression], name: String): Option[String] =
+    value(args, name).map(ConstantArguments.string(name, _, fail))
 
-  private def int(args: Map[String, Expression], name: String): Option[Int] = value(args, name).map {
-    case i: Int => i
-    case l: Long if l.isValidInt => l.toInt
-    case other => fail(s"argument '$name' must be an integer, got $other")
-  }
+  private def int(args: Map[String, Expression], name: String): Option[Int] =
+    value(args, name).map(ConstantArguments.int(name, _, fail))
 
-  private def boolean(args: Map[String, Expression], name: String): Option[Boolean] = value(args, name).map {
-    case b: Boolean => b
-    case other => fail(s"argument '$name' must be true or false, got $other")
-  }
+  private def boolean(args: Map[String, Expression], name: String): Option[Boolean] =
+    value(args, name).map(ConstantArguments.boolean(name, _, fail))
 
   private def vector(args: Map[String, Expression]): Vector[Float] = {
     val e = args.getOrElse("query", fail("argument 'query' (the query vector) is required"))

@@ -1,6 +1,5 @@
 package io.lancespark.table.index.vector
 
-import java.nio.ByteBuffer
 import java.util.{Locale, UUID}
 
 import scala.collection.mutable.ArrayBuffer
@@ -12,10 +11,10 @@ import org.apache.arrow.vector.{Float4Vector, Float8Vector}
 import org.apache.arrow.vector.complex.FixedSizeListVector
 import org.roaringbitmap.RoaringBitmap
 
-import io.lancespark.proto.table.{IndexDetails, IndexMetadata, UUID => PbUuid}
+import io.lancespark.proto.table.{IndexDetails, IndexMetadata}
 import io.lancespark.schema.{LanceField, LanceFormatException, LogicalType}
 import io.lancespark.table.commit.{CommitSettings, Committer, CreateIndices}
-import io.lancespark.table.index.{IndexCatalog, IndexFileWriter}
+import io.lancespark.table.index.{IndexBuild, IndexCatalog, IndexFileWriter}
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, Snapshot}
@@ -289,27 +288,10 @@ object IvfBuild {
     * `/lance.index.pb.VectorIndexDetails` (metric, the flat storage marker and
     * the build parameters), index version 1, the dataset version it was built
     * at and the fragments it covers. */
-  def metadata(plan: IvfBuildPlan): IndexMetadata = {
-    val u = UUID.fromString(plan.uuid)
-    val uuidBytes = ByteBuffer.allocate(16).putLong(u.getMostSignificantBits).putLong(u.getLeastSignificantBits).array()
-    val bitmap = {
-      val b = plan.fragments.clone()
-      val out = ByteBuffer.allocate(b.serializedSizeInBytes())
-      b.serialize(out)
-      out.array()
-    }
-    IndexMetadata.newBuilder()
-      .setUuid(PbUuid.newBuilder().setUuid(ByteString.copyFrom(uuidBytes)))
-      .addFields(plan.field.id)
-      .setName(plan.name)
-      .setDatasetVersion(plan.snapshot.version)
-      .setFragmentBitmap(ByteString.copyFrom(bitmap))
-      .setIndexDetails(IndexDetails.newBuilder().setTypeUrl("/lance.index.pb.VectorIndexDetails")
-        .setValue(ByteString.copyFrom(details(plan))))
-      .setIndexVersion(1)
-      .setCreatedAt(System.currentTimeMillis())
-      .build()
-  }
+  def metadata(plan: IvfBuildPlan): IndexMetadata =
+    IndexBuild.record(plan.uuid, plan.field.id, plan.name, plan.snapshot.version, plan.fragments,
+      IndexDetails.newBuilder().setTypeUrl("/lance.index.pb.VectorIndexDetails")
+        .setValue(ByteString.copyFrom(details(plan))).build(), indexVersion = 1)
 
   /** VectorIndexDetails: 1 = metric (l2 0, cosine 1, dot 2), 8 = the flat
     * storage (an empty message), 9 = the build parameters (string map). */
