@@ -12,7 +12,7 @@ BUNDLES := target/bundles
 FIXTURES := spark-connector/target/fixtures
 
 
-.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration test-lines test-long demo bench bench-quick clean
+.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration test-lines line-venvs test-long demo bench bench-quick clean
 
 all: python
 
@@ -82,18 +82,27 @@ LINE_PYSPARKS := 3.5.9 4.0.5 4.1.4 4.3.0
 	.venv-spark-$*/bin/python -m pip install -q pyspark==$* -r requirements-line.txt
 	touch $@
 
-test-lines: python $(foreach v,$(LINE_PYSPARKS),.venv-spark-$(v)/.installed)
+line-venvs: $(foreach v,$(LINE_PYSPARKS),.venv-spark-$(v)/.installed)
+
+test-lines: python line-venvs
 	set -e; for v in $(LINE_PYSPARKS); do \
 	  echo "== Spark $$v"; \
 	  PYTHONPATH=python .venv-spark-$$v/bin/python -m pytest -q -p no:cacheprovider integration-tests/test_spark_line.py; \
 	done
 
-test: test-scala test-python test-integration test-lines
+# The line venvs (pip installs: mostly waiting on downloads and unpacking) are made in the
+# background while the Scala suites run (sbt runs one suite at a time; a core is free).
+test:
+	@mkdir -p target
+	@( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
+	$(MAKE) --no-print-directory test-scala test-python test-integration; rc=$$?; \
+	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
+	[ $$rc = 0 ] && $(MAKE) --no-print-directory test-lines
 
 # The randomized differential tests at length (make test runs 50 seeds per case and 5
 # Delta sequences), every commit point a writer can be killed at (make test kills it at
 # two), concurrent writer processes (make test: threads), a worker killed mid-MERGE (make
-# test: mid-write), a streaming driver killed 8 times (make test: twice), the whole pylance
+# test: mid-write), a streaming driver killed 8 times (make test: once), the whole pylance
 # read matrix (make test reads 4 of its 7 datasets), a history of 10,000 versions (make
 # test: 2,000), a table of 100,000 fragments (make test: 10,000), every core suite on 2.12.
 test-long: python fixtures

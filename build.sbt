@@ -77,6 +77,8 @@ lazy val core = (project in file("core"))
     Compile / PB.targets := Seq(PB.gens.java(protobufVersion) -> (Compile / sourceManaged).value),
     PB.protocVersion := protobufVersion,
     Test / fork := true,
+    // suites run two at a time in the forked JVM: many wait on pylance processes (a core idles)
+    Test / testForkedParallel := true,
     Test / javaOptions ++= testJavaOptions
   )
 

@@ -17,7 +17,7 @@ import pytest
 
 import concurrent_writers
 import s3_server
-from compare import assert_same, oracle_rows, spark_rows
+from compare import assert_same, assert_same_table, oracle_rows
 from conftest import new_session, long_only
 
 UNSAFE_BUCKET = "unsafe"
@@ -75,7 +75,7 @@ def test_write_read_and_dml_on_s3a(spark, s3):
     # pylance reads the same bucket and agrees, at the latest and at every version
     ds = _pylance(s3, "rw.lance")
     assert ds.version == 5
-    assert_same(spark_rows(got), oracle_rows(ds.to_table()), "Spark on S3 -> pylance on S3")
+    assert_same_table(got, ds.to_table(), "Spark on S3 -> pylance on S3")
     ops = [type(ds.read_transaction(v).operation).__name__ for v in range(1, 6)]
     assert ops == ["Overwrite", "Append", "Delete", "Update", "Update"], ops
     # a filtered scan prunes by statistics on S3 as on a local disk
@@ -89,7 +89,7 @@ def test_spark_reads_what_pylance_wrote_on_s3(spark, s3):
     lance.write_dataset(table, f"s3://{s3.bucket}/py.lance", storage_options=s3.storage_options(),
                         data_storage_version="2.0", max_rows_per_file=700)
     got = spark.read.format("lance").load(s3.url("py.lance"))
-    assert_same(spark_rows(got), oracle_rows(_pylance(s3, "py.lance").to_table()), "pylance on S3 -> Spark")
+    assert_same_table(got, _pylance(s3, "py.lance").to_table(), "pylance on S3 -> Spark")
 
 
 def _ids(s3, key: str, version: int | None = None) -> list[int]:
@@ -256,5 +256,5 @@ def test_random_tables_both_ways_on_s3(spark, s3, tmp_path, seed):
     key = f"diff/pylance-{seed}.lance"
     write_with_pylance(random_table(seed, maps=version == "2.2", max_rows=1500, max_bytes=1 << 20),
                        f"s3://{s3.bucket}/{key}", version, seed, storage_options=s3.storage_options())
-    assert_same(spark_rows(spark.read.format("lance").load(s3.url(key))), oracle_rows(_pylance(s3, key).to_table()),
+    assert_same_table(spark.read.format("lance").load(s3.url(key)), _pylance(s3, key).to_table(),
                 f"Spark on S3 reads pylance's {what}")

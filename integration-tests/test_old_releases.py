@@ -14,7 +14,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from compare import assert_same, oracle_rows, spark_rows
+from compare import assert_same, assert_same_table, oracle_rows, spark_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 import old_releases  # noqa: E402
@@ -50,12 +50,12 @@ def test_spark_reads_what_pylance_reads(spark, datasets, kind):
     df = spark.read.format("lance").load(path)
     assert df.count() == expected.num_rows                         # from the manifest (or its files)
     assert len(df.select("id").collect()) == expected.num_rows     # from the data
-    assert_same(spark_rows(df), oracle_rows(expected), kind)
+    assert_same_table(df, expected, kind)
     filtered = df.where("id % 3 = 1")
     # pylance's filtered scan refuses fragments without row counts ("Fragments are
     # missing row count stats"): filter its full read instead
     want = expected.filter(pa.array(expected["id"].to_numpy() % 3 == 1))
-    assert_same(spark_rows(filtered), oracle_rows(want), f"{kind} filtered")
+    assert_same_table(filtered, want, f"{kind} filtered")
 
 
 @pytest.mark.parametrize("kind", READABLE)
@@ -130,7 +130,7 @@ def test_delete_on_an_old_release_commits_the_counts(spark, datasets, tmp_path, 
             assert 0 < f.deletion_file.num_deleted_rows < f.physical_rows, f
     assert m.data_format.version == "2.0", m.data_format
     df = spark.read.format("lance").load(str(path))
-    assert_same(spark_rows(df), oracle_rows(after), f"{kind} after DELETE")
+    assert_same_table(df, after, f"{kind} after DELETE")
 
 
 # A slice of tests/test_reader_old_releases.py's property test, through Spark:

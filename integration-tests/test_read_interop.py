@@ -8,7 +8,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from compare import assert_same, oracle_rows, spark_rows
+from compare import assert_same_table
 from lance_datasets import build_history, deletion_suffixes
 
 # (file version, v2 manifest paths, stable row ids): every file version, and each
@@ -46,7 +46,7 @@ def test_every_version_matches_pylance(spark, histories, case):
         expected = lance.dataset(str(path), version=v).to_table()
         df = spark.read.format("lance").option("version", v).load(str(path))
         assert df.count() == expected.num_rows, f"count at version {v}"
-        assert_same(spark_rows(df), oracle_rows(expected), f"{case} version {v}")
+        assert_same_table(df, expected, f"{case} version {v}")
 
 
 @pytest.mark.parametrize("case", MATRIX, ids=lambda c: f"{c[0]}-v2paths{c[1]}-stable{c[2]}")
@@ -56,7 +56,7 @@ def test_projections_match_pylance(spark, histories, case):
     for cols in (["id", "s"], ["id", "st", "vec"], ["id", "lst_st", "z"], ["id", "ts_ns_tz", "u64", "f16"]):
         expected = lance.dataset(str(path)).to_table(columns=cols)
         df = spark.read.format("lance").load(str(path)).select(*cols)
-        assert_same(spark_rows(df), oracle_rows(expected), f"{case} columns {cols} at version {latest}")
+        assert_same_table(df, expected, f"{case} columns {cols} at version {latest}")
 
 
 def test_nested_field_projection(spark, histories):
@@ -90,7 +90,7 @@ def test_maps_and_null_structs_at_2_2(spark, tmp_path):
     expected = lance.dataset(str(path)).to_table()
     df = spark.read.format("lance").load(str(path))
     assert dict(df.dtypes)["m"] == "map<string,int>"
-    assert_same(spark_rows(df), oracle_rows(expected), "2.2 maps and null structs")
+    assert_same_table(df, expected, "2.2 maps and null structs")
     sub = df.select("id", "st.in.v").where("id % 10 = 3").orderBy("id").collect()
     want = [(r["id"], ((r["st"] or {}).get("in") or {}).get("v")) for r in expected.to_pylist() if r["id"] % 10 == 3]
     assert [(r["id"], r["v"]) for r in sub] == want

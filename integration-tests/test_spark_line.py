@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import lance_spark
-from compare import assert_same, oracle_rows, spark_rows
+from compare import assert_same, assert_same_table, oracle_rows, spark_rows
 from datagen import rich_table
 from lance_datasets import build_history
 
@@ -68,7 +68,7 @@ def test_reads_every_file_version_as_pylance(spark, tmp_path, version):
     expected = lance.dataset(str(path)).to_table()
     df = spark.read.format("lance").load(str(path))
     assert df.count() == expected.num_rows
-    assert_same(spark_rows(df), oracle_rows(expected), f"file version {version}")
+    assert_same_table(df, expected, f"file version {version}")
 
 
 @pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])

@@ -15,7 +15,7 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from compare import assert_same, oracle_rows, spark_rows
+from compare import assert_same, assert_same_table, oracle_rows, spark_rows
 from lance_spark import reader
 
 SCHEMA = T.StructType([
@@ -192,7 +192,7 @@ def test_pylance_appends_and_deletes_on_spark_written_data(spark, tmp_path):
     ds.delete("id % 10 = 0")
     expected = lance.dataset(path).to_table()
     got = spark.read.format("lance").load(path)
-    assert_same(spark_rows(got), oracle_rows(expected), "pylance edits of a Spark dataset")
+    assert_same_table(got, expected, "pylance edits of a Spark dataset")
     # and Spark appends after pylance
     spark.range(2000, 2010).withColumn("name", F.lit("s")).write.format("lance").mode("append").save(path)
     assert lance.dataset(path).count_rows() == expected.num_rows + 10
