@@ -12,6 +12,12 @@ Reproducible: sequence ``i`` comes from ``random.Random(f"{CDF_SEED}:{i}")``; ``
 Also: a version pylance appends reads as inserts, a compaction as nothing, an overwrite as
 deletes and inserts; a start version removed by a cleanup and bad option combinations fail
 naming the version or option; the SQL function returns what the DataFrame read returns.
+
+Streaming (``readStream`` with ``readChangeFeed``): a seeded sequence of INSERT, DELETE, UPDATE
+and MERGE (and a compaction) on a Delta and a Lance table, a ``Trigger.AvailableNow`` run of the
+stream from its checkpoint after each statement (one replaying a batch as after a crash): what
+the stream delivered equals the batch change feed of the same versions and, per statement,
+Delta's change feed; batches hold whole versions; options and a vacuumed start fail clearly.
 One Delta-enabled session for the module (the fixture of test_delta_differential).
 """
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from test_delta_differential import (COLS, DDL, DELTA_BUGS, SELECT, Gen, Stmt, Tables, _error_name,  # noqa: F401
-                                     _key, _rows, delta_spark, next_statements)
+                                     _key, _merge, _no_q, _rows, _source_view, delta_spark, next_statements)
 
 SEED = int(os.environ.get("CDF_SEED", "20261127"))
 SEQUENCES = int(os.environ.get("CDF_SEQUENCES", "2"))
@@ -295,3 +301,222 @@ def test_row_version_columns(delta_spark, tmp_path):
         .mode("append").save(str(path))
     v = lance.dataset(str(path)).version
     assert pylance(path) == ours(path) == {1: (1, 1), 2: (1, 1), 7: (v, v), 8: (v, v)}
+
+
+# -- the streaming change feed -------------------------------------------------------------------
+
+def _stream(spark, path, ckpt, got: List[Tuple[int, List[tuple]]], **opts) -> None:
+    """One Trigger.AvailableNow run of the change feed stream of `path` from checkpoint `ckpt`;
+    each micro-batch appended to `got` as (batch id, [(version, change type, *table columns)])."""
+    rd = spark.readStream.format("lance").option("readChangeFeed", "true")
+    for k, v in opts.items():
+        rd = rd.option(k, str(v))
+    df = rd.load(str(path))
+    cols = [c for c in df.columns if c not in CDF_COLS]
+
+    def collect(batch, batch_id):
+        got.append((batch_id, [(r["_commit_version"], r["_change_type"]) + tuple(r[c] for c in cols)
+                               for r in batch.collect()]))
+
+    q = (df.writeStream.foreachBatch(collect).option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start())
+    try:
+        q.awaitTermination()
+    finally:
+        q.stop()
+    assert q.exception() is None, q.exception()
+
+
+def _delivered(got: List[Tuple[int, List[tuple]]]) -> Dict[int, List[tuple]]:
+    """The rows of each batch id (a replayed batch must deliver what it delivered before)."""
+    out: Dict[int, List[tuple]] = {}
+    for bid, rows in got:
+        if bid in out:
+            assert sorted(out[bid], key=_key) == sorted(rows, key=_key), f"batch {bid} replayed other rows"
+        out[bid] = rows
+    return out
+
+
+def _by_version(rows) -> Dict[int, Counter]:
+    out: Dict[int, Counter] = {}
+    for r in rows:
+        out.setdefault(int(r[0]), Counter())[tuple(r[1:])] += 1
+    return out
+
+
+STREAM_KINDS = ("delete", "update", "merge", "compact", "insert", "merge", "delete")
+
+
+def _statement(g: Gen, rows_now: List[tuple], step: int, kind: str) -> List[Stmt]:
+    r = g.r
+    if kind == "insert":
+        rows = [g.row(i) for i in g.fresh_ids(r.randrange(1, 8))]
+        return [Stmt(f"INSERT INTO {{T}} VALUES {g.values_sql(rows)}", "insert")]
+    if kind == "delete":
+        return [Stmt(f"DELETE FROM {{T}} WHERE {g.pred(_no_q)}", "delete")]
+    if kind == "update":
+        return [Stmt(f"UPDATE {{T}} SET {g.assignments(_no_q)} WHERE {g.pred(_no_q)}", "update")]
+    view = f"srcs{g.tag}_{step}"
+    v, _ = _source_view(g, view, rows_now, r.randrange(3, 20))
+    return [v, Stmt(_merge(g, view, False), "merge")]
+
+
+def test_streaming_change_feed(delta_spark, tmp_path):
+    """A seeded sequence on Delta and Lance tables, the Lance change feed streamed (AvailableNow
+    runs from one checkpoint after each statement, some with maxFilesPerTrigger=1, one replaying
+    its last batch): the union of the batches equals the batch change feed over the same versions
+    and, statement by statement, Delta's change feed; every version in exactly one batch."""
+    import lance
+
+    spark = delta_spark
+    r = random.Random(f"{SEED}:stream")
+    g = Gen(r, "cdfs")
+    spark.conf.set("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "true")
+    tabs = Tables(spark, dv=True)
+    ckpt = tmp_path / "ckpt"
+    got: List[Tuple[int, List[tuple]]] = []
+    ranges_l: List[Tuple[int, int]] = []
+    ranges_d: List[Tuple[int, int]] = []
+    done: List[Stmt] = []
+    try:
+        l_start = _lance_version(tabs.lance_path)
+        rows = [g.row(i) for i in r.sample(range(0, 400), 60)]
+        first = Stmt(f"INSERT INTO {{T}} SELECT /*+ REPARTITION(3, id) */ * FROM VALUES "
+                     f"{g.values_sql(rows)} AS v({SELECT})", "insert")
+        d_before = _delta_version(tabs)
+        for t in (tabs.delta, tabs.lance):
+            spark.sql(first.render(t))
+        ranges_l.append((l_start, _lance_version(tabs.lance_path)))
+        ranges_d.append((d_before, _delta_version(tabs)))
+        done.append(first)
+        # no startingVersion: the first batch is the table as it is (its rows as inserts of its version)
+        _stream(spark, tabs.lance_path, ckpt, got)
+        state = _rows(spark, tabs.lance)
+        for step, kind in enumerate(STREAM_KINDS):
+            if kind == "compact":       # pylance compacts: the stream delivers nothing for it
+                lance.dataset(str(tabs.lance_path)).optimize.compact_files()
+            else:
+                for st in _statement(g, state, step, kind):
+                    if st.kind == "view":
+                        spark.sql(st.sql)
+                        continue
+                    lv, dv = _lance_version(tabs.lance_path), _delta_version(tabs)
+                    errs = []
+                    for t in (tabs.delta, tabs.lance):
+                        try:
+                            spark.sql(st.render(t))
+                            errs.append(None)
+                        except Exception as e:  # noqa: BLE001 - compared below
+                            errs.append(_error_name(e))
+                    if errs[0] is not None and any(b in errs[0] for b in DELTA_BUGS):
+                        pytest.xfail(f"DELTA_BUG: {errs[0]}")
+                    assert (errs[0] is None) == (errs[1] is None), (st.sql, errs)
+                    ranges_l.append((lv, _lance_version(tabs.lance_path)))
+                    ranges_d.append((dv, _delta_version(tabs)))
+                    done.append(st)
+                state = _rows(spark, tabs.lance)
+            if step == 3:               # as if the driver died before recording its last batch as done
+                last = max(int(p.name) for p in (ckpt / "commits").iterdir() if p.name.isdigit())
+                (ckpt / "commits" / str(last)).unlink()
+                for crc in (ckpt / "commits").glob(f".{last}.crc"):
+                    crc.unlink()
+            _stream(spark, tabs.lance_path, ckpt, got, **({"maxFilesPerTrigger": 1} if step % 2 else {}))
+        batches = _delivered(got)
+        streamed = [row for rows in batches.values() for row in rows]
+        # a version is never split between batches
+        owner: Dict[int, int] = {}
+        for bid, rows in batches.items():
+            for v in {row[0] for row in rows}:
+                assert owner.setdefault(v, bid) == bid, f"version {v} in batches {owner[v]} and {bid}"
+        assert len([b for b, _ in got if b in batches]) > len(batches)     # the replayed batch
+        # the batch change feed over the same versions
+        batch_feed = spark.read.format("lance").option("readChangeFeed", "true") \
+            .option("startingVersion", l_start + 1).load(str(tabs.lance_path))
+        cols = [c for c in batch_feed.columns if c not in CDF_COLS]
+        expected = [(r_["_commit_version"], r_["_change_type"]) + tuple(r_[c] for c in cols)
+                    for r_ in batch_feed.collect()]
+        assert Counter(streamed) == Counter(expected), (
+            f"only streamed: {_show(Counter(streamed) - Counter(expected))}; "
+            f"only in the batch feed: {_show(Counter(expected) - Counter(streamed))}")
+        assert {row[1] for row in streamed} >= {"insert", "delete", "update_preimage", "update_postimage"}
+        # statement by statement, Delta's change feed
+        delta_cf = _changes(spark.read.format("delta").option("readChangeFeed", "true")
+                            .option("startingVersion", d_before + 1).table(tabs.delta))
+        lance_cf = _by_version([(row[0], row[1]) + tuple(row[2 + cols.index(c)] for c in COLS) for row in streamed])
+        for i, (a, b) in enumerate(zip(_per_statement(delta_cf, ranges_d), _per_statement(lance_cf, ranges_l))):
+            assert a == b, (f"CDF_SEED={SEED} statement {i} ({done[i].kind}): {done[i].sql}\n"
+                            f"  only in Delta: {_show(a - b)}\n  only streamed: {_show(b - a)}")
+    finally:
+        tabs.drop()
+
+
+def test_streaming_change_feed_options(delta_spark, tmp_path):
+    """startingVersion (whole versions per batch with maxFilesPerTrigger), startingTimestamp,
+    latest; a compaction delivers nothing; options that do not apply, a vacuumed start and a
+    catalog table's readStream fail naming them."""
+    import datetime as dt
+
+    import lance
+    import pyarrow as pa
+
+    spark = delta_spark
+    path = tmp_path / "s.lance"
+    t = lambda ids: pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids])})  # noqa: E731
+    lance.write_dataset(t([1, 2, 3]), str(path), max_rows_per_file=2)   # 1: two fragments
+    lance.write_dataset(t([4, 5]), str(path), mode="append")            # 2
+    lance.dataset(str(path)).delete("id = 2")                           # 3
+    lance.dataset(str(path)).optimize.compact_files()                   # 4 (5): a rewrite
+    lance.write_dataset(t([6]), str(path), mode="append")               # last
+    last = _lance_version(path)
+    ins = lambda v, *ids: [(v, "insert", i, f"v{i}") for i in ids]  # noqa: E731
+
+    got: List[Tuple[int, List[tuple]]] = []
+    _stream(spark, path, tmp_path / "c1", got, startingVersion=1, maxFilesPerTrigger=1)
+    batches = [sorted(rows) for _, rows in got]
+    # version 1's two fragments together (never split), then one version a batch; the compaction's
+    # versions come with the next version's batch (they cost nothing) and deliver nothing
+    assert [b for b in batches if b] == [ins(1, 1, 2, 3), ins(2, 4, 5), [(3, "delete", 2, "v2")], ins(last, 6)]
+    assert all({row[0] for row in b} == {b[0][0]} for b in batches if b)
+
+    # startingTimestamp: from the first version committed at or after it
+    ts = {v["version"]: v["timestamp"] for v in lance.dataset(str(path)).versions()}
+    got = []
+    _stream(spark, path, tmp_path / "c2", got, startingTimestamp=ts[3].astimezone(dt.timezone.utc).isoformat())
+    assert sorted(row for _, rows in got for row in rows) == [(3, "delete", 2, "v2")] + ins(last, 6)
+
+    # latest: only what is committed after the stream starts; the restart resumes after it
+    got = []
+    _stream(spark, path, tmp_path / "c3", got, startingVersion="latest")
+    assert [row for _, rows in got for row in rows] == []
+    lance.dataset(str(path)).update({"v": "'u'"}, where="id = 6")
+    _stream(spark, path, tmp_path / "c3", got, startingVersion="latest")
+    assert sorted(row for _, rows in got for row in rows) == [
+        (last + 1, "update_postimage", 6, "u"), (last + 1, "update_preimage", 6, "v6")]
+
+    n = iter(range(100))
+
+    def fails(**o) -> str:
+        return _error(lambda: _stream(spark, path, tmp_path / f"e{next(n)}", [], **o))
+
+    assert "endingVersion" in fails(startingVersion=1, endingVersion=2)
+    assert "skipChangeCommits" in fails(skipChangeCommits="true")
+    msg = fails(startingVersion=last + 9)
+    assert f"startingVersion {last + 9}" in msg and "latest version" in msg, msg
+    lance.dataset(str(path)).cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
+    msg = fails(startingVersion=2)
+    assert "startingVersion 2" in msg and "version 2 no longer exists" in msg and "cleanup" in msg, msg
+    # a catalog table cannot add the change columns to its schema: the error names the path read
+    spark.sql("CREATE TABLE lance.default.cfs_cat (id BIGINT)")
+    try:
+        def run():
+            q = (spark.readStream.format("lance").option("readChangeFeed", "true").table("lance.default.cfs_cat")
+                 .writeStream.format("console").option("checkpointLocation", str(tmp_path / "ccat")).start())
+            try:
+                q.awaitTermination(60)
+            finally:
+                q.stop()
+
+        msg = _error(run)
+        assert "readStream" in msg and "readChangeFeed" in msg and "cfs_cat" in msg, msg
+    finally:
+        spark.sql("DROP TABLE IF EXISTS lance.default.cfs_cat")

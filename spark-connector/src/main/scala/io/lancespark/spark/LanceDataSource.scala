@@ -35,7 +35,7 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
     val asked = options.asCaseSensitiveMap().asScala.toMap
     // a stream's sink may create the dataset: no schema yet (a read of the table still fails, naming the path)
     val target = ReadOptions.target(asked)
-    if (ChangeFeedOptions.parse(asked).isDefined)  // the table's columns and the change columns
+    if (ChangeFeedOptions.requested(asked))  // the table's columns and the change columns
       ChangeFeedColumns.schema(TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(target).schema), target.path)
     else LanceDataSource.snapshotIfExists(target).fold(new StructType())(s =>
       LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(s.schema), NearestOptions.parse(asked).isDefined))

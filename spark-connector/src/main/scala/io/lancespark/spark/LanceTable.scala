@@ -14,7 +14,7 @@ import org.apache.spark.sql.connector.write.{LogicalWriteInfo, RowLevelOperation
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
-import io.lancespark.spark.options.{ChangeFeedConf, ChangeFeedOptions, NearestConf, NearestOptions, OptionSource, ReadConf, ReadOptions, ReadTarget}
+import io.lancespark.spark.options.{ChangeFeedOptions, NearestConf, NearestOptions, OptionSource, ReadConf, ReadOptions, ReadTarget}
 import io.lancespark.spark.read.{ChangeFeedColumns, LanceChangeFeedScanBuilder, LanceScanBuilder}
 import io.lancespark.spark.write.{LanceDeltaOperation, LanceWriteBuilder, MetadataDelete}
 import io.lancespark.table.storage.Snapshot
@@ -51,8 +51,8 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
   /** The read's nearest-neighbour search (`nearest.*` options), if any. */
   private lazy val nearest: Option[NearestConf] = NearestOptions.parse(tableOptions)
 
-  /** The read's change feed (`readChangeFeed` and its options), if any. */
-  private lazy val changeFeed: Option[ChangeFeedConf] = ChangeFeedOptions.parse(tableOptions)
+  /** Whether the read is a change feed's (`readChangeFeed`; its other options are read by its scan). */
+  private lazy val changeFeed: Boolean = ChangeFeedOptions.requested(tableOptions)
 
   /** The table's own columns. */
   private lazy val dataSchema: StructType =
@@ -62,7 +62,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
     * creates it with its first batch. Reads still fail, naming the path, when
     * their scan opens the snapshot. A change feed read adds its change columns. */
   override lazy val schema: StructType =
-    if (changeFeed.isDefined) ChangeFeedColumns.schema(dataSchema, snapshot.storage.uri)
+    if (changeFeed) ChangeFeedColumns.schema(dataSchema, snapshot.storage.uri)
     else if (existing.isEmpty) dataSchema
     else LanceTable.withDistance(dataSchema, nearest.isDefined)
 
@@ -81,19 +81,20 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 
   override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder = {
     val scanOptions = opts.asCaseSensitiveMap().asScala.toMap
-    if (changeFeed.isEmpty && ChangeFeedOptions.parse(scanOptions).isDefined)
+    // a catalog table's schema is fixed before the scan's options are seen: it cannot add the change columns
+    if (!changeFeed && ChangeFeedOptions.requested(scanOptions))
       throw new IllegalArgumentException(s"${name()}: readChangeFeed is read by " +
-        "spark.read.format(\"lance\").option(\"readChangeFeed\", \"true\").option(\"startingVersion\", n).load(<path>) " +
-        "or the SQL function lance_table_changes('<table>', <start> [, <end>]), not by reads of catalog tables")
-    changeFeed match {
-      case Some(cf) =>
-        if (nearest.isDefined)
-          throw new IllegalArgumentException(s"${name()}: a change feed read takes no nearest-neighbour options")
-        if (target.pinned) throw new IllegalArgumentException(s"${name()}: a change feed read takes no version or " +
-          "tag option: give startingVersion and endingVersion")
-        new LanceChangeFeedScanBuilder(snapshot, dataSchema, cf, readConf(scanOptions))
-      case None => scanBuilder(scanOptions)
-    }
+        "spark.read.format(\"lance\").option(\"readChangeFeed\", \"true\").option(\"startingVersion\", n).load(<path>), " +
+        "the SQL function lance_table_changes('<table>', <start> [, <end>]) or, as a stream, " +
+        "spark.readStream.format(\"lance\").option(\"readChangeFeed\", \"true\").load(<path>) " +
+        s"(the table's path: ${snapshot.storage.uri}), not by reads of catalog tables")
+    if (changeFeed) {
+      if (nearest.isDefined)
+        throw new IllegalArgumentException(s"${name()}: a change feed read takes no nearest-neighbour options")
+      if (target.pinned) throw new IllegalArgumentException(s"${name()}: a change feed read takes no version or " +
+        "tag option: give startingVersion and endingVersion")
+      new LanceChangeFeedScanBuilder(snapshot, dataSchema, tableOptions ++ scanOptions, readConf(scanOptions))
+    } else scanBuilder(scanOptions)
   }
 
   private def scanBuilder(scanOptions: Map[String, String]): ScanBuilder = {

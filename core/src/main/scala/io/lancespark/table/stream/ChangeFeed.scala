@@ -50,7 +50,21 @@ final class ChangeFeed(val storage: DatasetStorage) {
 
   def latest: Long = latestSeen.version
 
-  private def exists(v: Long): Boolean = VersionLookup.namingOf(storage, v).isDefined
+  /** The latest version now (a stream asks again at every trigger). */
+  def latestNow: Option[Long] = Dataset.latest(storage).map(_.version)
+
+  /** Whether version `v`'s manifest still exists (not removed by a cleanup). */
+  def exists(v: Long): Boolean = VersionLookup.namingOf(storage, v).isDefined
+
+  /** The oldest version still readable. */
+  def earliest: Option[Long] = History.list(storage).map(_.version).sorted.headOption
+
+  /** Version `v`'s rows, all of them, as inserts: a stream's first snapshot. */
+  def snapshotOf(v: Long): CommitChanges = {
+    val s = open(v, "the stream's first snapshot")
+    CommitChanges(v, s.timestamp, "snapshot",
+      s.fragments.filter(_.numRows > 0).sortBy(_.id).map(f => all(v, f, ChangeType.Insert)))
+  }
 
   private def missing(v: Long, why: String): LanceFormatException =
     new LanceFormatException(s"${storage.uri}: version $v, which the change feed needs ($why), " +

@@ -33,7 +33,11 @@ object ChangeFeedOptions {
   private val All: Seq[LanceOption[_]] = Seq(ReadChangeFeed, StartingVersion, StartingTimestamp, EndingVersion,
     EndingTimestamp)
 
-  /** The read's change feed, when its own options ask for one (`readChangeFeed` true). */
+  /** Whether the read's own options ask for its change feed (`readChangeFeed` true). */
+  def requested(explicit: Map[String, String]): Boolean =
+    new OptionSource(explicit, _ => None, Map.empty, All, "change feed read").getOrElse(ReadChangeFeed, false)
+
+  /** The batch read's change feed, when its own options ask for one (`readChangeFeed` true). */
   def parse(explicit: Map[String, String]): Option[ChangeFeedConf] = {
     val own = new OptionSource(explicit, _ => None, Map.empty, All, "change feed read")
     if (!own.getOrElse(ReadChangeFeed, false)) None

@@ -10,7 +10,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.spark.SerializableHadoopConf
-import io.lancespark.spark.options.{ChangeFeedBound, ChangeFeedConf, ReadConf}
+import io.lancespark.spark.options.{ChangeFeedBound, ChangeFeedOptions, ReadConf}
 import io.lancespark.table.plan.{FragmentPiece, PartitionPlanner}
 import io.lancespark.table.storage.Snapshot
 import io.lancespark.table.stream.{ChangeFeed, CommitChanges}
@@ -40,12 +40,28 @@ object ChangeFeedColumns {
   * (see [[ChangeFeed]]), as the table's columns (of `snapshot`, the version
   * the read opened) plus `_change_type`, `_commit_version` and
   * `_commit_timestamp`. The rows are read with the batch scan's fragment
-  * readers, restricted to the changed rows of each version read. */
-final class LanceChangeFeedScanBuilder(snapshot: Snapshot, dataSchema: StructType, conf: ChangeFeedConf,
+  * readers, restricted to the changed rows of each version read.
+  *
+  * `options`: the read's options. A batch read takes its range from them
+  * (startingVersion/startingTimestamp, endingVersion/endingTimestamp); a
+  * stream (`spark.readStream`) its start and admission control (see
+  * [[io.lancespark.spark.streaming.LanceChangeFeedStream]]). */
+final class LanceChangeFeedScanBuilder(snapshot: Snapshot, dataSchema: StructType, options: Map[String, String],
     read: ReadConf) extends ScanBuilder {
-  override def build(): Scan = {
+  override def build(): Scan = new LanceChangeFeedScan(snapshot, dataSchema, options, read)
+}
+
+final class LanceChangeFeedScan(snapshot: Snapshot, dataSchema: StructType, options: Map[String, String],
+    read: ReadConf) extends Scan with Batch {
+
+  private val uri = snapshot.storage.uri
+
+  /** The versions a batch read returns, each with its changes (checked and computed on first use: a stream's
+    * options need not name a start). */
+  private lazy val commits: Vector[CommitChanges] = {
+    val conf = ChangeFeedOptions.parse(options).getOrElse(
+      throw new IllegalStateException(s"$uri: not a change feed read"))
     val feed = new ChangeFeed(snapshot.storage)
-    val uri = snapshot.storage.uri
     val start = conf.start match {
       case ChangeFeedBound.AtVersion(v) => v
       case ChangeFeedBound.AtTime(t) => feed.firstAtOrAfter(t).getOrElse(throw new IllegalArgumentException(
@@ -56,43 +72,48 @@ final class LanceChangeFeedScanBuilder(snapshot: Snapshot, dataSchema: StructTyp
       case ChangeFeedBound.AtTime(t) => feed.lastAtOrBefore(t).getOrElse(throw new IllegalArgumentException(
         s"$uri: the change feed's endingTimestamp $t is before the first commit"))
     }
-    new LanceChangeFeedScan(snapshot, dataSchema, feed.between(start, end), read)
+    feed.between(start, end)
   }
-}
-
-final class LanceChangeFeedScan(snapshot: Snapshot, dataSchema: StructType, commits: Vector[CommitChanges],
-    read: ReadConf) extends Scan with Batch {
-
-  private val uri = snapshot.storage.uri
 
   override def readSchema(): StructType = ChangeFeedColumns.schema(dataSchema, uri)
 
-  override def description(): String =
-    s"LanceChangeFeed($uri, versions=${commits.headOption.map(_.version).getOrElse("-")}.." +
-      s"${commits.lastOption.map(_.version).getOrElse("-")}, parts=${commits.map(_.rows.size).sum})"
+  override def description(): String = scala.util.Try(commits).toOption.fold(s"LanceChangeFeed($uri)") { cs =>
+    s"LanceChangeFeed($uri, versions=${cs.headOption.map(_.version).getOrElse("-")}.." +
+      s"${cs.lastOption.map(_.version).getOrElse("-")}, parts=${cs.map(_.rows.size).sum})"
+  }
 
   override def toBatch: Batch = this
 
   override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ScanMetrics.all
 
+  /** `spark.readStream.format("lance").option("readChangeFeed", "true")`: the changes of each new version. */
   override def toMicroBatchStream(checkpointLocation: String): org.apache.spark.sql.connector.read.streaming.MicroBatchStream =
-    throw new UnsupportedOperationException(s"$uri: a streaming change feed (readStream with readChangeFeed) is not " +
-      "supported yet; read the change feed as a batch (spark.read), or stream the appended rows without readChangeFeed")
+    new io.lancespark.spark.streaming.LanceChangeFeedStream(snapshot, dataSchema, read,
+      io.lancespark.spark.streaming.LanceChangeFeedStream.conf(options, uri))
 
-  override def planInputPartitions(): Array[InputPartition] = {
-    val split = read.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, dataSchema))
+  override def planInputPartitions(): Array[InputPartition] =
+    ChangeFeedPlanning.partitions(commits, read.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, dataSchema)))
+
+  override def createReaderFactory(): PartitionReaderFactory = ChangeFeedPlanning.readerFactory(snapshot, dataSchema, read)
+}
+
+/** The input partitions and readers of change feed reads, batch and streaming. */
+object ChangeFeedPlanning {
+  /** Each version's changed rows, fragment by fragment, cut into partitions of at most `split` rows. */
+  def partitions(commits: Vector[CommitChanges], split: Long): Array[InputPartition] =
     commits.flatMap { c =>
       val micros = c.timestamp.map(t => t.getEpochSecond * 1000000L + t.getNano / 1000L)
       c.rows.flatMap { r =>
         PartitionPlanner.chunks(r.ranges, split).map { ranges =>
           ChangeFeedPartition(LanceInputPartition(Vector(FragmentPiece(r.fragment, ranges, first = true))),
-            r.changeType.name, c.version, micros, r.readVersion)
+            r.changeType.name, c.version, micros, r.readVersion): InputPartition
         }
       }
     }.toArray
-  }
 
-  override def createReaderFactory(): PartitionReaderFactory = {
+  /** Readers of the table's columns `dataSchema` (as `snapshot` names them) plus the change columns. */
+  def readerFactory(snapshot: Snapshot, dataSchema: StructType, read: ReadConf): PartitionReaderFactory = {
+    val uri = snapshot.storage.uri
     val fields = dataSchema.fields.toSeq.map(f => snapshot.schema.field(f.name).getOrElse(
       throw new LanceFormatException(s"$uri: no column '${f.name}'")))
     ChangeFeedReaderFactory(LanceReaderFactory(uri, snapshot.version, snapshot.schema, fields, dataSchema, Nil,
