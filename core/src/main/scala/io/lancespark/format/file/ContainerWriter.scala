@@ -87,6 +87,12 @@ abstract class ContainerWriter(out: OutputStream, major: Int, minor: Int) extend
     pages(column).size - 1
   }
 
+  /** Writes `len` bytes of `src` from `index` out of line (no page: a blob
+    * value, described by its column's pages), 64-byte aligned; returns where
+    * they start in the file. */
+  protected final def writeOutOfLine(src: org.apache.arrow.memory.ArrowBuf, index: Long, len: Long): Long =
+    pos.writeAligned(src, index, len)
+
   /** Whether a column has pages. */
   protected final def hasPages(column: Int): Boolean = pages(column).nonEmpty
 
