@@ -58,10 +58,11 @@ def _reader_values(path: str) -> dict[int, bytes | None]:
     return dict(zip(t.column("id").to_pylist(), t.column("img").to_pylist()))
 
 
-def _to_table_sizes(path: str) -> dict[int, int | None]:
-    """pylance's `to_table` gives a blob column's descriptions: {id: size} (None: null)."""
+def _to_table_descriptions(path: str) -> dict[int, tuple[int, int] | None]:
+    """pylance's `to_table` gives a blob column's descriptions: {id: (position, size)}."""
     t = lance.dataset(path).to_table(columns=["id", "img"])
-    return {i: None if d is None else d["size"] for i, d in zip(t.column("id").to_pylist(), t.column("img").to_pylist())}
+    return {i: None if d is None else (d["position"], d["size"])
+            for i, d in zip(t.column("id").to_pylist(), t.column("img").to_pylist())}
 
 
 def _check_all(spark, path: str, expected: dict[int, bytes | None]) -> None:
@@ -70,12 +71,18 @@ def _check_all(spark, path: str, expected: dict[int, bytes | None]) -> None:
     f = ds.schema.field("img")
     assert f.type == pa.large_binary() and (f.metadata or {}).get(BLOB_KEY) == b"true", f
     assert _digest(_pylance_values(path)) == want
-    assert _to_table_sizes(path) == {k: None if v is None else len(v) for k, v in expected.items()}
+    # sizes as written; a null is None at 2.1 and, as pylance shows its own 2.0 nulls, (1, 0) at 2.0
+    null = (1, 0) if ds.data_storage_version == "2.0" else None
+    got = _to_table_descriptions(path)
+    assert {k: None if d is None else d[1] for k, d in got.items()} == \
+        {k: None if v is None else len(v) for k, v in expected.items() if v is not None or null is None} | \
+        {k: 0 for k, v in expected.items() if v is None and null is not None}
+    assert all(got[k] == null for k, v in expected.items() if v is None)
     assert _digest(_spark_values(spark, path)) == want
     assert _digest(_reader_values(path)) == want
 
 
-@pytest.mark.parametrize("version", ["2.1"])
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
 def test_spark_writes_blob_columns_pylance_reads(spark, tmp_path, version):
     rng = np.random.default_rng(5)
     sizes = [0, 1, 63, 64, 65, 4096, MIB, 16 * MIB, 16 * MIB - 1, 3 * MIB, 16 * MIB] + \
@@ -95,10 +102,11 @@ def test_spark_writes_blob_columns_pylance_reads(spark, tmp_path, version):
     _check_all(spark, path, expected)
 
 
-def test_appends_both_ways(spark, tmp_path):
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_appends_both_ways(spark, tmp_path, version):
     path = str(tmp_path / "a.lance")
     a = _values([10, 0, 5000, 70_000, 3], 1)
-    _spark_write(spark, path, a, "2.1", blobColumns="img")
+    _spark_write(spark, path, a, version, blobColumns="img")
     # pylance appends to the Spark-written blob table
     b = _values([100, 2 * MIB, 0, 9, 9], 2)
     schema = lance.dataset(path).schema
@@ -106,8 +114,8 @@ def test_appends_both_ways(spark, tmp_path):
     lance.write_dataset(t, path, mode="append")
     # Spark appends to it again (the column is a blob column already: no option needed, the option accepted)
     c = _values([7, 300_000, 1], 3)
-    _spark_write(spark, path, c, "2.1", mode="append", start=200)
-    _spark_write(spark, path, c, "2.1", mode="append", start=300, blobColumns="img")
+    _spark_write(spark, path, c, version, mode="append", start=200)
+    _spark_write(spark, path, c, version, mode="append", start=300, blobColumns="img")
     expected = {**dict(enumerate(a)), **{100 + i: v for i, v in enumerate(b)},
                 **{200 + i: v for i, v in enumerate(c)}, **{300 + i: v for i, v in enumerate(c)}}
     _check_all(spark, path, expected)
@@ -144,6 +152,14 @@ def test_bad_blob_columns_fail_before_writing(spark, tmp_path, option, problem):
     with pytest.raises(Exception) as e:
         _spark_write(spark, path, [b"x"], "2.1", blobColumns=option)
     assert "blobColumns" in str(e.value) and problem in str(e.value)
+    assert not os.path.exists(path)
+
+
+def test_blob_columns_at_2_2_refused_for_now(spark, tmp_path):
+    path = str(tmp_path / "v22.lance")
+    with pytest.raises(Exception) as e:
+        _spark_write(spark, path, [b"x"], "2.2", blobColumns="img")
+    assert "blobColumns" in str(e.value) and "2.2" in str(e.value) and "fileVersion=2.1" in str(e.value)
     assert not os.path.exists(path)
 
 

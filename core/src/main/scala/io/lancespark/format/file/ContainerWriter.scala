@@ -47,6 +47,10 @@ abstract class ContainerWriter(out: OutputStream, major: Int, minor: Int) extend
   /** Refuses what this version cannot store of a vector (checked to match its field). */
   protected def checkStorable(field: LanceField, vector: FieldVector, path: String): Unit = ()
 
+  /** A column's own column encoding (a `lance.encodings.ColumnEncoding`
+    * message); None: plain values. */
+  protected def columnEncoding(column: Int): Option[ByteString] = None
+
   /** Writes what is still buffered, before the tail. */
   protected def finishPages(): Unit
 
@@ -148,7 +152,8 @@ abstract class ContainerWriter(out: OutputStream, major: Int, minor: Int) extend
         fail("global buffers added to a file that also writes page statistics")
       val extra = own.copy(buffers = own.buffers ++ userGlobals.toList)
       val metadata = (Map.newBuilder[String, ByteString] ++= schema.metadataProto ++= extra.metadata).result()
-      val size = FileTail.write(pos, schema, metadata, rowsWritten, pages.map(_.toSeq), extra.buffers, major, minor)
+      val size = FileTail.write(pos, schema, metadata, rowsWritten, pages.map(_.toSeq), extra.buffers, major, minor,
+        columnEncoding)
       out.close()
       state = "finished"
       WrittenFile(rowsWritten, columnFields.map(_.id), columnFields.indices.toVector, size)

@@ -31,11 +31,11 @@ object SparkToArrow {
     }.asJava)
   }
 
-  /** Field metadata of a blob v1 column (file version 2.1). */
+  /** Field metadata of a blob v1 column (file versions 2.0, 2.1). */
   val BlobMetadataKey: String = "lance-encoding:blob"
 
   /** A BINARY column stored as a blob: `large_binary` with `lance-encoding:blob`
-    * (blob v1, file version 2.1). */
+    * (blob v1, file versions 2.0 and 2.1). */
   private def blobField(name: String, nullable: Boolean): Field =
     new Field(name, new FieldType(nullable, ArrowType.LargeBinary.INSTANCE, null,
       java.util.Map.of(BlobMetadataKey, "true")), null)
@@ -55,10 +55,11 @@ object SparkToArrow {
         case _ => ()
       }
     }
-    if (blobs.nonEmpty && version != DataFileVersion.V2_1)
+    if (blobs.nonEmpty && version.minor >= 2)
       throw new IllegalArgumentException(
         s"option blobColumns (${blobs.toSeq.sorted.mkString(", ")}): this connector writes blob columns at " +
-          s"file version 2.1 (blob v1), not at $version; write the dataset with option fileVersion=2.1")
+          s"file versions 2.0 and 2.1 (blob v1), not yet at $version (blob v2); write the dataset with option " +
+          "fileVersion=2.1")
   }
 
   /** Spark keeps CHAR(n)/VARCHAR(n) as STRING plus this metadata key; Lance
