@@ -16,6 +16,8 @@ import pytest
 
 from conftest import long_only
 from lance_spark import reader
+from lance_spark.reader.format.file_v2 import FileV2Reader
+from lance_spark.reader.format.file_v21 import FileV21Reader
 
 MIB = 1 << 20
 BLOB_KEY = b"lance-encoding:blob"
@@ -100,6 +102,26 @@ def test_spark_writes_blob_columns_pylance_reads(spark, tmp_path, version):
     expected = {i: v for i, v in enumerate(vals) if i % 11 != 10}
     assert any(v is None for v in expected.values()) and any(v == b"" for v in expected.values())
     _check_all(spark, path, expected)
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_many_pages_all_null_and_all_empty_pages(spark, tmp_path, version):
+    """Pages of 4 rows: a page of nulls only, a page of empty values only, mixed pages."""
+    rng = np.random.default_rng(8)
+    vals = [rng.integers(0, 256, int(s), dtype=np.uint8).tobytes() for s in rng.integers(1, 3000, 30)]
+    vals[4:8] = [None] * 4
+    vals[8:12] = [b""] * 4
+    vals[13] = None
+    path = str(tmp_path / "pages.lance")
+    _spark_write(spark, path, vals, version, blobColumns="img", maxRowsPerPage=4)
+    (name,) = [n for n in os.listdir(os.path.join(path, "data")) if n.endswith(".lance")]
+    opener = FileV2Reader if version == "2.0" else FileV21Reader
+    r = opener(os.path.join(path, "data", name))
+    try:
+        assert len(r.column(1).pages) == 8   # the blob column's pages: 30 rows, 4 a page
+    finally:
+        r.close()
+    _check_all(spark, path, dict(enumerate(vals)))
 
 
 @pytest.mark.parametrize("version", ["2.0", "2.1"])
