@@ -47,6 +47,10 @@ abstract class ContainerWriter(out: OutputStream, major: Int, minor: Int) extend
   /** Refuses what this version cannot store of a vector (checked to match its field). */
   protected def checkStorable(field: LanceField, vector: FieldVector, path: String): Unit = ()
 
+  /** A column's own column encoding (a `lance.encodings.ColumnEncoding`
+    * message); None: plain values. */
+  protected def columnEncoding(column: Int): Option[ByteString] = None
+
   /** Writes what is still buffered, before the tail. */
   protected def finishPages(): Unit
 
@@ -86,6 +90,12 @@ abstract class ContainerWriter(out: OutputStream, major: Int, minor: Int) extend
     pages(column) += p.build()
     pages(column).size - 1
   }
+
+  /** Writes `len` bytes of `src` from `index` out of line (no page: a blob
+    * value, described by its column's pages), 64-byte aligned; returns where
+    * they start in the file. */
+  protected final def writeOutOfLine(src: org.apache.arrow.memory.ArrowBuf, index: Long, len: Long): Long =
+    pos.writeAligned(src, index, len)
 
   /** Whether a column has pages. */
   protected final def hasPages(column: Int): Boolean = pages(column).nonEmpty
@@ -142,7 +152,8 @@ abstract class ContainerWriter(out: OutputStream, major: Int, minor: Int) extend
         fail("global buffers added to a file that also writes page statistics")
       val extra = own.copy(buffers = own.buffers ++ userGlobals.toList)
       val metadata = (Map.newBuilder[String, ByteString] ++= schema.metadataProto ++= extra.metadata).result()
-      val size = FileTail.write(pos, schema, metadata, rowsWritten, pages.map(_.toSeq), extra.buffers, major, minor)
+      val size = FileTail.write(pos, schema, metadata, rowsWritten, pages.map(_.toSeq), extra.buffers, major, minor,
+        columnEncoding)
       out.close()
       state = "finished"
       WrittenFile(rowsWritten, columnFields.map(_.id), columnFields.indices.toVector, size)

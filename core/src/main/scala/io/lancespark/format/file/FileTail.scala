@@ -26,7 +26,8 @@ private[format] object FileTail {
     * (global buffer 1 on), `metadata` goes into the schema's metadata. Returns
     * the file size. */
   def write(pos: PositionedOutput, schema: LanceSchema, metadata: Map[String, ByteString], rows: Long,
-            columns: Seq[Seq[ColumnMetadata.Page]], extraGlobals: Seq[Array[Byte]], major: Int, minor: Int): Long = {
+            columns: Seq[Seq[ColumnMetadata.Page]], extraGlobals: Seq[Array[Byte]], major: Int, minor: Int,
+            ownEncoding: Int => Option[ByteString] = _ => None): Long = {
     val globals = scala.collection.mutable.ArrayBuffer.empty[(Long, Long)]
     globals += ((0L, 0L)) // the descriptor, written last
     extraGlobals.foreach(g => globals += ((pos.writeAligned(g, g.length), g.length.toLong)))
@@ -35,8 +36,9 @@ private[format] object FileTail {
       .setLength(rows).build().toByteArray
     globals(0) = (pos.writeAligned(fd, fd.length), fd.length.toLong)
     val cmStart = pos.position
-    val cmRegions = columns.map { ps =>
-      val bytes = ColumnMetadata.newBuilder().setEncoding(columnEncoding).addAllPages(ps.asJava).build().toByteArray
+    val cmRegions = columns.zipWithIndex.map { case (ps, c) =>
+      val enc = ownEncoding(c).fold(columnEncoding)(direct("lance.encodings.ColumnEncoding", _))
+      val bytes = ColumnMetadata.newBuilder().setEncoding(enc).addAllPages(ps.asJava).build().toByteArray
       val at = pos.position
       pos.write(bytes, bytes.length)
       (at, bytes.length.toLong)

@@ -21,6 +21,24 @@ private[format] final class PositionedOutput(out: OutputStream, alignment: Int =
     at
   }
 
+  /** Pads to the alignment, copies `len` bytes of `src` from `index` through a
+    * small scratch buffer (no copy of the whole value), and returns where they start. */
+  def writeAligned(src: org.apache.arrow.memory.ArrowBuf, index: Long, len: Long): Long = {
+    val pad = ((alignment - position % alignment) % alignment).toInt
+    if (pad > 0) write(zeros, pad)
+    val at = position
+    if (copyBuffer == null) copyBuffer = new Array[Byte](1 << 16)
+    var done = 0L
+    while (done < len) {
+      val n = math.min(copyBuffer.length.toLong, len - done).toInt
+      src.getBytes(index + done, copyBuffer, 0, n)
+      write(copyBuffer, n)
+      done += n
+    }
+    at
+  }
+  private var copyBuffer: Array[Byte] = null
+
   private def le(v: Long, n: Int): Unit = {
     var i = 0
     while (i < n) { scratch(i) = (v >>> (8 * i)).toByte; i += 1 }

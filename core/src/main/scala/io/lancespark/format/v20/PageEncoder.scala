@@ -329,3 +329,41 @@ private[v20] final class LeafEncoder(
   }
 
 }
+
+/** Writes a blob column ([[BlobColumn]]): values out of line through `out` (source buffer,
+  * offset, length; returns the position in the file), descriptions in pages
+  * of at most `maxRowsPerPage` rows. */
+private[v20] final class BlobEncoder(field: LanceField, column: Int, sink: PageSink,
+    out: (ArrowBuf, Long, Long) => Long) extends ColumnEncoder(field, column, sink) {
+  private val descriptions = new ByteBuilder()
+
+  private def put(v: Long): Unit = {
+    var b = 0
+    while (b < 8) { descriptions.arr(descriptions.size + b) = (v >>> (8 * b)).toByte; b += 1 }
+    descriptions.size += 8
+  }
+
+  def append(vec: FieldVector, from: Int, until: Int, rowOf: Int => Long): Unit = {
+    val (off, data) = VectorOffsets.ofVariable(vec).getOrElse(
+      throw new LanceFormatException(s"$where: a blob column needs a binary vector, got ${vec.getClass.getSimpleName}"))
+    var i = from
+    while (i < until) {
+      if (rows == 0) priority = rowOf(i)
+      descriptions.ensure(16)
+      if (vec.isNull(i)) { put(BlobColumn.NullPosition); put(0L) }
+      else {
+        val len = off(i + 1) - off(i)
+        put(if (len == 0) 0L else out(data, off(i), len))
+        put(len)
+      }
+      rows += 1
+      i += 1
+      if (rows >= sink.maxRowsPerPage) flush()
+    }
+  }
+
+  def flush(): Unit = if (rows > 0) {
+    emit(Seq(descriptions.arr -> descriptions.size), BlobColumn.pageEncoding)
+    descriptions.clear()
+  }
+}

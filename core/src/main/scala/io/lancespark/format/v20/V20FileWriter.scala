@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.complex.StructVector
+import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.file.{ContainerWriter, ExtraGlobals, VectorOffsets}
@@ -37,6 +38,8 @@ final class V20FileWriter(
   require(maxRowsPerPage > 0, "maxRowsPerPage must be positive")
   require(maxPageBytes > 0, "maxPageBytes must be positive")
 
+  import V20FileWriter.BlobMetadataKey
+
   private val fields: Vector[LanceField] = schema.allFields
   fields.find(_.isMap).foreach(f => fail(s"column '${f.name}' is a map, which file version 2.0 cannot store (2.2 can)"))
   private val columnOf: Map[Int, Int] = fields.zipWithIndex.map { case (f, i) => f.id -> i }.toMap
@@ -49,6 +52,7 @@ final class V20FileWriter(
     def walk(f: LanceField): Vector[LanceField] =
       if (f.isStruct) f.children.flatMap(walk)
       else if (f.isList || f.isFixedSizeList) Vector.empty
+      else if (f.metadata.contains(BlobMetadataKey)) Vector.empty
       else if (StatsValues.kindOf(f.arrowType).isDefined) Vector(f) else Vector.empty
     schema.fields.flatMap(walk)
   })
@@ -70,6 +74,12 @@ final class V20FileWriter(
   private val encoders: Vector[ColumnEncoder] = fields.zipWithIndex.map { case (f, i) =>
     if (f.isStruct) new StructEncoder(f, i, sink)
     else if (f.isList) new ListEncoder(f, i, sink)
+    else if (f.metadata.get(BlobMetadataKey).contains("true")) {
+      if (!f.arrowType.isInstanceOf[ArrowType.LargeBinary])
+        fail(s"column '${f.name}' is marked $BlobMetadataKey but is ${f.logicalType}, not large_binary")
+      if (!schema.fields.exists(_.id == f.id)) fail(s"column '${f.name}': blob columns inside structs or lists are not written")
+      new BlobEncoder(f, i, sink, (buf, at, len) => writeOutOfLine(buf, at, len))
+    }
     else new LeafEncoder(f, i, sink, onLeafPage)
   }
 
@@ -113,6 +123,7 @@ final class V20FileWriter(
         }
         writeField(f.children.head, data, a.toInt, b.toInt, itemRow)
       case leaf: LeafEncoder => leaf.append(v, from, until, rowOf)
+      case blob: BlobEncoder => blob.append(v, from, until, rowOf)
     }
   }
 
@@ -127,12 +138,19 @@ final class V20FileWriter(
     }
   }
 
+  override protected def columnEncoding(column: Int): Option[com.google.protobuf.ByteString] =
+    encoders(column) match {
+      case _: BlobEncoder => Some(BlobColumn.columnEncoding.toByteString)
+      case _ => None
+    }
+
   /** The statistics, when some field has them. */
   override protected def extraGlobals(): ExtraGlobals =
     if (stats.fields.nonEmpty) stats.globals(Option(allocator)) else ExtraGlobals.Empty
 }
 
 object V20FileWriter {
+  private val BlobMetadataKey = "lance-encoding:blob"
   val DefaultMaxRowsPerPage: Int = 8192
   val DefaultMaxPageBytes: Long = 8L * 1024 * 1024
 }

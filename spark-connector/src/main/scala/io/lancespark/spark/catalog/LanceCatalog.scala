@@ -156,7 +156,7 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
     val kept = WriteOptions.tableProperties(properties.asScala.toMap.map { case (k, v) => k.stripPrefix("option.") -> v })
     val opts = WriteOptions.conf(kept, OptionSource.activeSession, Map.empty)
     val version = opts.versionFor(None, overwrite = true)
-    val lance = LanceSchema.fromArrow(SparkToArrow.schema(schema, opts.vectorColumns, version))
+    val lance = LanceSchema.fromArrow(SparkToArrow.schema(schema, opts.vectorColumns, version, opts.blobColumns))
     val storage = DatasetStorage(location(ident), conf)
     Committer.commit(storage, None, OverwriteDataset(Nil, lance, version, kept),
       CommitSettings(stableRowIds = opts.enableStableRowIds, v2ManifestNaming = opts.v2ManifestPaths))

@@ -16,7 +16,8 @@ final case class WriteConf(
     vectorColumns: Map[String, Int],
     enableStableRowIds: Boolean,
     v2ManifestPaths: Boolean,
-    mergeSchema: Boolean = false) {
+    mergeSchema: Boolean = false,
+    blobColumns: Set[String] = Set.empty) {
 
   /** The file version of the data files a write adds to `existing` (None: a
     * new dataset). Appends and row-level changes write at the dataset's
@@ -70,9 +71,14 @@ object WriteOptions {
   val MergeSchema: LanceOption[Boolean] =
     LanceOption.boolean("mergeSchema").copy(sessionName = Some("spark.lance.write.mergeSchema"))
 
+  /** "image,audio": BINARY columns stored as Lance blob columns (docs/blobs.md, "Writing"). */
+  val BlobColumns: LanceOption[Set[String]] =
+    LanceOption("blobColumns", "a list of BINARY column names (e.g. image,audio)", v =>
+      Some(v.split(",").map(_.trim).filter(_.nonEmpty).toSet))
+
   val All: Seq[LanceOption[_]] =
     Seq(MaxRowsPerFile, MaxRowsPerPage, FileVersion, DisabledCodecs, VectorColumns, EnableStableRowIds,
-      V2ManifestPaths, MergeSchema)
+      V2ManifestPaths, MergeSchema, BlobColumns)
 
   /** Column metadata key that marks an ARRAY<FLOAT|DOUBLE> column as a vector of that dimension. */
   val VectorDimensionMetadata = "lance.vector.dimension"
@@ -91,7 +97,8 @@ object WriteOptions {
       vectorColumns = source.getOrElse(VectorColumns, Map.empty[String, Int]),
       enableStableRowIds = source.getOrElse(EnableStableRowIds, false),
       v2ManifestPaths = source.getOrElse(V2ManifestPaths, true),
-      mergeSchema = source.getOrElse(MergeSchema, false))
+      mergeSchema = source.getOrElse(MergeSchema, false),
+      blobColumns = source.getOrElse(BlobColumns, Set.empty[String]))
   }
 
   /** A write's settings from its own options, the session and the table's properties. */

@@ -51,7 +51,7 @@ final class LanceStreamingWrite(uri: String, hadoopConf: SerializableHadoopConf,
     val incoming: StructType = info.schema()
     val (schema, order) = base.filter(_ => !overwrite) match {
       case Some(s) => (s.schema, LanceStreamingWrite.columnOrder(s, incoming))
-      case None => (LanceSchema.fromArrow(SparkToArrow.schema(incoming, opts.vectorColumns, version)),
+      case None => (LanceSchema.fromArrow(SparkToArrow.schema(incoming, opts.vectorColumns, version, opts.blobColumns)),
         incoming.fields.indices.toVector)
     }
     val sparkSchema = StructType(order.map(incoming.fields(_)))

@@ -6,7 +6,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.BufferAllocator
-import org.apache.arrow.vector.VectorSchemaRoot
+import org.apache.arrow.vector.{LargeVarBinaryVector, VectorSchemaRoot}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType
 
@@ -16,6 +16,7 @@ import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{DatasetStorage, FragmentWriter}
 import io.lancespark.table.model.WrittenFragment
+import io.lancespark.table.scan.BlobColumns
 
 /** What every task of one write needs; serialized to executors. `schema`
   * carries the field ids the files are written with, `sparkSchema` the
@@ -45,6 +46,26 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
     ArrowFieldWriter(v, f.dataType, f.name)
   }.toArray
 
+  /** Blob columns' vectors: a batch is handed to the file writer once their
+    * values reach [[LanceDataWriter.BatchBlobBytes]] (the file writer streams
+    * each value out of the vector; a batch never holds more than that plus one value). */
+  private val blobVectors: Array[LargeVarBinaryVector] =
+    task.schema.fields.zip(root.getFieldVectors.asScala).collect {
+      case (f, v: LargeVarBinaryVector) if BlobColumns.isBlob(f) => v
+    }.toArray
+
+  /** The blob bytes buffered: the end of each blob vector's last value set. */
+  private def blobBytes: Long = {
+    var total = 0L
+    var i = 0
+    while (i < blobVectors.length) {
+      val last = blobVectors(i).getLastSet
+      if (last >= 0) total += blobVectors(i).getOffsetBuffer.getLong(8L * (last + 1))
+      i += 1
+    }
+    total
+  }
+
   private final class OpenFile(val writer: FragmentWriter, var rows: Long)
   private var current: Option[OpenFile] = None
   private val written = ArrayBuffer.empty[WrittenFragment]
@@ -59,7 +80,7 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
       case e: LanceFormatException => throw new LanceFormatException(s"${task.uri}: ${e.getMessage}", e)
     }
     inBatch += 1
-    if (inBatch >= batchLimit) flush()
+    if (inBatch >= batchLimit || (blobVectors.nonEmpty && blobBytes >= LanceDataWriter.BatchBlobBytes)) flush()
   }
 
   /** Closes the open file; returns every file this task wrote. */
@@ -115,4 +136,7 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
 object LanceDataWriter {
   /** Rows buffered in Arrow vectors before they are handed to the file writer. */
   val BatchRows: Int = 8192
+
+  /** Blob bytes buffered in a batch before it is written. */
+  val BatchBlobBytes: Long = 64L * 1024 * 1024
 }

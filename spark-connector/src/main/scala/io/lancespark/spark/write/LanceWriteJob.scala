@@ -19,6 +19,7 @@ import io.lancespark.table.evolution.ColumnAddition
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 import io.lancespark.table.model.WrittenFragment
+import io.lancespark.table.scan.BlobColumns
 import io.lancespark.table.storage.Snapshot
 
 /** A DataFrame write: executors write data files, the driver commits one
@@ -52,7 +53,7 @@ object LanceWriteJob {
         Some(Commits.commitOrDiscard(storage, Some(s.version), op, settings(opts)))
       case (_, base) =>
         val version = opts.versionFor(base, overwrite = true)
-        val schema = LanceSchema.fromArrow(SparkToArrow.schema(data.schema, opts.vectorColumns, version))
+        val schema = LanceSchema.fromArrow(SparkToArrow.schema(data.schema, opts.vectorColumns, version, opts.blobColumns))
         base.filter(s => DataFileVersion.ofDataset(s.fileVersion).isEmpty && opts.fileVersion.isEmpty).foreach { s =>
           log.warn(s"${storage.uri}: overwriting a dataset of file version ${s.fileVersion} (not written by this " +
             s"connector) at $version")
@@ -83,6 +84,7 @@ object LanceWriteJob {
           s"missing ${(want -- have).toSeq.sorted.mkString("[", ", ", "]")}, " +
           s"unexpected ${extra.sorted.mkString("[", ", ", "]")}" + hint)
     }
+    checkAppendBlobColumns(s, data.schema, opts.blobColumns.filterNot(extra.contains), version)
     val policy = data.sparkSession.sessionState.conf.storeAssignmentPolicy
     val columns: Seq[Column] = target.fields.toIndexedSeq.map { f =>
       val incoming = data.schema(f.name).dataType
@@ -92,10 +94,24 @@ object LanceWriteJob {
     val schema = if (extra.isEmpty) s.schema else {
       val added = StructType(extra.map(n => data.schema(n).copy(nullable = true)))
       val fields = LanceSchema.fromArrow(SparkToArrow.schema(added, opts.vectorColumns.filter(v => extra.contains(v._1)),
-        version), ColumnAddition.maxFieldId(s) + 1).fields
+        version, opts.blobColumns.filter(extra.contains)), ColumnAddition.maxFieldId(s) + 1).fields
       LanceSchema(s.schema.fields ++ fields, s.schema.metadata)
     }
     (data.select((columns ++ extra.map(col)): _*), schema, extra)
+  }
+
+  /** `blobColumns` on an append names columns the dataset already stores as
+    * blobs (the layout is the dataset's); naming another column is refused. */
+  private def checkAppendBlobColumns(s: Snapshot, incoming: StructType, blobs: Set[String],
+      version: DataFileVersion): Unit = {
+    SparkToArrow.checkBlobColumns(incoming, blobs, version)
+    blobs.toSeq.sorted.foreach { name =>
+      val stored = s.schema.fields.find(_.name == name)
+      if (!stored.exists(f => BlobColumns.isBlob(f)))
+        throw new IllegalArgumentException(
+          s"${s.storage.uri}: option blobColumns names column '$name', which the dataset (version ${s.version}) " +
+            "stores as plain binary; a column's layout is fixed when it is created (overwrite the dataset to change it)")
+    }
   }
 
   /** A DataFrame column of another type than the dataset's, converted as SQL

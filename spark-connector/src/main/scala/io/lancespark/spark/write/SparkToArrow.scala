@@ -17,14 +17,49 @@ import io.lancespark.table.model.DataFileVersion
   * docs/type-mapping.md ("Writing"). */
 object SparkToArrow {
 
-  def schema(st: StructType, vectors: Map[String, Int], version: DataFileVersion): Schema = {
+  def schema(st: StructType, vectors: Map[String, Int], version: DataFileVersion,
+      blobs: Set[String] = Set.empty): Schema = {
     val maps = version.minor >= 2
     vectors.keys.foreach { name =>
       if (!st.fieldNames.contains(name))
         throw new IllegalArgumentException(s"vectorColumns names '$name', which is not a column of the DataFrame")
     }
-    new Schema(st.fields.toSeq.map(f => withCharMetadata(
-      field(f.name, f.dataType, f.nullable, f.name, maps, dimension(f, vectors)), f)).asJava)
+    checkBlobColumns(st, blobs, version)
+    new Schema(st.fields.toSeq.map { f =>
+      if (blobs.contains(f.name)) blobField(f.name, f.nullable)
+      else withCharMetadata(field(f.name, f.dataType, f.nullable, f.name, maps, dimension(f, vectors)), f)
+    }.asJava)
+  }
+
+  /** Field metadata of a blob v1 column (file versions 2.0, 2.1). */
+  val BlobMetadataKey: String = "lance-encoding:blob"
+
+  /** A BINARY column stored as a blob: `large_binary` with `lance-encoding:blob`
+    * (blob v1, file versions 2.0 and 2.1). */
+  private def blobField(name: String, nullable: Boolean): Field =
+    new Field(name, new FieldType(nullable, ArrowType.LargeBinary.INSTANCE, null,
+      java.util.Map.of(BlobMetadataKey, "true")), null)
+
+  /** The option `blobColumns` names top-level BINARY columns, at a file version
+    * whose blob layout this connector writes; refused (before any file is
+    * written) otherwise, naming the column and the option. */
+  def checkBlobColumns(st: StructType, blobs: Set[String], version: DataFileVersion): Unit = {
+    blobs.toSeq.sorted.foreach { name =>
+      st.fields.find(_.name == name) match {
+        case None => throw new IllegalArgumentException(
+          s"option blobColumns names '$name', which is not a column of the DataFrame " +
+            s"(columns: ${st.fieldNames.mkString(", ")})")
+        case Some(f) if f.dataType != BinaryType => throw new IllegalArgumentException(
+          s"option blobColumns names column '$name', which is ${f.dataType.simpleString}; only BINARY columns " +
+            "can be blob columns")
+        case _ => ()
+      }
+    }
+    if (blobs.nonEmpty && version.minor >= 2)
+      throw new IllegalArgumentException(
+        s"option blobColumns (${blobs.toSeq.sorted.mkString(", ")}): this connector writes blob columns at " +
+          s"file versions 2.0 and 2.1 (blob v1), not yet at $version (blob v2); write the dataset with option " +
+          "fileVersion=2.1")
   }
 
   /** Spark keeps CHAR(n)/VARCHAR(n) as STRING plus this metadata key; Lance

@@ -4,7 +4,7 @@ import io.lancespark.format.file.ByteBuilder
 import io.lancespark.format.v21.codec.{BitpackedValues, BoolValues, CompressedValues, FixedSizeListValues, FlatCodec,
   FlatValues, FsstCodec, FsstEncoder, FsstPages, GeneralCodec, InlineBitpackingCodec, MiniBlockValues, RleCodec,
   RleValues, VariableCodec, VariableValues}
-import io.lancespark.format.v21.layout.{ConstantPage, EncodedPage, FullZipPage, MiniBlockPage, PageLevels}
+import io.lancespark.format.v21.layout.{BlobPage, ConstantPage, EncodedPage, FullZipPage, MiniBlockPage, PageLevels}
 import io.lancespark.proto.encodings21.{CompressiveEncoding, CompressionScheme}
 
 /** The codecs a writer may use; each can be turned off (for diagnosis).
@@ -37,7 +37,7 @@ private[v21] final class EncodingChoice(version: Int, codecs: WriteCodecs) {
   // ------------------------------------------------------------- layouts
 
   def encode(lb: LeafBuffer): EncodedPage = {
-    val levels = PageLevels.of(lb)
+    lazy val levels = PageLevels.of(lb)
     val wide = lb.kind match {
       case ValueKind.Var(_) => lb.values > 0 && lb.fixed.size / lb.values >= FullZipBytes
       case ValueKind.Fsl(dim, w) => dim.toLong * math.max(w, 1) >= FullZipBytes
@@ -45,7 +45,8 @@ private[v21] final class EncodingChoice(version: Int, codecs: WriteCodecs) {
       case _ => false
     }
     lazy val same = if (large && codecs.constant) ConstantPage.valueOf(lb) else None
-    if (levels.validValues == 0 || lb.kind == ValueKind.Nothing) ConstantPage.allNull(lb, levels)
+    if (lb.kind == ValueKind.Blob) BlobPage.write(lb, large)
+    else if (levels.validValues == 0 || lb.kind == ValueKind.Nothing) ConstantPage.allNull(lb, levels)
     else if (same.isDefined) ConstantPage.withValue(lb, same.get, levels)
     else if (wide && codecs.fullZip) fullZip(lb, levels)
     else {
@@ -109,6 +110,7 @@ private[v21] final class EncodingChoice(version: Int, codecs: WriteCodecs) {
             }
         }
       case ValueKind.Nothing => throw new IllegalStateException("no values to store")
+      case ValueKind.Blob => throw new IllegalStateException("blob values are stored by BlobPage")
     }
 
   /** Dictionary indices (u32 each), bit-packed when that is allowed. */

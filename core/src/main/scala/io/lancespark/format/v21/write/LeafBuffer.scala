@@ -1,5 +1,6 @@
 package io.lancespark.format.v21.write
 
+import org.apache.arrow.memory.ArrowBuf
 import org.apache.arrow.vector.{BaseFixedWidthVector, BitVector, FieldVector, NullVector}
 import org.apache.arrow.vector.complex.FixedSizeListVector
 import org.apache.arrow.vector.types.pojo.ArrowType
@@ -7,6 +8,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType
 import io.lancespark.schema.{LanceField, LanceFormatException, LogicalType}
 import io.lancespark.format.file.{BitBuilder, ByteBuilder, IntBuilder, VectorOffsets}
 import io.lancespark.format.v21.{LayerKind, RepDef}
+import io.lancespark.format.v21.layout.BlobPage
 
 /** How a leaf's values are stored while a page fills. */
 private[v21] sealed trait ValueKind
@@ -22,8 +24,13 @@ private[v21] object ValueKind {
   final case class Fsl(dim: Int, itemWidth: Int) extends ValueKind
   /** Values of the null type: nothing is stored. */
   case object Nothing extends ValueKind
+  /** A blob column (`lance-encoding:blob`, 2.1): each value is written out of
+    * line into the file as it arrives; the leaf keeps its description (see
+    * [[io.lancespark.format.v21.layout.BlobPage]]). */
+  case object Blob extends ValueKind
 
   def of(f: LanceField, where: String): ValueKind = f.arrowType match {
+    case _: ArrowType.LargeBinary if BlobPage.isBlobV1(f) => Blob
     case _: ArrowType.Null => Nothing
     case _: ArrowType.Bool => Bool
     case _: ArrowType.Utf8 | _: ArrowType.Binary => Var(32)
@@ -56,8 +63,11 @@ private[v21] object ValueKind {
 
 /** One leaf column of a 2.1/2.2 file being written: the repetition and
   * definition levels (canonical numbering, see [[RepDef]]) of the rows
-  * buffered for its next page, and the values of their visible entries. */
-private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val path: Vector[LayerKind], val where: String) {
+  * buffered for its next page, and the values of their visible entries.
+  * `blobOut` writes a blob column's value out of line (the source buffer, the
+  * value's offset and length in it) and returns where it starts in the file. */
+private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val path: Vector[LayerKind], val where: String,
+    blobOut: Option[(ArrowBuf, Long, Long) => Long] = None) {
   val kind: ValueKind = ValueKind.of(field, where)
   val maxRep: Int = RepDef.maxRep(path)
 
@@ -102,6 +112,7 @@ private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val 
         if (w == 0) bits.appendBits(false, dim) else fixed.putZeros(dim * w)
         itemValidity.appendOnes(dim)
       case ValueKind.Nothing => ()
+      case ValueKind.Blob => throw new LanceFormatException(s"$where: blob values inside structs or lists are not written")
     }
     values += 1
   }
@@ -135,6 +146,18 @@ private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val 
           else itemNulls += n - itemValidity.append(items.getValidityBuffer, a.toLong * dim, n)
         case other => fail(s"a ${other.getClass.getSimpleName} for fixed-size lists")
       }
+      case ValueKind.Blob =>
+        val out = blobOut.getOrElse(fail("a blob column without an output for its values"))
+        val (off, data) = VectorOffsets.ofVariable(v).getOrElse(fail(s"a ${v.getClass.getSimpleName} for blob values"))
+        var i = a
+        while (i < b) {
+          if (v.isNull(i)) BlobPage.putNull(fixed, defs(defs.size - (b - i)))
+          else {
+            val len = off(i + 1) - off(i)
+            BlobPage.putDescription(fixed, if (len == 0) 0L else out(data, off(i), len), len)
+          }
+          i += 1
+        }
       case ValueKind.Nothing => v match {
         case _: NullVector => ()
         case _ => ()

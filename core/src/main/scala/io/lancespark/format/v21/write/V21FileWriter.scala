@@ -10,7 +10,7 @@ import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.file.{ContainerWriter, ExtraGlobals}
 import io.lancespark.format.stats.{PageValues, StatsBuilder, StatsValues}
 import io.lancespark.format.v21.LayerKind
-import io.lancespark.format.v21.layout.StructuralPage
+import io.lancespark.format.v21.layout.{BlobPage, StructuralPage}
 
 /** Writes one data file of file version 2.1 or 2.2 (`minor` 1 or 2).
   *
@@ -61,7 +61,15 @@ final class V21FileWriter(
       } else {
         if (f.arrowType.isInstanceOf[ArrowType.FixedSizeList] && f.logicalType.contains("struct"))
           fail(s"column '${f.name}': fixed-size lists of structs are not supported")
-        out += new LeafBuffer(f, column, (LayerKind.Item :: outer).toVector, s"column $column (field '${f.name}', id ${f.id})")
+        val blob = BlobPage.isBlobV1(f)
+        if (blob && outer.nonEmpty) fail(s"column '${f.name}': blob columns inside structs or lists are not written")
+        if (blob && !f.arrowType.isInstanceOf[ArrowType.LargeBinary])
+          fail(s"column '${f.name}' is marked ${BlobPage.MetadataKey} but is ${f.logicalType}, not large_binary")
+        if (blob && minor >= 2)
+          fail(s"column '${f.name}': blob v1 columns (${BlobPage.MetadataKey}) are written at file version 2.1; " +
+            "2.2 stores blobs as lance.blob.v2")
+        out += new LeafBuffer(f, column, (LayerKind.Item :: outer).toVector, s"column $column (field '${f.name}', id ${f.id})",
+          if (blob) Some((buf, at, len) => writeOutOfLine(buf, at, len)) else None)
         column += 1
       }
     schema.fields.foreach(walk(_, Nil))
@@ -76,7 +84,7 @@ final class V21FileWriter(
 
   /** Leaves with statistics: outside lists, of a type statistics cover. */
   private val stats = new StatsBuilder(if (!statistics) Vector.empty else
-    leaves.filter(l => l.maxRep == 0 && !l.field.isFixedSizeList && StatsValues.kindOf(l.field.arrowType).isDefined)
+    leaves.filter(l => l.maxRep == 0 && l.kind != ValueKind.Blob && !l.field.isFixedSizeList && StatsValues.kindOf(l.field.arrowType).isDefined)
       .map(_.field))
   private val firstRow = Array.fill(leaves.size)(0L)
 

@@ -1,0 +1,202 @@
+"""Spark writes BINARY columns as Lance blob columns (`option("blobColumns", ...)`, or the table
+property of the same name): pylance sees a blob column, `take_blobs` returns the source bytes,
+`to_table` the same rows; Spark and the pure-Python reader read them back equal. Values from 0 B
+to 16 MiB (100 MiB under LANCE_LONG_TESTS=1), nulls, rows deleted after the write, appends by
+pylance to a Spark-written table and by Spark to a pylance-written one; bad `blobColumns` fail
+before any file is written."""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from conftest import long_only
+from lance_spark import reader
+from lance_spark.reader.format.file_v2 import FileV2Reader
+from lance_spark.reader.format.file_v21 import FileV21Reader
+
+MIB = 1 << 20
+BLOB_KEY = b"lance-encoding:blob"
+
+
+def _values(sizes: list[int], seed: int) -> list[bytes | None]:
+    rng = np.random.default_rng(seed)
+    return [None if i % 7 == 3 else rng.integers(0, 256, s, dtype=np.uint8).tobytes() for i, s in enumerate(sizes)]
+
+
+def _digest(d: dict[int, bytes | None]) -> dict[int, tuple[int, str] | None]:
+    return {k: None if v is None else (len(v), hashlib.sha256(v).hexdigest()) for k, v in d.items()}
+
+
+def _spark_write(spark, path: str, vals: list[bytes | None], version: str, mode: str = "overwrite",
+                 start: int = 0, per_file: int = 1_000_000, **opts) -> None:
+    rows = [(start + i, None if v is None else bytearray(v)) for i, v in enumerate(vals)]
+    df = spark.createDataFrame(rows, "id BIGINT, img BINARY").repartition(1)
+    w = df.write.format("lance").mode(mode).option("fileVersion", version).option("maxRowsPerFile", per_file)
+    for k, v in opts.items():
+        w = w.option(k, v)
+    w.save(path)
+
+
+def _pylance_values(path: str) -> dict[int, bytes | None]:
+    """{id: bytes} of the live rows from `take_blobs` (by row id)."""
+    ds = lance.dataset(path)
+    live = ds.to_table(columns=["id"], with_row_id=True)
+    files = ds.take_blobs("img", ids=live.column("_rowid").to_pylist())
+    return {i: (None if f is None else f.read()) for i, f in zip(live.column("id").to_pylist(), files)}
+
+
+def _spark_values(spark, path: str) -> dict[int, bytes | None]:
+    rows = spark.read.format("lance").load(path).select("id", "img").collect()
+    return {r["id"]: (None if r["img"] is None else bytes(r["img"])) for r in rows}
+
+
+def _reader_values(path: str) -> dict[int, bytes | None]:
+    t = reader.dataset(path).to_table(columns=["id", "img"])
+    return dict(zip(t.column("id").to_pylist(), t.column("img").to_pylist()))
+
+
+def _to_table_descriptions(path: str) -> dict[int, tuple[int, int] | None]:
+    """pylance's `to_table` gives a blob column's descriptions: {id: (position, size)}."""
+    t = lance.dataset(path).to_table(columns=["id", "img"])
+    return {i: None if d is None else (d["position"], d["size"])
+            for i, d in zip(t.column("id").to_pylist(), t.column("img").to_pylist())}
+
+
+def _check_all(spark, path: str, expected: dict[int, bytes | None]) -> None:
+    want = _digest(expected)
+    ds = lance.dataset(path)
+    f = ds.schema.field("img")
+    assert f.type == pa.large_binary() and (f.metadata or {}).get(BLOB_KEY) == b"true", f
+    assert _digest(_pylance_values(path)) == want
+    # sizes as written; a null is None at 2.1 and, as pylance shows its own 2.0 nulls, (1, 0) at 2.0
+    null = (1, 0) if ds.data_storage_version == "2.0" else None
+    got = _to_table_descriptions(path)
+    assert {k: None if d is None else d[1] for k, d in got.items()} == \
+        {k: None if v is None else len(v) for k, v in expected.items() if v is not None or null is None} | \
+        {k: 0 for k, v in expected.items() if v is None and null is not None}
+    assert all(got[k] == null for k, v in expected.items() if v is None)
+    assert _digest(_spark_values(spark, path)) == want
+    assert _digest(_reader_values(path)) == want
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_spark_writes_blob_columns_pylance_reads(spark, tmp_path, version):
+    rng = np.random.default_rng(5)
+    sizes = [0, 1, 63, 64, 65, 4096, MIB, 16 * MIB, 16 * MIB - 1, 3 * MIB, 16 * MIB] + \
+        [int(s) for s in rng.integers(0, 200_000, 40)]
+    vals = _values(sizes, 7)
+    path = str(tmp_path / "w.lance")
+    _spark_write(spark, path, vals, version, per_file=30, blobColumns="img")
+    ds = lance.dataset(path)
+    assert ds.data_storage_version == version and len(ds.get_fragments()) == 2
+    # blob bytes are out of line: the data files hold them once (no page copy of the values)
+    total = sum(len(v) for v in vals if v is not None)
+    on_disk = sum(os.path.getsize(os.path.join(path, "data", n)) for n in os.listdir(os.path.join(path, "data")))
+    assert total <= on_disk < total + 2 * MIB
+    spark.sql(f"DELETE FROM lance.`{path}` WHERE id % 11 = 10")
+    expected = {i: v for i, v in enumerate(vals) if i % 11 != 10}
+    assert any(v is None for v in expected.values()) and any(v == b"" for v in expected.values())
+    _check_all(spark, path, expected)
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_many_pages_all_null_and_all_empty_pages(spark, tmp_path, version):
+    """Pages of 4 rows: a page of nulls only, a page of empty values only, mixed pages."""
+    rng = np.random.default_rng(8)
+    vals = [rng.integers(0, 256, int(s), dtype=np.uint8).tobytes() for s in rng.integers(1, 3000, 30)]
+    vals[4:8] = [None] * 4
+    vals[8:12] = [b""] * 4
+    vals[13] = None
+    path = str(tmp_path / "pages.lance")
+    _spark_write(spark, path, vals, version, blobColumns="img", maxRowsPerPage=4)
+    (name,) = [n for n in os.listdir(os.path.join(path, "data")) if n.endswith(".lance")]
+    opener = FileV2Reader if version == "2.0" else FileV21Reader
+    r = opener(os.path.join(path, "data", name))
+    try:
+        assert len(r.column(1).pages) == 8   # the blob column's pages: 30 rows, 4 a page
+    finally:
+        r.close()
+    _check_all(spark, path, dict(enumerate(vals)))
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_appends_both_ways(spark, tmp_path, version):
+    path = str(tmp_path / "a.lance")
+    a = _values([10, 0, 5000, 70_000, 3], 1)
+    _spark_write(spark, path, a, version, blobColumns="img")
+    # pylance appends to the Spark-written blob table
+    b = _values([100, 2 * MIB, 0, 9, 9], 2)
+    schema = lance.dataset(path).schema
+    t = pa.Table.from_arrays([pa.array(range(100, 105), pa.int64()), pa.array(b, pa.large_binary())], schema=schema)
+    lance.write_dataset(t, path, mode="append")
+    # Spark appends to it again (the column is a blob column already: no option needed, the option accepted)
+    c = _values([7, 300_000, 1], 3)
+    _spark_write(spark, path, c, version, mode="append", start=200)
+    _spark_write(spark, path, c, version, mode="append", start=300, blobColumns="img")
+    expected = {**dict(enumerate(a)), **{100 + i: v for i, v in enumerate(b)},
+                **{200 + i: v for i, v in enumerate(c)}, **{300 + i: v for i, v in enumerate(c)}}
+    _check_all(spark, path, expected)
+
+
+def test_spark_appends_to_pylance_blob_table(spark, tmp_path):
+    path = str(tmp_path / "p.lance")
+    a = _values([0, 1, 2 * MIB, 6, 7], 4)
+    field = pa.field("img", pa.large_binary(), metadata={BLOB_KEY: b"true"})
+    t = pa.Table.from_arrays([pa.array(range(5), pa.int64()), pa.array(a, pa.large_binary())],
+                             schema=pa.schema([pa.field("id", pa.int64()), field]))
+    lance.write_dataset(t, path, data_storage_version="2.1")
+    b = _values([MIB + 1, 0, 12], 5)
+    _spark_write(spark, path, b, "2.1", mode="append", start=10)
+    _check_all(spark, path, {**dict(enumerate(a)), **{10 + i: v for i, v in enumerate(b)}})
+
+
+def test_table_property(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    spark.sql(f"CREATE TABLE lance.`{path}` (id BIGINT, img BINARY) "
+              "TBLPROPERTIES ('blobColumns' = 'img', 'fileVersion' = '2.1')")
+    vals = _values([0, 4, 1000, MIB], 6)
+    _spark_write(spark, path, vals, "2.1", mode="append")
+    _check_all(spark, path, dict(enumerate(vals)))
+
+
+@pytest.mark.parametrize("option,problem", [
+    ("nope", "'nope', which is not a column"),
+    ("id", "column 'id', which is bigint"),
+    ("img,nope", "'nope', which is not a column"),
+])
+def test_bad_blob_columns_fail_before_writing(spark, tmp_path, option, problem):
+    path = str(tmp_path / "bad.lance")
+    with pytest.raises(Exception) as e:
+        _spark_write(spark, path, [b"x"], "2.1", blobColumns=option)
+    assert "blobColumns" in str(e.value) and problem in str(e.value)
+    assert not os.path.exists(path)
+
+
+def test_blob_columns_at_2_2_refused_for_now(spark, tmp_path):
+    path = str(tmp_path / "v22.lance")
+    with pytest.raises(Exception) as e:
+        _spark_write(spark, path, [b"x"], "2.2", blobColumns="img")
+    assert "blobColumns" in str(e.value) and "2.2" in str(e.value) and "fileVersion=2.1" in str(e.value)
+    assert not os.path.exists(path)
+
+
+def test_bad_blob_columns_on_append(spark, tmp_path):
+    path = str(tmp_path / "plain.lance")
+    _spark_write(spark, path, [b"x"], "2.1")
+    with pytest.raises(Exception) as e:
+        _spark_write(spark, path, [b"y"], "2.1", mode="append", blobColumns="img")
+    assert "blobColumns" in str(e.value) and "'img'" in str(e.value) and "plain binary" in str(e.value)
+    assert len(lance.dataset(path).versions()) == 1
+
+
+@long_only
+def test_100_mib_values(spark, tmp_path):
+    vals = _values([100 * MIB, 0, 100 * MIB - 3], 9)
+    path = str(tmp_path / "big.lance")
+    _spark_write(spark, path, vals, "2.1", blobColumns="img")
+    _check_all(spark, path, dict(enumerate(vals)))
