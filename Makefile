@@ -84,11 +84,14 @@ LINE_PYSPARKS := 3.5.9 4.0.5 4.1.4 4.3.0
 
 line-venvs: $(foreach v,$(LINE_PYSPARKS),.venv-spark-$(v)/.installed)
 
+# Two lines at a time (each is one small local session; its own temp dir and log).
 test-lines: python line-venvs
-	set -e; for v in $(LINE_PYSPARKS); do \
+	@rm -rf target/lines && mkdir -p target/lines
+	printf '%s\n' $(LINE_PYSPARKS) | xargs -P 2 -I{} sh -c 'PYTHONPATH=python .venv-spark-{}/bin/python -m pytest -q -p no:cacheprovider --basetemp=target/lines/tmp-{} integration-tests/test_spark_line.py > target/lines/{}.log 2>&1; echo $$? > target/lines/{}.rc'
+	@rc=0; for v in $(LINE_PYSPARKS); do \
 	  echo "== Spark $$v"; \
-	  PYTHONPATH=python .venv-spark-$$v/bin/python -m pytest -q -p no:cacheprovider integration-tests/test_spark_line.py; \
-	done
+	  if [ "$$(cat target/lines/$$v.rc)" = 0 ]; then tail -n 1 target/lines/$$v.log; else cat target/lines/$$v.log; rc=1; fi; \
+	done; exit $$rc
 
 # The line venvs (pip installs: mostly waiting on downloads and unpacking) are made in the
 # background while the Scala suites run (sbt runs one suite at a time; a core is free).
