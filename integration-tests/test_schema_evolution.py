@@ -1,0 +1,138 @@
+"""Schema evolution (issue 39, "Schema evolution on write"): ALTER COLUMN TYPE
+widens a column by rewriting that column alone (as pylance's alter_columns
+does), mergeSchema adds nested struct fields on append, and catalog appends
+(INSERT INTO, writeTo().append()) honour mergeSchema. pylance 14 (the oracle)
+reads every table after each step with the same rows as Spark; time travel to
+the version before returns the old schema; refusals are clear errors."""
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+
+import lance
+import pyarrow as pa
+import pytest
+
+
+@pytest.fixture(scope="module", autouse=True)
+def wh(spark, tmp_path_factory):
+    wh = tmp_path_factory.mktemp("evolve-warehouse")
+    spark.conf.set("spark.sql.catalog.lance.warehouse", str(wh))
+    os.makedirs(os.path.join(wh, "default"), exist_ok=True)
+    return wh
+
+
+def data_files(path: str) -> dict[str, tuple[int, int]]:
+    d = os.path.join(path, "data")
+    return {n: (os.stat(os.path.join(d, n)).st_size, os.stat(os.path.join(d, n)).st_mtime_ns) for n in os.listdir(d)}
+
+
+def as_spark(v):
+    """A pylance value as Spark collects it."""
+    if isinstance(v, dict):
+        return tuple(as_spark(x) for x in v.values())
+    if isinstance(v, list):
+        return [as_spark(x) for x in v]
+    return v
+
+
+def pylance_rows(path: str, version: int | None = None) -> list[tuple]:
+    t = lance.dataset(path, version=version).to_table()
+    cols = t.column_names
+    return sorted((tuple(as_spark(t.column(c)[i].as_py()) for c in cols) for i in range(t.num_rows)), key=repr)
+
+
+def spark_rows(spark, table: str, version: int | None = None) -> list[tuple]:
+    q = f"SELECT * FROM {table}" + (f" VERSION AS OF {version}" if version is not None else "")
+    return sorted((tuple(as_spark(x.asDict(recursive=True)) if hasattr(x, "asDict") else as_spark(x) for x in r)
+                   for r in spark.sql(q).collect()), key=repr)
+
+
+def typed_table(n0: int, n: int) -> pa.Table:
+    ids = list(range(n0, n0 + n))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "i8": pa.array([i % 100 - 50 if i % 7 else None for i in ids], pa.int8()),
+        "i32": pa.array([i * 1000003 % 2147483647 if i % 5 else None for i in ids], pa.int32()),
+        "f": pa.array([i / 3 for i in ids], pa.float32()),
+        "dec": pa.array([decimal.Decimal(i * 37 % 100000) / 100 for i in ids], pa.decimal128(10, 2)),
+        "d": pa.array([datetime.date(2020, 1, 1) + datetime.timedelta(days=i) for i in ids], pa.date32()),
+        "s": pa.array([f"s{i}" for i in ids]),
+        "big": pa.array([i * 10**12 for i in ids], pa.int64()),
+    })
+
+
+def make_typed(wh, name: str) -> str:
+    path = os.path.join(wh, "default", f"{name}.lance")
+    lance.write_dataset(typed_table(0, 40), path, max_rows_per_file=15)
+    lance.write_dataset(typed_table(40, 20), path, mode="append")
+    lance.dataset(path).delete("id % 11 = 3")
+    return path
+
+
+def test_alter_column_type_widens_by_rewriting_only_that_column(spark, wh):
+    path = make_typed(wh, "alt_widen")
+    t = "lance.default.alt_widen"
+    before = pylance_rows(path)
+    v0 = lance.dataset(path).version
+    files0 = data_files(path)
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN i32 TYPE BIGINT")
+    ds = lance.dataset(path)
+    assert ds.version == v0 + 1
+    assert ds.schema.field("i32").type == pa.int64()
+    assert ds.schema.names == ["id", "i8", "i32", "f", "dec", "d", "s", "big"]  # same place
+    assert pylance_rows(path) == before  # same values
+    assert spark_rows(spark, t) == before
+    assert dict(spark.table(t).dtypes)["i32"] == "bigint"
+    # the old files are untouched; one new file per fragment holds the column alone
+    files1 = data_files(path)
+    assert all(files1[n] == files0[n] for n in files0)
+    new = set(files1) - set(files0)
+    assert len(new) == len(ds.get_fragments())
+    for frag in ds.get_fragments():
+        added = [f for f in frag.data_files() if f.path in new]
+        assert len(added) == 1 and len(added[0].fields) == 1
+    # time travel: the old type and values
+    old = lance.dataset(path, version=v0)
+    assert old.schema.field("i32").type == pa.int32()
+    assert pylance_rows(path, v0) == before
+    assert dict(spark.sql(f"SELECT * FROM {t} VERSION AS OF {v0}").dtypes)["i32"] == "int"
+
+    # more widenings, several in one go where Spark allows (one statement each here)
+    for col, typ, arrow in [("i8", "INT", pa.int32()), ("f", "DOUBLE", pa.float64()),
+                            ("dec", "DECIMAL(14,3)", pa.decimal128(14, 3)),
+                            ("d", "TIMESTAMP_NTZ", pa.timestamp("us"))]:
+        spark.sql(f"ALTER TABLE {t} ALTER COLUMN {col} TYPE {typ}")
+        assert lance.dataset(path).schema.field(col).type == arrow, col
+    after = lance.dataset(path).to_table()
+    old_t = lance.dataset(path, version=v0).to_table()
+    for col in ["i8", "f", "dec", "d"]:
+        want = old_t.column(col).cast(after.schema.field(col).type)
+        assert after.column(col).equals(want), col
+    assert spark_rows(spark, t) == pylance_rows(path)
+    # pylance appends with the new schema and reads it all back
+    lance.write_dataset(lance.dataset(path).to_table().slice(0, 3), path, mode="append")
+    assert spark_rows(spark, t) == pylance_rows(path)
+
+
+def test_alter_column_type_refusals_are_clear(spark, wh):
+    path = make_typed(wh, "alt_refuse")
+    t = "lance.default.alt_refuse"
+    v0 = lance.dataset(path).version
+    for col, typ, from_t in [("big", "INT", "bigint"), ("s", "INT", "string"), ("big", "DOUBLE", "bigint"),
+                             ("dec", "DECIMAL(10,1)", "decimal(10,2)")]:
+        with pytest.raises(Exception) as e:
+            spark.sql(f"ALTER TABLE {t} ALTER COLUMN {col} TYPE {typ}")
+        msg = str(e.value).lower()
+        assert col in msg and from_t in msg and typ.lower().replace("int", "int") in msg.replace("integer", "int"), msg
+    # an index over the column: refused, naming the index
+    lance.dataset(path).create_scalar_index("i32", "BTREE", name="i32_idx")
+    v1 = lance.dataset(path).version
+    with pytest.raises(Exception) as e:
+        spark.sql(f"ALTER TABLE {t} ALTER COLUMN i32 TYPE BIGINT")
+    assert "i32_idx" in str(e.value) and "i32" in str(e.value), str(e.value)
+    assert lance.dataset(path).version == v1 and v1 == v0 + 1
+    # the same type: nothing to do, no new version
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN big TYPE BIGINT")
+    assert lance.dataset(path).version == v1
