@@ -136,3 +136,43 @@ def test_alter_column_type_refusals_are_clear(spark, wh):
     # the same type: nothing to do, no new version
     spark.sql(f"ALTER TABLE {t} ALTER COLUMN big TYPE BIGINT")
     assert lance.dataset(path).version == v1
+
+
+SPARK_42 = tuple(int(x) for x in __import__("pyspark").__version__.split(".")[:2]) >= (4, 2)
+
+
+@pytest.mark.skipif(not SPARK_42, reason="INSERT WITH SCHEMA EVOLUTION is Spark 4.2's")
+def test_catalog_appends_with_schema_evolution(spark, wh):
+    t = "lance.default.cat_evolve"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) USING lance")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    path = os.path.join(wh, "default", "cat_evolve.lance")
+    v0 = lance.dataset(path).version
+    # without schema evolution: Spark's own check refuses the extra column
+    with pytest.raises(Exception) as e:
+        spark.sql(f"INSERT INTO {t} SELECT 3 AS id, 'c' AS v, 0.5 AS score")
+    assert "score" in str(e.value) or "column" in str(e.value).lower(), str(e.value)
+    assert lance.dataset(path).version == v0
+    # SQL: by name, the new column added (nullable, after the old ones), INT cast into BIGINT
+    spark.sql(f"INSERT WITH SCHEMA EVOLUTION INTO {t} BY NAME SELECT 0.5D AS score, 'c' AS v, 3 AS id")
+    ds = lance.dataset(path)
+    assert ds.schema.names == ["id", "v", "score"]
+    assert ds.schema.field("score").type == pa.float64()
+    assert spark_rows(spark, t) == pylance_rows(path) == [(1, "a", None), (2, "b", None), (3, "c", 0.5)]
+    # DataFrame: writeTo().withSchemaEvolution().append(), a nested struct column is new too
+    df = spark.createDataFrame([(4, "d", 1.5, (7, "x"))], "id INT, v STRING, score DOUBLE, s STRUCT<a: INT, b: STRING>")
+    # (PySpark 4.2's DataFrameWriterV2 lacks withSchemaEvolution(); the JVM writer has it)
+    df.writeTo(t)._jwriter.withSchemaEvolution().append()
+    ds = lance.dataset(path)
+    assert ds.schema.names == ["id", "v", "score", "s"]
+    assert spark_rows(spark, t) == pylance_rows(path)
+    assert (4, "d", 1.5, (7, "x")) in spark_rows(spark, t)
+    # time travel: the schema before
+    assert lance.dataset(path, version=v0).schema.names == ["id", "v"]
+    assert spark.sql(f"SELECT * FROM {t} VERSION AS OF {v0}").columns == ["id", "v"]
+    # a type Spark would widen is cast instead (no silent column rewrite): BIGINT data into the INT of s.a
+    # is refused by Spark's ANSI store assignment only on overflow
+    spark.sql(f"INSERT WITH SCHEMA EVOLUTION INTO {t} BY NAME SELECT 5 AS id, 'e' AS v, 2.5D AS score, "
+              "named_struct('a', 8, 'b', 'y') AS s")
+    assert spark_rows(spark, t) == pylance_rows(path)
+    assert len(spark_rows(spark, t)) == 5
