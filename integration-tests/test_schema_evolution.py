@@ -29,7 +29,11 @@ def data_files(path: str) -> dict[str, tuple[int, int]]:
 
 
 def as_spark(v):
-    """A pylance value as Spark collects it."""
+    """A pylance or Spark value as a plain tuple/list tree (structs are tuples in field order)."""
+    from pyspark.sql import Row
+
+    if isinstance(v, Row):
+        return tuple(as_spark(x) for x in v)
     if isinstance(v, dict):
         return tuple(as_spark(x) for x in v.values())
     if isinstance(v, list):
@@ -39,14 +43,16 @@ def as_spark(v):
 
 def pylance_rows(path: str, version: int | None = None) -> list[tuple]:
     t = lance.dataset(path, version=version).to_table()
-    cols = t.column_names
-    return sorted((tuple(as_spark(t.column(c)[i].as_py()) for c in cols) for i in range(t.num_rows)), key=repr)
+    return sorted((as_spark(r) for r in t.to_pylist()), key=repr)
+
+
+def rows_of(df) -> list[tuple]:
+    return sorted((as_spark(r) for r in df.collect()), key=repr)
 
 
 def spark_rows(spark, table: str, version: int | None = None) -> list[tuple]:
     q = f"SELECT * FROM {table}" + (f" VERSION AS OF {version}" if version is not None else "")
-    return sorted((tuple(as_spark(x.asDict(recursive=True)) if hasattr(x, "asDict") else as_spark(x) for x in r)
-                   for r in spark.sql(q).collect()), key=repr)
+    return rows_of(spark.sql(q))
 
 
 def typed_table(n0: int, n: int) -> pa.Table:
@@ -176,3 +182,51 @@ def test_catalog_appends_with_schema_evolution(spark, wh):
               "named_struct('a', 8, 'b', 'y') AS s")
     assert spark_rows(spark, t) == pylance_rows(path)
     assert len(spark_rows(spark, t)) == 5
+
+
+def test_merge_schema_adds_nested_struct_fields(spark, tmp_path):
+    path = str(tmp_path / "nested.lance")
+    base = pa.table({
+        "id": pa.array([1, 2, 3], pa.int64()),
+        "s": pa.array([{"a": 1, "b": "x"}, None, {"a": 3, "b": None}],
+                      pa.struct([("a", pa.int32()), ("b", pa.string())])),
+        "l": pa.array([[{"p": 1}], [], None], pa.list_(pa.struct([("p", pa.int64())]))),
+    })
+    lance.write_dataset(base, path)
+    v0 = lance.dataset(path).version
+    df = spark.createDataFrame(
+        [(4, (40, "y", 4.5, (1, "deep")), [(7, "q")]), (5, None, None)],
+        "id BIGINT, s STRUCT<a: INT, b: STRING, c: DOUBLE, d: STRUCT<e: INT, f: STRING>>, "
+        "l ARRAY<STRUCT<p: BIGINT, r: STRING>>")
+    # without the option: refused, naming the new fields and the option
+    with pytest.raises(Exception) as e:
+        df.write.format("lance").mode("append").save(path)
+    msg = str(e.value)
+    assert "s.c" in msg and "s.d" in msg and "l[].r" in msg and "mergeSchema" in msg, msg
+    assert lance.dataset(path).version == v0
+    # with it: the sub-fields added after the struct's own; old rows read them NULL
+    df.write.format("lance").mode("append").option("mergeSchema", "true").save(path)
+    ds = lance.dataset(path)
+    assert ds.version == v0 + 1
+    s_type = ds.schema.field("s").type
+    assert [s_type.field(i).name for i in range(s_type.num_fields)] == ["a", "b", "c", "d"]
+    item = ds.schema.field("l").type.value_type
+    assert [item.field(i).name for i in range(item.num_fields)] == ["p", "r"]
+    want = [
+        (1, (1, "x", None, None), [(1, None)]),
+        (2, None, []),
+        (3, (3, None, None, None), None),
+        (4, (40, "y", 4.5, (1, "deep")), [(7, "q")]),
+        (5, None, None),
+    ]
+    got_pylance = pylance_rows(path)
+    got_spark = rows_of(spark.read.format("lance").load(path))
+    assert got_pylance == sorted(want, key=repr), got_pylance
+    assert got_spark == got_pylance
+    # time travel: the old struct type
+    old = lance.dataset(path, version=v0)
+    assert old.schema.field("s").type.num_fields == 2
+    assert [f.name for f in spark.read.format("lance").option("version", v0).load(path).schema["s"].dataType.fields] == ["a", "b"]
+    # pylance appends with the new schema afterwards
+    lance.write_dataset(ds.to_table().slice(3, 1), path, mode="append")
+    assert len(pylance_rows(path)) == 6
