@@ -186,18 +186,21 @@ def test_catalog_appends_with_schema_evolution(spark, wh):
     assert len(spark_rows(spark, t)) == 5
 
 
-def test_merge_schema_adds_nested_struct_fields(spark, tmp_path):
+@pytest.mark.parametrize("file_version", ["2.0", "2.1", "2.2"])
+def test_merge_schema_adds_nested_struct_fields(spark, tmp_path, file_version):
     path = str(tmp_path / "nested.lance")
+    v20_ok = file_version != "2.0"
     base = pa.table({
         "id": pa.array([1, 2, 3], pa.int64()),
-        "s": pa.array([{"a": 1, "b": "x"}, None, {"a": 3, "b": None}],
+        # (file version 2.0 stores no struct validity: no NULL structs there)
+        "s": pa.array([{"a": 1, "b": "x"}, None if v20_ok else {"a": 2, "b": "z"}, {"a": 3, "b": None}],
                       pa.struct([("a", pa.int32()), ("b", pa.string())])),
         "l": pa.array([[{"p": 1}], [], None], pa.list_(pa.struct([("p", pa.int64())]))),
     })
-    lance.write_dataset(base, path)
+    lance.write_dataset(base, path, data_storage_version=file_version)
     v0 = lance.dataset(path).version
     df = spark.createDataFrame(
-        [(4, (40, "y", 4.5, (1, "deep")), [(7, "q")]), (5, None, None)],
+        [(4, (40, "y", 4.5, (1, "deep")), [(7, "q")]), (5, None if v20_ok else (50, "w", None, (None, None)), None)],
         "id BIGINT, s STRUCT<a: INT, b: STRING, c: DOUBLE, d: STRUCT<e: INT, f: STRING>>, "
         "l ARRAY<STRUCT<p: BIGINT, r: STRING>>")
     # without the option: refused, naming the new fields and the option
@@ -216,10 +219,10 @@ def test_merge_schema_adds_nested_struct_fields(spark, tmp_path):
     assert [item.field(i).name for i in range(item.num_fields)] == ["p", "r"]
     want = [
         (1, (1, "x", None, None), [(1, None)]),
-        (2, None, []),
+        (2, None if v20_ok else (2, "z", None, None), []),
         (3, (3, None, None, None), None),
         (4, (40, "y", 4.5, (1, "deep")), [(7, "q")]),
-        (5, None, None),
+        (5, None if v20_ok else (50, "w", None, (None, None)), None),
     ]
     got_pylance = pylance_rows(path)
     got_spark = rows_of(spark.read.format("lance").load(path))
