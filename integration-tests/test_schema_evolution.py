@@ -244,6 +244,12 @@ def test_merge_schema_adds_nested_struct_fields(spark, tmp_path, file_version):
     old = lance.dataset(path, version=v0)
     assert old.schema.field("s").type.num_fields == 2
     assert [f.name for f in spark.read.format("lance").option("version", v0).load(path).schema["s"].dataType.fields] == ["a", "b"]
+    # sub-fields in another order are matched by name (a struct cast would go by position)
+    spark.createDataFrame([(6, ((2, "e"), 1.0, "bb", 60), [("rr", 8)])],
+                          "id BIGINT, s STRUCT<d: STRUCT<e: INT, f: STRING>, c: DOUBLE, b: STRING, a: INT>, "
+                          "l ARRAY<STRUCT<r: STRING, p: BIGINT>>").write.format("lance").mode("append").save(path)
+    assert (6, (60, "bb", 1.0, (2, "e")), [(8, "rr")]) in pylance_rows(path)
+    assert rows_of(spark.read.format("lance").load(path)) == pylance_rows(path)
     # pylance appends with the new schema afterwards
-    lance.write_dataset(ds.to_table().slice(3, 1), path, mode="append")
-    assert len(pylance_rows(path)) == 6
+    lance.write_dataset(lance.dataset(path).to_table().slice(3, 1), path, mode="append")
+    assert len(pylance_rows(path)) == 7

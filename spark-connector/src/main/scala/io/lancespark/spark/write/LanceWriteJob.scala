@@ -98,7 +98,7 @@ object LanceWriteJob {
     val columns: Seq[Column] = target.fields.toIndexedSeq.map { f =>
       val incoming = data.schema(f.name).dataType
       if (sameShape(incoming, f.dataType)) col(f.name)
-      else if (want.contains(f.name) && changedShape(s, merged, f.name))
+      else if (want.contains(f.name) && (changedShape(s, merged, f.name) || !sameFieldOrder(incoming, f.dataType)))
         reshape(s, f.name, col(f.name), incoming, f.dataType, policy).as(f.name)
       else storeAssign(s, f.name, incoming, f.dataType, policy)
     }
@@ -109,6 +109,15 @@ object LanceWriteJob {
     case _: StructType => true
     case ArrayType(e, _) => hasStruct(e)
     case _ => false
+  }
+
+  /** Whether structs (also in arrays) name the same sub-fields in the same
+    * order: else they are rebuilt by name (a cast of a struct goes by position). */
+  private def sameFieldOrder(a: DataType, b: DataType): Boolean = (a, b) match {
+    case (x: StructType, y: StructType) =>
+      x.fieldNames.sameElements(y.fieldNames) && x.fields.zip(y.fields).forall(p => sameFieldOrder(p._1.dataType, p._2.dataType))
+    case (ArrayType(x, _), ArrayType(y, _)) => sameFieldOrder(x, y)
+    case _ => true
   }
 
   private def changedShape(s: Snapshot, merged: LanceSchema, name: String): Boolean =
