@@ -193,6 +193,14 @@ def test_catalog_appends_with_schema_evolution(spark, wh):
               "named_struct('a', 8, 'b', 'y') AS s")
     assert spark_rows(spark, t) == pylance_rows(path)
     assert len(spark_rows(spark, t)) == 5
+    # MERGE INTO WITH SCHEMA EVOLUTION: the new column added, matched rows updated
+    spark.createDataFrame([(2, "B", 9), (6, "f", 7)], "id BIGINT, v STRING, rank INT").createOrReplaceTempView("evo_src")
+    spark.sql(f"MERGE WITH SCHEMA EVOLUTION INTO {t} t USING evo_src s ON t.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert lance.dataset(path).schema.names == ["id", "v", "score", "s", "rank"]
+    got = spark_rows(spark, t)
+    assert got == pylance_rows(path)
+    assert [r for r in got if r[0] in (2, 6)] == [(2, "B", None, None, 9), (6, "f", None, None, 7)]
 
 
 @pytest.mark.parametrize("file_version", ["2.0", "2.1", "2.2"])
