@@ -87,10 +87,10 @@ lazy val core = (project in file("core"))
 // compiled against that line's own Spark. docs/dev/spark-lines.md has the plan
 // for the lines still to come (3.5 on Scala 2.12/2.13, 4.0).
 val sparkLines = Seq(
-  SparkLine("3.5", "3.5.9", Seq(scala212, scala213), Seq("spark-3.5", "spark-3.5-4.0"), release = "11", bundleArrow = true),
-  SparkLine("4.0", "4.0.4", Seq(scala213), Seq("spark-4.x", "spark-3.5-4.0"), release = "17", bundleArrow = true),
-  SparkLine("4.1", "4.1.3", Seq(scala213), Seq("spark-4.x", "spark-4.1+"), release = "17", bundleArrow = false),
-  SparkLine("4.2", "4.2.0", Seq(scala213), Seq("spark-4.x", "spark-4.1+"), release = "17", bundleArrow = false)
+  SparkLine("3.5", "3.5.9", Seq(scala212, scala213), Seq("spark-3.5", "spark-3.5-4.0", "spark-3.5-4.1"), release = "11", bundleArrow = true),
+  SparkLine("4.0", "4.0.4", Seq(scala213), Seq("spark-4.x", "spark-3.5-4.0", "spark-3.5-4.1"), release = "17", bundleArrow = true),
+  SparkLine("4.1", "4.1.3", Seq(scala213), Seq("spark-4.x", "spark-4.1+", "spark-3.5-4.1"), release = "17", bundleArrow = false),
+  SparkLine("4.2", "4.2.0", Seq(scala213), Seq("spark-4.x", "spark-4.1+", "spark-4.2+"), release = "17", bundleArrow = false)
 )
 
 /** Arrow 19 inside a bundle (relocated to io.lancespark.shaded.arrow): for the

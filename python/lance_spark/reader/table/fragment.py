@@ -2,6 +2,7 @@
 with the reader of its file format."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Dict, List, Optional, Tuple, Union
@@ -13,7 +14,7 @@ from ..format._mapped import MappedFile
 from ..format.file_v01 import FileV01Reader
 from ..format.file_v2 import FileV2Reader
 from ..format.file_v21 import FileV21Reader
-from ..format.schema import LanceField
+from ..format.schema import LanceField, arrow_field
 
 #: file version (major, minor) -> its name. 0.3 is what 2.0 was called when Lance 0.15 / 0.16
 #: introduced it (their manifests and 2.0 footers still say so); 0.0 is a DataFile from before
@@ -110,11 +111,53 @@ def data_file_rows(df: DataFileInfo) -> int:
         r.close()
 
 
+def stored_part(df: DataFileInfo, f: LanceField) -> LanceField:
+    """`f` less the struct sub-fields (also of a list's struct items) the data file does not store
+    (added by a later mergeSchema append); `f` itself when it stores them all."""
+    lt = f.logical_type
+    if lt == "struct":
+        kids = [stored_part(df, c) for c in f.children if file_has_field(df, c)]
+        if not kids or (len(kids) == len(f.children) and all(a is b for a, b in zip(kids, f.children))):
+            return f
+        return dataclasses.replace(f, children=kids)
+    if lt in ("list", "list.struct", "large_list", "large_list.struct") and len(f.children) == 1:
+        item = stored_part(df, f.children[0])
+        return f if item is f.children[0] else dataclasses.replace(f, children=[item])
+    return f
+
+
+def widen(arr: pa.Array, to: pa.DataType) -> pa.Array:
+    """An array of a part of a struct type (or list of structs) as one of type `to`: the sub-fields
+    it lacks all NULL."""
+    if arr.type == to:
+        return arr
+    if isinstance(arr, pa.ChunkedArray):
+        return pa.chunked_array([widen(c, to) for c in arr.chunks], to)
+    if pa.types.is_struct(to):
+        have = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
+        kids = []
+        for i in range(to.num_fields):
+            t = to.field(i)
+            kids.append(widen(arr.field(have[t.name]), t.type) if t.name in have else pa.nulls(len(arr), t.type))
+        mask = arr.is_null() if arr.null_count else None
+        return pa.StructArray.from_arrays(kids, fields=[to.field(i) for i in range(to.num_fields)], mask=mask)
+    if pa.types.is_list(to) or pa.types.is_large_list(to):
+        values = widen(arr.values, to.value_type)
+        cls = pa.LargeListArray if pa.types.is_large_list(to) else pa.ListArray
+        return cls.from_arrays(arr.offsets, values, type=to, mask=arr.is_null() if arr.null_count else None)
+    return arr
+
+
 def _read_fields(r: FileReader, df: DataFileInfo, fields: List[LanceField]) -> Dict[int, pa.Array]:
     if isinstance(r, FileV01Reader):
         return {f.id: r.read_field(f) for f in fields}
     columns = column_map(df)
-    return {f.id: r.read_field(f, columns) for f in fields}
+    out = {}
+    for f in fields:
+        part = stored_part(df, f)
+        arr = r.read_field(part, columns)
+        out[f.id] = arr if part is f else widen(arr, arrow_field(f, df.full_path).type)
+    return out
 
 
 def read_data_file(df: DataFileInfo, fields: List[LanceField],
@@ -165,14 +208,16 @@ def iter_data_file(df: DataFileInfo, fields: List[LanceField], batch_rows: int):
         return
     try:
         columns = column_map(df)
-        iters = {f.id: r.iter_field(f, columns, batch_rows) for f in fields}
+        parts = {f.id: (f, stored_part(df, f)) for f in fields}
+        iters = {fid: r.iter_field(part, columns, batch_rows) for fid, (_, part) in parts.items()}
         while True:
             batch = {}
             for fid, it in iters.items():
                 arr = next(it, None)
                 if arr is None:
                     return
-                batch[fid] = arr
+                f, part = parts[fid]
+                batch[fid] = arr if part is f else widen(arr, arrow_field(f, df.full_path).type)
             if not batch:
                 return
             yield batch

@@ -33,7 +33,8 @@ import io.lancespark.table.storage.Snapshot
 final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String] = Map.empty,
     writable: Boolean = false)
     extends SupportsRead with SupportsWrite with SupportsMetadataColumns
-    with SupportsRowLevelOperations with SupportsDeleteV2 with SupportsIndex {
+    with SupportsRowLevelOperations with SupportsDeleteV2 with SupportsIndex
+    with io.lancespark.spark.shim.SchemaEvolutionShim {
 
   /** None where the path holds no dataset yet (a stream's sink may create it). */
   private lazy val existing: Option[Snapshot] = LanceDataSource.snapshotIfExists(target)
@@ -67,8 +68,12 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
     else LanceTable.withDistance(dataSchema, nearest.isDefined)
 
   override def capabilities(): util.Set[TableCapability] =
-    if (writable) util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE,
-      TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
+    if (writable) {
+      val caps = util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE,
+        TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
+      schemaEvolutionCapabilities.foreach(caps.add)
+      caps
+    }
     else util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
 
   override def properties(): util.Map[String, String] = (Map(

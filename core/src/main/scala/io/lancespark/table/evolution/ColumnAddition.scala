@@ -110,6 +110,44 @@ object ColumnAddition {
       snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap, fields.flatMap(_.allFields.map(_.id)).toSet)
   }
 
+  /** Plans changing the types of existing top-level columns (ALTER COLUMN
+    * TYPE), as pylance's `alter_columns` with a `data_type` does: each changed
+    * column becomes a new field (same name, place and nullability; the new
+    * type; an id above every id the version uses) whose values are written to
+    * one new data file per fragment; the old field id stays in the older files
+    * but no longer in the schema, so time travel reads the old type. Committed
+    * as a Merge. `newTypes`: the columns with their new Arrow types (names of
+    * existing top-level columns). A column some index covers is refused. */
+  def planTypeChange(snapshot: Snapshot, newTypes: Schema): ColumnAddition = {
+    val uri = snapshot.storage.uri
+    val version = DataFileVersion.ofDataset(snapshot.fileVersion).getOrElse(throw new LanceFormatException(
+      s"$uri: the dataset stores Lance file version ${snapshot.fileVersion}, which this connector reads but does " +
+        s"not write (it writes ${DataFileVersion.Written.mkString(", ")}); its column types cannot be changed"))
+    val changed = newTypes.getFields.asScala.toVector
+    if (changed.isEmpty) throw new IllegalArgumentException(s"$uri: no column type to change")
+    val old = changed.map { f =>
+      snapshot.schema.field(f.getName).getOrElse(throw new IllegalArgumentException(
+        s"$uri: cannot change the type of column '${f.getName}': the dataset (version ${snapshot.version}) has no " +
+          s"such top-level column; its columns are ${snapshot.schema.fields.map(_.name).mkString(", ")}"))
+    }
+    val ids = old.flatMap(_.allFields.map(_.id)).toSet
+    io.lancespark.table.storage.Indices.of(snapshot).find(_.getFieldsList.asScala.exists(i => ids.contains(i.intValue)))
+      .foreach { i =>
+        throw new IllegalArgumentException(s"$uri: cannot change the type of column " +
+          s"${old.map(_.name).mkString(", ")}: index '${i.getName}' covers it and indexes the old values; " +
+          "drop the index, change the type, and build it again")
+      }
+    val keepNullability = new Schema(changed.zip(old).map { case (f, o) =>
+      new org.apache.arrow.vector.types.pojo.Field(f.getName,
+        new org.apache.arrow.vector.types.pojo.FieldType(o.nullable, f.getType, null, f.getMetadata), f.getChildren)
+    }.asJava)
+    val columns = LanceSchema.fromArrow(keepNullability, maxFieldId(snapshot) + 1)
+    val byName = columns.fields.map(f => f.name -> f).toMap
+    val schema = snapshot.schema.fields.map(f => byName.getOrElse(f.name, f))
+    ColumnAddition(uri, snapshot.version, version, columns, LanceSchema(schema, snapshot.schema.metadata),
+      snapshot.fragments.map(f => f.id -> FragmentState(f)).toMap)
+  }
+
   /** Names of the row metadata columns a source may carry but never update. */
   val MetadataColumns: Set[String] =
     Set("_rowid", "_rowaddr", "_rowoffset", "_row_created_at_version", "_row_last_updated_at_version")

@@ -111,8 +111,13 @@ final class FragmentScanner(
     val read: Seq[(FieldVector, Option[DictionaryColumn])] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)
+        // a struct's sub-fields added after the file was written (mergeSchema) are not in it: read
+        // what it stores, then give the vector the whole type (the added sub-fields NULL)
+        val stored = fs.map(f => FragmentScanner.storedPart(f, ref))
         val file = reader(ref)
-        fs.zip(file.read(fs, from, until, allocator, next).map(v => v -> file.dictionaryOf(v)))
+        fs.zip(stored).zip(file.read(stored, from, until, allocator, next)).map { case ((f, part), v) =>
+          if (part eq f) f -> (v -> file.dictionaryOf(v)) else f -> (FragmentScanner.widen(f, v, allocator) -> None)
+        }
       case (None, group) => group.map { case (f, _) => f -> (nulls(f, n) -> None) }
     }.sortBy { case (f, _) => readFields.indexOf(f) }.map(_._2)
     val raw = read.map(_._1)
@@ -178,4 +183,34 @@ final class FragmentScanner(
   def storageWaitNanos: Long = readers.values.map(_.storageWaitNanos).sum
 
   override def close(): Unit = readers.values.foreach(_.close())
+}
+
+object FragmentScanner {
+
+  /** `f` less the sub-fields (of structs, also inside lists) that data file
+    * `ref` does not store; `f` itself (the same instance) when it stores them all. */
+  private[scan] def storedPart(f: LanceField, ref: DataFileRef): LanceField =
+    if (f.isStruct) {
+      val kids = f.children.filter(ref.stores).map(storedPart(_, ref))
+      if (kids.isEmpty || (kids.size == f.children.size && kids.zip(f.children).forall { case (a, b) => a eq b })) f
+      else f.copy(children = kids)
+    } else if (f.isList && f.children.size == 1) {
+      val item = storedPart(f.children.head, ref)
+      if (item eq f.children.head) f else f.copy(children = Vector(item))
+    } else f
+
+  /** Vector `v` of a part of `f` as a vector of `f`'s whole type: its buffers
+    * moved over, the sub-fields it lacks all NULL. */
+  private[scan] def widen(f: LanceField, v: FieldVector, allocator: BufferAllocator): FieldVector = {
+    val n = v.getValueCount
+    val full = f.toArrow.createVector(allocator)
+    try {
+      full.allocateNew()
+      v.makeTransferPair(full).transfer()
+      full.setValueCount(n)
+      full
+    } catch {
+      case e: Throwable => full.close(); throw e
+    } finally v.close()
+  }
 }

@@ -168,6 +168,34 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
   override def alterTable(ident: Identifier, changes: TableChange*): Table = {
     if (!exists(ident)) throw new NoSuchTableException(ident)
     val storage = DatasetStorage(location(ident), conf)
+    val (types, others) = changes.partition(_.isInstanceOf[TableChange.UpdateColumnType])
+    if (changes.isEmpty) loadTable(ident)  // e.g. ALTER COLUMN c TYPE <its own type>: nothing to commit
+    else if (types.nonEmpty) {
+      if (others.nonEmpty)
+        throw new UnsupportedOperationException(s"$ident: change column types in an ALTER TABLE statement of " +
+          "their own (a type change rewrites the column's values; the other changes are metadata)")
+      alterColumnTypes(ident, storage, types.map(_.asInstanceOf[TableChange.UpdateColumnType]))
+    } else alterSchema(ident, storage, changes)
+  }
+
+  /** ALTER COLUMN TYPE: a lossless widening, written as the column alone
+    * rewritten (see AlterColumnTypeJob); a column of the same type is left as it is. */
+  private def alterColumnTypes(ident: Identifier, storage: DatasetStorage,
+      changes: Seq[TableChange.UpdateColumnType]): Table = {
+    val current = loadTable(ident).schema()
+    val wanted = changes.map { c =>
+      if (c.fieldNames().length != 1)
+        throw new UnsupportedOperationException(s"$ident: cannot change the type of nested field " +
+          s"${c.fieldNames().mkString(".")}: only top-level columns' types can be changed (replace the whole " +
+          "struct with update_columns)")
+      c.fieldNames().head -> c.newDataType()
+    }.filterNot { case (n, t) => current.fieldNames.contains(n) && current(n).dataType == t }
+    if (wanted.nonEmpty)
+      io.lancespark.spark.procedures.AlterColumnTypeJob.run(SparkSession.active, storage, ident.toString, wanted)
+    loadTable(ident)
+  }
+
+  private def alterSchema(ident: Identifier, storage: DatasetStorage, changes: Seq[TableChange]): Table = {
     val snapshot = Dataset.open(storage, None)
     val fields = SchemaChanges.apply(snapshot.schema, changes, ident.toString, DataFileVersion.ofDataset(snapshot.fileVersion))
     Committer.commit(storage, Some(snapshot.version), ReplaceSchema(fields.schema),

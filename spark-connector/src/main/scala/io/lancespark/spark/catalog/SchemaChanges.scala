@@ -37,6 +37,6 @@ object SchemaChanges {
     case other =>
       throw new UnsupportedOperationException(
         s"${fields.table}: ALTER TABLE ${other.getClass.getSimpleName} is not supported for Lance tables " +
-          "(supported: ADD COLUMNS, DROP COLUMN, RENAME COLUMN)")
+          "(supported: ADD COLUMNS, DROP COLUMN, RENAME COLUMN, ALTER COLUMN ... TYPE)")
   }
 }

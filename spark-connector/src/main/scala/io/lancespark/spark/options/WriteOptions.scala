@@ -66,7 +66,7 @@ object WriteOptions {
   /** New datasets only: V2 manifest naming (default) or the legacy V1 scheme. */
   val V2ManifestPaths: LanceOption[Boolean] = LanceOption.boolean("v2ManifestPaths")
 
-  /** Appends may add the DataFrame's new top-level columns to the table's
+  /** Appends may add the DataFrame's new columns and struct sub-fields to the table's
     * schema (existing rows read them as NULL); session conf `spark.lance.write.mergeSchema`. */
   val MergeSchema: LanceOption[Boolean] =
     LanceOption.boolean("mergeSchema").copy(sessionName = Some("spark.lance.write.mergeSchema"))

@@ -6,7 +6,7 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.{Column, DataFrame, SaveMode}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Cast
-import org.apache.spark.sql.functions.{col, expr}
+import org.apache.spark.sql.functions.{col, expr, lit, struct, transform, when}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
 
@@ -15,7 +15,7 @@ import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
 import io.lancespark.spark.shim.TimeTypes
 import io.lancespark.spark.options.{OptionSource, WriteConf, WriteOptions}
 import io.lancespark.table.commit.{AppendFragments, AppendWithSchema, CommitSettings, Commits, OverwriteDataset}
-import io.lancespark.table.evolution.ColumnAddition
+import io.lancespark.table.evolution.{ColumnAddition, SchemaMerge}
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 import io.lancespark.table.model.WrittenFragment
@@ -66,38 +66,91 @@ object LanceWriteJob {
 
   /** Reorders the DataFrame's columns to the dataset's, checking they match.
     * With mergeSchema, the DataFrame's columns the dataset does not have are
-    * added after its own (ids above every existing one): the schema the files
-    * are written with and the names added. */
+    * added after its own, and a struct's new sub-fields after the struct's own
+    * (also in a list's struct items), with ids above every existing one: the
+    * schema the files are written with and the paths added. */
   private def alignForAppend(data: DataFrame, s: Snapshot, opts: WriteConf,
       version: DataFileVersion): (DataFrame, LanceSchema, Seq[String]) = {
-    val target: StructType = TypeMapping.forActiveSession().toSpark(s.schema)
+    val mapping = TypeMapping.forActiveSession()
     val have = data.schema.fieldNames.toSet
-    val want = target.fieldNames.toSet
+    val want = s.schema.fields.map(_.name).toSet
     val extra = data.schema.fieldNames.toVector.filterNot(want.contains)
-    if (want.exists(n => !have.contains(n)) || (extra.nonEmpty && !opts.mergeSchema)) {
-      val hint = if (extra.nonEmpty && !opts.mergeSchema)
-        s"; to add the new column${if (extra.size == 1) "" else "s"} ${extra.mkString(", ")} to the table's schema, " +
+    // the fields that may evolve: new columns, and structs (or lists of them) the table has
+    val evolving = StructType(data.schema.fields.filter(f => !want.contains(f.name) || hasStruct(f.dataType))
+      .map(f => f.copy(nullable = true)))
+    val merged = if (evolving.isEmpty) s.schema else SchemaMerge.merge(s.schema,
+      SparkToArrow.schema(evolving, opts.vectorColumns.filter(v => extra.contains(v._1)), version,
+        opts.blobColumns.filter(extra.contains)),
+      ColumnAddition.maxFieldId(s) + 1)
+    val added = SchemaMerge.addedPaths(s.schema, merged)
+    if (want.exists(n => !have.contains(n)) || (added.nonEmpty && !opts.mergeSchema)) {
+      val nested = added.filter(_.exists(c => c == '.' || c == '['))
+      val hint = if (added.nonEmpty && !opts.mergeSchema)
+        s"; to add the new ${if (nested.nonEmpty) "field" else "column"}${if (added.size == 1) "" else "s"} " +
+          s"${added.mkString(", ")} to the table's schema, " +
           "set option(\"mergeSchema\", \"true\") (or the session conf spark.lance.write.mergeSchema=true)"
       else ""
       throw new LanceFormatException(
         s"${s.storage.uri}: cannot append: the DataFrame's columns differ from the dataset's (version ${s.version}); " +
           s"missing ${(want -- have).toSeq.sorted.mkString("[", ", ", "]")}, " +
-          s"unexpected ${extra.sorted.mkString("[", ", ", "]")}" + hint)
+          s"unexpected ${(extra ++ nested).sorted.mkString("[", ", ", "]")}" + hint)
     }
     checkAppendBlobColumns(s, data.schema, opts.blobColumns.filterNot(extra.contains), version)
+    val target: StructType = mapping.toSpark(merged)
     val policy = data.sparkSession.sessionState.conf.storeAssignmentPolicy
     val columns: Seq[Column] = target.fields.toIndexedSeq.map { f =>
       val incoming = data.schema(f.name).dataType
       if (sameShape(incoming, f.dataType)) col(f.name)
+      else if (want.contains(f.name) && (changedShape(s, merged, f.name) || !sameFieldOrder(incoming, f.dataType)))
+        reshape(s, f.name, col(f.name), incoming, f.dataType, policy).as(f.name)
       else storeAssign(s, f.name, incoming, f.dataType, policy)
     }
-    val schema = if (extra.isEmpty) s.schema else {
-      val added = StructType(extra.map(n => data.schema(n).copy(nullable = true)))
-      val fields = LanceSchema.fromArrow(SparkToArrow.schema(added, opts.vectorColumns.filter(v => extra.contains(v._1)),
-        version, opts.blobColumns.filter(extra.contains)), ColumnAddition.maxFieldId(s) + 1).fields
-      LanceSchema(s.schema.fields ++ fields, s.schema.metadata)
-    }
-    (data.select((columns ++ extra.map(col)): _*), schema, extra)
+    (data.select(columns: _*), merged, added)
+  }
+
+  private def hasStruct(t: DataType): Boolean = t match {
+    case _: StructType => true
+    case ArrayType(e, _) => hasStruct(e)
+    case _ => false
+  }
+
+  /** Whether structs (also in arrays) name the same sub-fields in the same
+    * order: else they are rebuilt by name (a cast of a struct goes by position). */
+  private def sameFieldOrder(a: DataType, b: DataType): Boolean = (a, b) match {
+    case (x: StructType, y: StructType) =>
+      x.fieldNames.sameElements(y.fieldNames) && x.fields.zip(y.fields).forall(p => sameFieldOrder(p._1.dataType, p._2.dataType))
+    case (ArrayType(x, _), ArrayType(y, _)) => sameFieldOrder(x, y)
+    case _ => true
+  }
+
+  private def changedShape(s: Snapshot, merged: LanceSchema, name: String): Boolean =
+    s.schema.field(name) != merged.field(name)
+
+  /** A struct column (or list of structs) given sub-fields the table's lacks:
+    * rebuilt by name in the merged type's order (Spark casts structs by
+    * position); leaves of another type are converted as storeAssign does. */
+  private def reshape(s: Snapshot, path: String, c: Column, from: DataType, to: DataType,
+      policy: SQLConf.StoreAssignmentPolicy.Value): Column = (from, to) match {
+    case (fs: StructType, ts: StructType) =>
+      val missing = ts.fieldNames.filterNot(fs.fieldNames.contains)
+      if (missing.nonEmpty)
+        throw new LanceFormatException(s"${s.storage.uri}: cannot append: struct column '$path' lacks the " +
+          s"dataset's field${if (missing.length == 1) "" else "s"} ${missing.mkString(", ")}")
+      val kids = ts.fields.toSeq.map(f => reshape(s, s"$path.${f.name}", c.getField(f.name), fs(f.name).dataType,
+        f.dataType, policy).as(f.name))
+      when(c.isNull, lit(null).cast(ts)).otherwise(struct(kids: _*))
+    case (ArrayType(fe, _), ArrayType(te, _)) =>
+      transform(c, (x: Column) => reshape(s, s"$path[]", x, fe, te, policy))
+    case _ if sameShape(from, to) => c
+    case _ =>
+      val ok = policy match {
+        case SQLConf.StoreAssignmentPolicy.STRICT | SQLConf.StoreAssignmentPolicy.ANSI => Cast.canUpCast(from, to)
+        case _ => Cast.canCast(from, to)
+      }
+      if (!ok)
+        throw new LanceFormatException(s"${s.storage.uri}: cannot append: field '$path' is ${from.simpleString} " +
+          s"but the dataset stores ${to.simpleString}")
+      c.cast(to)
   }
 
   /** `blobColumns` on an append names columns the dataset already stores as
