@@ -148,14 +148,31 @@ final class FragmentScanner(
     all
   }
 
+  /** The physical offsets in [from, until) neither deleted nor rejected by
+    * `matches` (bit i: offset from + i). With a filter, only its set bits are
+    * visited (a selective filter keeps few rows of a batch). */
   private def keptOffsets(from: Long, until: Long, noDeletes: Boolean, matches: Option[java.util.BitSet]): Array[Int] = {
-    val out = new mutable.ArrayBuilder.ofInt
-    var i = from.toInt
-    while (i < until) {
-      if ((noDeletes || !deleted.contains(i)) && matches.forall(_.get(i - from.toInt))) out += i
-      i += 1
+    val base = from.toInt
+    matches match {
+      case Some(m) =>
+        val out = new Array[Int](m.cardinality())
+        var k = 0
+        var j = m.nextSetBit(0)
+        while (j >= 0 && base + j < until) {
+          val i = base + j
+          if (noDeletes || !deleted.contains(i)) { out(k) = i; k += 1 }
+          j = m.nextSetBit(j + 1)
+        }
+        if (k == out.length) out else java.util.Arrays.copyOf(out, k)
+      case None =>
+        val out = new mutable.ArrayBuilder.ofInt
+        var i = base
+        while (i < until) {
+          if (noDeletes || !deleted.contains(i)) out += i
+          i += 1
+        }
+        out.result()
     }
-    out.result()
   }
 
   private def nulls(f: LanceField, n: Int): FieldVector = {
