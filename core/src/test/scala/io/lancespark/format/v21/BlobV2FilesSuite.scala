@@ -6,6 +6,7 @@ import java.nio.file.{Files, Path}
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.format.v21.write.{BlobV2Description, BlobV2Files}
+import io.lancespark.table.PylanceProcess
 
 /** Placement of 2.2 blob values in blob files. The expected descriptions are
   * the ones pylance 14 gives for the same value sizes (`to_table()` of a
@@ -53,5 +54,37 @@ class BlobV2FilesSuite extends AnyFunSuite {
   test("no blob files for inline values only") {
     val (d, files) = place(Seq(0L, 1L, 64 * KiB))
     assert(d.forall(_.kind == BlobV2Files.Inline) && files.isEmpty)
+  }
+
+  test("seeded random sizes: the same descriptions and blob files as pylance 14 writes") {
+    val rng = new scala.util.Random(39)
+    val bounds = Seq(0L, 1L, 64 * KiB, 64 * KiB + 1, 4 * MiB, 4 * MiB + 1)
+    val sizes = Seq.fill(14)(rng.nextInt(4) match {
+      case 0 => rng.nextInt(70 * 1024).toLong
+      case 1 => 60 * KiB + rng.nextInt((2 * MiB).toInt)
+      case 2 => 4 * MiB - 1024 + rng.nextInt(4096)
+      case _ => bounds(rng.nextInt(bounds.size))
+    })
+    val (ours, files) = place(sizes)
+    val dir = Files.createTempDirectory("blobv2-pylance")
+    val out = PylanceProcess.run(
+      """import sys, os, glob, lance, pyarrow as pa
+        |sizes = [int(x) for x in sys.argv[2].split(",")]
+        |f = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+        |t = pa.table({"b": [bytes([i % 251]) * s for i, s in enumerate(sizes)]}, schema=pa.schema([f]))
+        |ds = lance.write_dataset(t, sys.argv[1], data_storage_version="2.2")
+        |for d in ds.to_table().column("b").to_pylist():
+        |    print("D", d["kind"], d["position"], d["size"], d["blob_id"])
+        |for p in sorted(glob.glob(os.path.join(sys.argv[1], "data", "*", "*.blob"))):
+        |    print("F", os.path.basename(p), os.path.getsize(p))
+        |""".stripMargin, dir.resolve("t.lance").toString, sizes.mkString(","))
+    val lines = out.linesIterator.toVector
+    val theirs = lines.filter(_.startsWith("D ")).map(_.split(" ").drop(1).map(_.toLong).toVector)
+    // inline positions are data file offsets the data file writer sets; compare them as 0
+    assert(theirs.size == sizes.size, out)
+    val expected = theirs.map(v => (v(0).toInt, if (v(0) == 0) 0L else v(1), v(2), v(3).toInt))
+    assert(ours.map(d => (d.kind, d.position, d.size, d.blobId)) == expected, s"sizes $sizes")
+    val theirFiles = lines.filter(_.startsWith("F ")).map(_.split(" ")).map(a => a(1) -> a(2).toLong).toMap
+    assert(files.map { case (n, b) => n -> b.length.toLong } == theirFiles)
   }
 }
