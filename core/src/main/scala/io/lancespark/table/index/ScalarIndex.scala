@@ -33,7 +33,11 @@ object ScalarIndex {
   val Bitmap = "BitmapIndexDetails"
   val ZoneMap = "ZoneMapIndexDetails"
   val BloomFilter = "BloomFilterIndexDetails"
-  val Supported: Set[String] = Set(BTree, Bitmap, ZoneMap, BloomFilter)
+  /** A bitmap over the elements of a list column's lists (the BITMAP file
+    * layout, keys of the element type): answers label terms ([[LabelTerm]]),
+    * never the filter's leaves on the list column. */
+  val LabelList = "LabelListIndexDetails"
+  val Supported: Set[String] = Set(BTree, Bitmap, ZoneMap, BloomFilter, LabelList)
 
   /** The fragments `entry` covers whose zones a zone-based index may be
     * trusted for: those whose zones' lengths (`zoneRows`, a fragment's sum;
@@ -60,7 +64,7 @@ object ScalarIndex {
       IndexCatalog.skip(s"${entry.describe}: not one column of the schema"); None
     } else entry.kind match {
       case BTree => BTreeIndex.open(storage, entry, allocator)
-      case Bitmap => Some(new BitmapIndex(storage, entry, rowsOf, allocator))
+      case Bitmap | LabelList => Some(new BitmapIndex(storage, entry, rowsOf, allocator))
       case ZoneMap => Some(ZoneMapIndex.open(storage, entry, rowsOf, allocator))
       case BloomFilter => IndexCatalog.field(schema.fields, entry.fieldIds.head).map(f =>
         BloomFilterIndex.open(storage, entry, f.arrowType, rowsOf, allocator))
