@@ -58,8 +58,11 @@ object ScalarIndex {
   def open(storage: DatasetStorage, schema: LanceSchema, entry: IndexEntry, rowsOf: Int => Long,
            allocator: BufferAllocator): Option[ScalarIndex] =
     if (!Supported.contains(entry.kind)) { IndexCatalog.skip(s"${entry.describe}: type not read"); None }
-    else if (entry.indexVersion != 0) {
-      IndexCatalog.skip(s"${entry.describe}: index version ${entry.indexVersion} not read (0 is)"); None
+    else if (entry.indexVersion != 0 && !(entry.kind == LabelList && entry.indexVersion == 1)) {
+      // LABEL_LIST version 1 (pylance 14) adds the NULL lists' rows beside the same element bitmaps:
+      // not needed for the label terms answered (a NULL list never matches one)
+      IndexCatalog.skip(s"${entry.describe}: index version ${entry.indexVersion} not read " +
+        (if (entry.kind == LabelList) "(0 and 1 are)" else "(0 is)")); None
     } else if (entry.fields.size != 1 || entry.fieldIds.size != 1) {
       IndexCatalog.skip(s"${entry.describe}: not one column of the schema"); None
     } else entry.kind match {
