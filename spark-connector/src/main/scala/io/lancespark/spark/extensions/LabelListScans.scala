@@ -29,12 +29,26 @@ object LabelListScans extends SparkStrategy {
       val scan = r.scan.asInstanceOf[LanceScan]
       val clauses = conditions(plan).flatMap(conjuncts).flatMap(c => clause(c, r)).distinct.toVector
       if (clauses.isEmpty) Nil
-      else {
-        val narrowed = r.copy(scan = scan.withLabels(clauses))
-        Seq(planLater(plan.transformDown { case x: DataSourceV2ScanRelation if x eq r => narrowed }))
+      else withScan(r, scan.withLabels(clauses)) match {
+        case Some(narrowed) =>
+          Seq(planLater(plan.transformDown { case x: DataSourceV2ScanRelation if x eq r => narrowed }))
+        case None => Nil
       }
     case None => Nil
   }
+
+  /** `r` with `scan` in place of its scan. Not `copy`: the relation's fields
+    * differ between Spark lines sharing one bundle (4.2's and 4.3's), so its
+    * constructor is called with its own fields (`makeCopy`); if that fails, the
+    * scan is left as it is (no index, same rows). */
+  private def withScan(r: DataSourceV2ScanRelation, scan: LanceScan): Option[DataSourceV2ScanRelation] =
+    scala.util.Try {
+      val args = r.productIterator.map {
+        case s: LanceScan if s eq r.scan => scan
+        case a => a.asInstanceOf[AnyRef]
+      }.toArray
+      r.makeCopy(args).asInstanceOf[DataSourceV2ScanRelation]
+    }.toOption.filter(_.scan eq scan)
 
   /** The Lance scan relation under a chain of deterministic Projects and
     * Filters (at least one Filter), if its scan has no label clauses yet. */
