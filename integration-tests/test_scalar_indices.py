@@ -1,8 +1,9 @@
 """Scans that use the scalar indices pylance builds (BTREE, BITMAP, ZONEMAP,
-BLOOMFILTER): seeded
+BLOOMFILTER), and the ZONEMAP and BLOOMFILTER indices Spark builds: seeded
 differential over random tables and random filters (=, IN, ranges, IS NULL,
 AND/OR/NOT, nulls), with deletes, appends and an update after the build:
-Spark with indices == Spark with useIndex=false == pylance. The index is
+Spark with indices == Spark with useIndex=false == pylance (and, with the
+Spark-built indices, pylance with them == pylance without). The index is
 used (the scan's metrics count the rows and fragments it selects), and a
 point lookup reads a small fraction of a full scan's bytes."""
 from __future__ import annotations
@@ -18,6 +19,8 @@ from scan_metrics import scan_metrics
 
 LONG = os.environ.get("LANCE_LONG_TESTS") == "1"
 SEEDS = list(range(12)) if LONG else [0, 1]
+#: seeds whose ZONEMAP and BLOOMFILTER indices Spark builds (CALL lance.system.create_index)
+SPARK_BUILT_SEEDS = list(range(100, 108)) if LONG else [100]
 FILTERS_PER_SEED = 60 if LONG else 25
 WORDS = ["a", "b", "c", "dd", "é", "zz"]
 
@@ -38,7 +41,8 @@ def _table(rnd: random.Random, start: int, n: int) -> pa.Table:
     })
 
 
-def _build(path: str, seed: int) -> None:
+def _build(path: str, seed: int, spark=None) -> None:
+    """With `spark`: the ZONEMAP and BLOOMFILTER indices are built by Spark (random options)."""
     rnd = random.Random(seed)
     n = rnd.randint(3000, 6000)
     lance.write_dataset(_table(rnd, 0, n), path, max_rows_per_file=rnd.randint(800, 1600))
@@ -47,10 +51,20 @@ def _build(path: str, seed: int) -> None:
     ds.create_scalar_index("v", "BTREE")
     ds.create_scalar_index("k", "BITMAP")
     ds.create_scalar_index("s", "BITMAP")
-    ds.create_scalar_index("r", "ZONEMAP")
-    ds.create_scalar_index("v", "ZONEMAP", name="v_zones")
-    ds.create_scalar_index("pay", "BLOOMFILTER")
-    ds.create_scalar_index("k", "BLOOMFILTER", name="k_bloom")
+    if spark is None:
+        ds.create_scalar_index("r", "ZONEMAP")
+        ds.create_scalar_index("v", "ZONEMAP", name="v_zones")
+        ds.create_scalar_index("pay", "BLOOMFILTER")
+        ds.create_scalar_index("k", "BLOOMFILTER", name="k_bloom")
+    else:
+        for col, kind, name, opts in [
+                ("r", "zonemap", "r_idx", {"rows_per_zone": str(rnd.choice([100, 512, 8192]))}),
+                ("v", "zonemap", "v_zones", {"rows_per_zone": str(rnd.choice([64, 1000]))}),
+                ("pay", "bloomfilter", "pay_idx", {"number_of_items": str(rnd.choice([256, 8192]))}),
+                ("k", "bloomfilter", "k_bloom", {"probability": rnd.choice(["0.01", "0.001"])})]:
+            kv = ", ".join(f"'{k}', '{v}'" for k, v in opts.items())
+            spark.sql(f"CALL lance.system.create_index(table => '{path}', column => '{col}', "
+                      f"index_type => '{kind}', name => '{name}', options => map({kv}))").collect()
     ds = lance.dataset(path)
     ds.delete(f"id % {rnd.randint(7, 15)} = 3")                    # deletes after the build
     lance.write_dataset(_table(rnd, n, 700), path, mode="append")  # a fragment no index covers
@@ -110,10 +124,11 @@ def _ids(rows) -> list:
     return sorted(r[0] for r in rows)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", SEEDS + SPARK_BUILT_SEEDS)
 def test_indexed_scans_equal_unindexed_and_pylance(spark, tmp_path, seed):
     path = str(tmp_path / "t")
-    _build(path, seed)
+    spark_built = seed in SPARK_BUILT_SEEDS
+    _build(path, seed, spark if spark_built else None)
     ds = lance.dataset(path)
     assert len(ds.describe_indices()) == 8
     on = spark.read.format("lance").load(path)
@@ -123,12 +138,21 @@ def test_indexed_scans_equal_unindexed_and_pylance(spark, tmp_path, seed):
     for _ in range(FILTERS_PER_SEED):
         f = _filter(rnd)
         want = sorted(ds.to_table(columns=["id"], filter=f).column("id").to_pylist())
+        if spark_built:   # pylance with our indices == pylance without
+            plain = sorted(ds.to_table(columns=["id"], filter=f, use_scalar_index=False).column("id").to_pylist())
+            assert want == plain, (seed, f)
         m = _metrics(on.where(f).select("id"))
         got = _ids(m["rows"])
         base = _ids(off.where(f).select("id").collect())
         assert got == base == want, (seed, f, len(got), len(base), len(want))
         selected += m.get("rowsSelectedByIndex", 0) + m.get("fragmentsDecidedByIndex", 0)
     assert selected > 0, "no filter was answered by an index"
+    if spark_built:   # our scans and pylance's plans use the Spark-built indices
+        for f, name in [("r >= 100 AND r < 120", "r_idx"), ("pay = 'payload-17'", "pay_idx")]:
+            m = scan_metrics(on.where(f).select("id"))
+            assert m["fragmentsDecidedByIndex"] > 0, (f, m)
+            assert _ids(m["rows"]) == sorted(ds.to_table(columns=["id"], filter=f).column("id").to_pylist())
+            assert "ScalarIndexQuery" in ds.scanner(columns=["id"], filter=f).explain_plan(True), f
 
 
 def test_point_lookup_uses_the_btree_and_reads_a_fraction(spark, tmp_path):

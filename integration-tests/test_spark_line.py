@@ -217,3 +217,19 @@ def test_streaming_sink_and_source(spark, tmp_path):
           .option("checkpointLocation", str(tmp_path / "ck2")).trigger(availableNow=True).start(out))
     q2.awaitTermination(120)
     assert sorted(r.id for r in spark.read.parquet(out).collect()) == list(range(30))
+
+
+def test_label_list_index_in_scans(spark, tmp_path):
+    """array_contains / arrays_overlap use a pylance-built LABEL_LIST index (the session extension's
+    planner strategy; DataSourceV2ScanRelation differs between lines): pylance's rows, the index named."""
+    path = str(tmp_path / "labels.lance")
+    tags = [None if i % 11 == 0 else [] if i % 13 == 0 else [f"t{i % 4}", f"u{i % 7}"] for i in range(800)]
+    lance.write_dataset(pa.table({"id": pa.array(range(800), pa.int64()), "tags": pa.array(tags)}), path,
+                        max_rows_per_file=200)
+    lance.dataset(path).create_scalar_index("tags", "LABEL_LIST")
+    ds = lance.dataset(path)
+    for sf, pf in [("array_contains(tags, 't1')", "array_has_any(tags, ['t1'])"),
+                   ("arrays_overlap(tags, array('u3', 'zz')) AND id > 100", "array_has_any(tags, ['u3', 'zz']) AND id > 100")]:
+        df = spark.read.format("lance").load(path).where(sf).select("id")
+        assert sorted(r[0] for r in df.collect()) == sorted(ds.to_table(filter=pf, columns=["id"])["id"].to_pylist())
+        assert "indices=[tags_idx]" in df._jdf.queryExecution().executedPlan().toString(), sf

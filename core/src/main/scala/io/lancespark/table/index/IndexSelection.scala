@@ -26,9 +26,11 @@ private final case class Answer(known: RoaringBitmap, rows: Map[Int, RoaringBitm
   def of(frag: Int): RoaringBitmap = rows.getOrElse(frag, IndexSelection.Empty)
 }
 
-final class IndexSelection private (snapshot: Snapshot, filter: Filter, indices: Vector[ScalarIndex]) {
+final class IndexSelection private (snapshot: Snapshot, filter: Option[Filter], labels: Vector[LabelClause],
+    indices: Vector[ScalarIndex], labelIndices: Vector[ScalarIndex]) {
 
   private val byColumn: Map[Column, Vector[ScalarIndex]] = indices.groupBy(_.column)
+  private val labelsByColumn: Map[Column, Vector[ScalarIndex]] = labelIndices.groupBy(_.column)
   private val rowsOf: Map[Int, Long] = snapshot.fragments.map(f => f.id.toInt -> f.physicalRows).toMap
   private val allFragments: RoaringBitmap = {
     val b = new RoaringBitmap(); rowsOf.keys.foreach(b.add); b
@@ -67,29 +69,43 @@ final class IndexSelection private (snapshot: Snapshot, filter: Filter, indices:
     case AlwaysFalse => if (outcome) Answer(allFragments.clone(), Map.empty) else Unknown
     case leaf if ScalarIndex.isLeaf(leaf) =>
       val column = leaf.columns.head
-      byColumn.getOrElse(column, Vector.empty).iterator.map { ix =>
-        ix.rows(leaf, outcome) match {
-          case Some(rows) =>
-            used += ix.entry.name
-            // only the fragments it covers, and only where it names no row beyond the fragment's
-            val known = ix.trusted.clone()
-            known.toArray.foreach { frag =>
-              val r = rows.getOrElse(frag, IndexSelection.Empty)
-              if (!r.isEmpty && (r.last() & 0xffffffffL) >= rowsOf.getOrElse(frag, 0L)) {
-                IndexCatalog.skip(s"${ix.entry.describe} for fragment $frag: it names rows beyond the fragment's")
-                known.remove(frag)
-              }
-            }
-            Answer(known, rows.filter { case (k, _) => known.contains(k) })
-          case None => Unknown
-        }
-      }.foldLeft(Unknown)(both)
+      byColumn.getOrElse(column, Vector.empty).iterator.map(ix => fromIndex(ix, ix.rows(leaf, outcome)))
+        .foldLeft(Unknown)(both)
     case _ => Unknown
   }
 
+  /** What index `ix` answered (`rows`), for the fragments it may decide. */
+  private def fromIndex(ix: ScalarIndex, answered: Option[RowAddrMap.Rows]): Answer = answered match {
+    case Some(rows) =>
+      used += ix.entry.name
+      // only the fragments it covers, and only where it names no row beyond the fragment's
+      val known = ix.trusted.clone()
+      known.toArray.foreach { frag =>
+        val r = rows.getOrElse(frag, IndexSelection.Empty)
+        if (!r.isEmpty && (r.last() & 0xffffffffL) >= rowsOf.getOrElse(frag, 0L)) {
+          IndexCatalog.skip(s"${ix.entry.describe} for fragment $frag: it names rows beyond the fragment's")
+          known.remove(frag)
+        }
+      }
+      Answer(known, rows.filter { case (k, _) => known.contains(k) })
+    case None => Unknown
+  }
+
+  /** The rows whose list holds one of the term's non-null values, by the
+    * LABEL_LIST indices on its column (a bitmap of the lists' elements: the
+    * union of the values' bitmaps). */
+  private def term(t: LabelTerm): Answer = {
+    val leaf = In(Vector("_"), t.values.filterNot(_.isNull))
+    labelsByColumn.getOrElse(t.column, Vector.empty).iterator
+      .map(ix => fromIndex(ix, ix.rows(leaf, outcome = true))).foldLeft(Unknown)(both)
+  }
+
+  private def clause(c: LabelClause): Answer = c.terms.map(term).reduce(either)
+
   /** For each fragment the indices decide: the offsets of the rows that may match. */
   lazy val selected: Map[Int, RoaringBitmap] = {
-    val a = answer(filter, outcome = true)
+    val parts = filter.map(answer(_, outcome = true)).toVector ++ labels.map(clause)
+    val a = parts.reduceOption(both).getOrElse(Unknown)
     a.known.toArray.toSeq.map(f => f -> a.of(f)).toMap
   }
 
@@ -100,7 +116,7 @@ final class IndexSelection private (snapshot: Snapshot, filter: Filter, indices:
   def indicesUsed: Vector[String] = { selected; used.toVector }
 
   /** Bytes read from index files. */
-  def bytesRead: Long = indices.map(_.bytesRead).sum
+  def bytesRead: Long = (indices ++ labelIndices).map(_.bytesRead).sum
 }
 
 object IndexSelection {
@@ -110,10 +126,18 @@ object IndexSelection {
     * they answer (None when none may). Indices that cannot be used are
     * skipped with a log line; reading one never fails the scan's plan
     * unless its files are corrupt. */
-  def apply(snapshot: Snapshot, filter: Filter): Option[IndexSelection] = {
+  def apply(snapshot: Snapshot, filter: Filter): Option[IndexSelection] = apply(snapshot, Some(filter), Vector.empty)
+
+  /** The same for `filter` (if any) ANDed with `labels` (answered by the
+    * LABEL_LIST indices on their columns only). */
+  def apply(snapshot: Snapshot, filter: Option[Filter], labels: Vector[LabelClause]): Option[IndexSelection] = {
     val entries = IndexCatalog.load(snapshot)
-    val columns = filter.columns
-    val relevant = entries.filter(e => e.fields.size == 1 && columns.contains(e.fields.head))
+    val columns = filter.fold(Set.empty[Column])(_.columns)
+    val labelColumns = labels.flatMap(_.columns).toSet
+    val (labelEntries, scalarEntries) = entries.filter(_.fields.size == 1).partition(_.kind == ScalarIndex.LabelList)
+    val scalar = scalarEntries.filter(e => columns.contains(e.fields.head))
+    val labelled = labelEntries.filter(e => labelColumns.contains(e.fields.head))
+    val relevant = scalar ++ labelled
     if (relevant.isEmpty) None
     else if (snapshot.hasStableRowIds) {
       IndexCatalog.skip(s"the indices of ${snapshot.storage.uri}: the dataset has stable row ids (not read yet)"); None
@@ -122,12 +146,15 @@ object IndexSelection {
     } else {
       val rowsOf: Map[Int, Long] = snapshot.fragments.map(f => f.id.toInt -> f.physicalRows).toMap
       val allocator = new RootAllocator()
-      val opened = relevant.flatMap(e => ScalarIndex.open(snapshot.storage, snapshot.schema, e, f => rowsOf.getOrElse(f, 0L), allocator))
-      if (opened.isEmpty) { allocator.close(); None }
+      def open(e: IndexEntry): Option[ScalarIndex] =
+        ScalarIndex.open(snapshot.storage, snapshot.schema, e, f => rowsOf.getOrElse(f, 0L), allocator)
+      val opened = scalar.flatMap(open)
+      val openedLabels = labelled.flatMap(open)
+      if (opened.isEmpty && openedLabels.isEmpty) { allocator.close(); None }
       else {
-        val sel = new IndexSelection(snapshot, filter, opened)
+        val sel = new IndexSelection(snapshot, filter, labels, opened, openedLabels)
         try sel.selected
-        finally { opened.foreach(_.close()); allocator.close() }
+        finally { (opened ++ openedLabels).foreach(_.close()); allocator.close() }
         Some(sel)
       }
     }

@@ -33,7 +33,11 @@ object ScalarIndex {
   val Bitmap = "BitmapIndexDetails"
   val ZoneMap = "ZoneMapIndexDetails"
   val BloomFilter = "BloomFilterIndexDetails"
-  val Supported: Set[String] = Set(BTree, Bitmap, ZoneMap, BloomFilter)
+  /** A bitmap over the elements of a list column's lists (the BITMAP file
+    * layout, keys of the element type): answers label terms ([[LabelTerm]]),
+    * never the filter's leaves on the list column. */
+  val LabelList = "LabelListIndexDetails"
+  val Supported: Set[String] = Set(BTree, Bitmap, ZoneMap, BloomFilter, LabelList)
 
   /** The fragments `entry` covers whose zones a zone-based index may be
     * trusted for: those whose zones' lengths (`zoneRows`, a fragment's sum;
@@ -54,13 +58,16 @@ object ScalarIndex {
   def open(storage: DatasetStorage, schema: LanceSchema, entry: IndexEntry, rowsOf: Int => Long,
            allocator: BufferAllocator): Option[ScalarIndex] =
     if (!Supported.contains(entry.kind)) { IndexCatalog.skip(s"${entry.describe}: type not read"); None }
-    else if (entry.indexVersion != 0) {
-      IndexCatalog.skip(s"${entry.describe}: index version ${entry.indexVersion} not read (0 is)"); None
+    else if (entry.indexVersion != 0 && !(entry.kind == LabelList && entry.indexVersion == 1)) {
+      // LABEL_LIST version 1 (pylance 14) adds the NULL lists' rows beside the same element bitmaps:
+      // not needed for the label terms answered (a NULL list never matches one)
+      IndexCatalog.skip(s"${entry.describe}: index version ${entry.indexVersion} not read " +
+        (if (entry.kind == LabelList) "(0 and 1 are)" else "(0 is)")); None
     } else if (entry.fields.size != 1 || entry.fieldIds.size != 1) {
       IndexCatalog.skip(s"${entry.describe}: not one column of the schema"); None
     } else entry.kind match {
       case BTree => BTreeIndex.open(storage, entry, allocator)
-      case Bitmap => Some(new BitmapIndex(storage, entry, rowsOf, allocator))
+      case Bitmap | LabelList => Some(new BitmapIndex(storage, entry, rowsOf, allocator))
       case ZoneMap => Some(ZoneMapIndex.open(storage, entry, rowsOf, allocator))
       case BloomFilter => IndexCatalog.field(schema.fields, entry.fieldIds.head).map(f =>
         BloomFilterIndex.open(storage, entry, f.arrowType, rowsOf, allocator))

@@ -1,7 +1,7 @@
 package io.lancespark.table.plan
 
 import io.lancespark.table.filter.{ColumnStats, Filter, FragmentStats, RowRanges, StatsPruner}
-import io.lancespark.table.index.IndexSelection
+import io.lancespark.table.index.{IndexSelection, LabelClause}
 import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.storage.DeletionVector
 import io.lancespark.table.storage.Snapshot
@@ -19,14 +19,20 @@ final case class FragmentPlan(fragment: FragmentInfo, mayMatch: RowRanges, allMa
   * kept by the restriction are not all named ones (nearby rows are read
   * together): whoever restricts filters the rows again. */
 final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean = true,
-    restriction: Option[RowRestriction] = None) {
+    restriction: Option[RowRestriction] = None, val labels: Vector[LabelClause] = Vector.empty) {
+
+  /** This plan narrowed by `clauses` too, where LABEL_LIST indices answer
+    * them (see [[IndexSelection]]); the rows read are still filtered by
+    * whoever set them. */
+  def withLabels(clauses: Vector[LabelClause]): ScanPlanner =
+    new ScanPlanner(snapshot, filter, useIndex, restriction, clauses)
 
   private final case class Planned(plan: FragmentPlan, statsPages: Long, prunedPages: Long,
                                    byIndex: Option[Long] = None, prunedByIndex: Boolean = false)
 
   /** What the scalar indices answer of the filter (read once, at planning). */
   lazy val indexSelection: Option[IndexSelection] =
-    if (!useIndex) None else filter.flatMap(f => IndexSelection(snapshot, f))
+    if (!useIndex || (filter.isEmpty && labels.isEmpty)) None else IndexSelection(snapshot, filter, labels)
 
   private lazy val planned: Vector[Planned] = {
     val fragments = snapshot.fragments.filter(f => f.numRows > 0 && restriction.forall(_.names(f.id)))

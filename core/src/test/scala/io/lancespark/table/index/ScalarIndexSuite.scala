@@ -137,7 +137,41 @@ class ScalarIndexSuite extends AnyFunSuite {
     assert(used == cases.size - 1)
   }
 
-  test("an index of a type not read (LABEL_LIST) is ignored; the scan plans every row") {
+  test("a LABEL_LIST index answers label terms (array_contains/arrays_overlap), exactly, in the fragments it covers") {
+    val snap = snapshot
+    val t1 = LabelClause(Vector(LabelTerm(col("tags"), Vector(Lit.string("t1")))))
+    val p = ScanPlanner(snap, None).withLabels(Vector(t1))
+    assert(p.indicesUsed == Vector("tags_idx"))
+    assert(p.fragmentsDecidedByIndex == 5)
+    // the build saw ids 0..4999 (rows deleted or moved by the update since are still in it): tags = [t1]
+    // where id % 3 == 1 and id % 19 != 0
+    assert(p.rowsSelectedByIndex == (0 until 5000).count(i => i % 3 == 1 && i % 19 != 0))
+    // the appended and the updated rows' fragments are read in full
+    val uncovered = snap.fragments.filterNot(f => f.id < 5)
+    uncovered.foreach(f => assert(p.plans.exists(x => x.fragment.id == f.id && x.mayMatch.count == f.physicalRows)))
+    val sel = IndexSelection(snap, None, Vector(t1)).get
+    val addrs = py(
+      """import sys, lance
+        |t = lance.dataset(sys.argv[1]).to_table(columns=["id"], filter="array_has_any(tags, ['t1'])", with_row_address=True)
+        |print(" ".join(map(str, t["_rowaddr"].to_pylist())))
+        |""".stripMargin, dir.toString).trim.split(' ').filter(_.nonEmpty).map(_.toLong)
+    addrs.filter(a => (a >>> 32) < 5).foreach { a =>
+      assert(sel.selected((a >>> 32).toInt).contains((a & 0xffffffffL).toInt), s"row address $a")
+    }
+    // an OR of terms unites, values no list holds select nothing, a NULL value never matches
+    val none = LabelClause(Vector(LabelTerm(col("tags"), Vector(Lit.string("zz"), Lit.NullLit))))
+    assert(ScanPlanner(snap, None).withLabels(Vector(none)).fragmentsPrunedByIndex == 5)
+    val either = LabelClause(Vector(LabelTerm(col("tags"), Vector(Lit.string("t1"))),
+      LabelTerm(col("tags"), Vector(Lit.string("t2"), Lit.string("zz")))))
+    assert(ScanPlanner(snap, None).withLabels(Vector(either)).rowsSelectedByIndex ==
+      (0 until 5000).count(i => i % 3 != 0 && i % 19 != 0))
+    // ANDed with the filter: the BTREE's rows intersected with the label's
+    val both = ScanPlanner(snap, Some(Compare(col("id"), CompareOp.Lt, long(30)))).withLabels(Vector(t1))
+    assert(both.indicesUsed.toSet == Set("id_idx", "tags_idx"))
+    assert(both.rowsSelectedByIndex == (0 until 30).count(i => i % 3 == 1 && i % 19 != 0))
+  }
+
+  test("a LABEL_LIST index does not answer the filter's leaves on its list column; the scan plans every row") {
     val snap = snapshot
     val f = IsNull(col("tags"))
     assert(IndexSelection(snap, f).isEmpty)

@@ -30,6 +30,8 @@ final class LanceTableFunctionsExtension extends (SparkSessionExtensions => Unit
       (args: Seq[Expression]) => KnnFunction.build(args)))
     ext.injectTableFunction((FunctionIdentifier(TableChangesFunction.Name), TableChangesFunction.info,
       (args: Seq[Expression]) => TableChangesFunction.plan(args)))
+    // LABEL_LIST indices for array_contains / arrays_overlap (see LabelListScans)
+    ext.injectPlannerStrategy(_ => LabelListScans)
   }
 }
 

@@ -10,6 +10,7 @@ import org.apache.spark.sql.types.{StringType, StructType}
 
 import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
+import io.lancespark.table.index.LabelClause
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.storage.Snapshot
@@ -47,9 +48,19 @@ final class LanceScan(
     * does for file scans), for example for the same join in a query and in its
     * subquery. Filters are compared up to the order of their operands. */
   private val identity: (String, Long, Option[java.time.Instant], StructType, Seq[String], Option[Filter],
-    Option[Int], ReadConf) =
+    Option[Int], ReadConf, Vector[LabelClause]) =
     (snapshot.storage.uri, snapshot.version, snapshot.timestamp, outputSchema, metadataColumns,
-      filter.map(Filter.normalized), limit, options)
+      filter.map(Filter.normalized), limit, options, planner.labels)
+
+  /** The label predicates (`array_contains`/`arrays_overlap` on list columns)
+    * the session extension found above this scan ([[LanceScan.withLabels]]). */
+  def labels: Vector[LabelClause] = planner.labels
+
+  /** This scan, its rows narrowed by `clauses` where LABEL_LIST indices
+    * answer them (rows that may match; Spark still evaluates the predicates). */
+  def withLabels(clauses: Vector[LabelClause]): LanceScan =
+    new LanceScan(snapshot, tableSchema, dataSchema, fields, metadataColumns, outputSchema, options, filter,
+      filterFields, limit, planner.withLabels(clauses), streamOptions)
 
   override def equals(other: Any): Boolean = other match {
     case that: LanceScan => that.identity == identity
@@ -74,12 +85,13 @@ final class LanceScan(
     s"LanceScan(${snapshot.storage.uri}, version=${snapshot.version}, " +
       s"columns=[${outputSchema.fieldNames.mkString(", ")}], fragments=${snapshot.fragments.size}" +
       filter.fold("")(f => s", pushedFilters=[$f]") +
+      (if (labels.isEmpty) "" else labels.mkString(", labels=[", ", ", "]")) +
       (if (planner.indicesUsed.isEmpty) "" else planner.indicesUsed.mkString(", indices=[", ", ", "]")) + limit.fold("")(n => s", limit=$n") + ")"
 
   /** The input partitions (see [[PartitionPlanner.partitions]]); without a
     * filter, a LIMIT leaves out those it does not need. */
   private[read] def partitions: Vector[Vector[FragmentPiece]] =
-    PartitionPlanner.partitions(planner.plans, splitRows, limit.filter(_ => filter.isEmpty).map(_.toLong))
+    PartitionPlanner.partitions(planner.plans, splitRows, limit.filter(_ => filter.isEmpty && labels.isEmpty).map(_.toLong))
 
   private def splitRows: Long = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, tableSchema))
 
@@ -88,7 +100,7 @@ final class LanceScan(
     PartitionPlanner.clusteredPartitions(planner.plans, splitRows, clustering)
 
   override def reportDriverMetrics(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
-    if (filter.isEmpty) Array.empty
+    if (filter.isEmpty && labels.isEmpty) Array.empty
     else Array(
       ScanMetrics.value(ScanMetrics.FragmentsPruned, planner.fragmentsPruned.toLong),
       ScanMetrics.value(ScanMetrics.PagesPruned, planner.pagesPruned),
