@@ -1,0 +1,310 @@
+"""Scalar indices from Spark (issue 37), measured in one Spark session against Spark on Parquet
+and against pylance.
+
+The table: ``--rows`` rows of ``id`` (sorted), ``key`` (the same values shuffled), ``label`` (100
+values: each 1% of the rows) and ``emb`` (a ``--dim``-float vector beside them), generated with
+numpy (seeded), written by pylance, by the connector (from pylance's table) and by Spark's Parquet
+writer (the same rows).
+
+* **Lookups**: ``id = k`` and ``key = k`` (BTREE), 1,000 random keys ``key IN (...)`` (BTREE),
+  ``label = 'l7'`` (BITMAP, 1%), each selecting ``id, key, label``; on the pylance-written table
+  with pylance's indices and on the connector's table with indices built by Spark, against the
+  same query on the Parquet copy. One warm-up of each side (results checked equal), then
+  ``--reps`` rounds alternating the sides; medians; ratio = Lance / Parquet. Bytes read: the Lance
+  scan's ``lanceBytesRead`` metric and the Parquet stage's input bytes.
+* **Build**: ``CREATE INDEX`` of a BTREE over ``key`` from Spark (``CALL
+  lance.system.create_index``) against pylance's ``create_scalar_index``, each round on fresh
+  copies of one pylance-written table of the same rows without the vector column; medians of
+  ``--build-reps`` rounds.
+
+    python -m bench.indices [--rows 10000000] [--dim 384] [--reps 5] [--data bench-data/indices]
+                            [--out docs/benchmarks-indices.md]
+
+Targets (issue 37): id/key lookups at most 0.05x Parquet, 1,000 ids at most 0.2x, the BITMAP
+label at most 0.5x; the Spark build at most 1.5x pylance's. Nothing here asserts on timings."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple
+
+from . import env
+
+WHERE = env.use_in_tree_package()
+BATCH = 250_000
+TARGETS = {"id = k (BTREE, sorted)": 0.05, "key = k (BTREE, unsorted)": 0.05,
+           "key IN (1,000 keys) (BTREE)": 0.2, "label = 'l7' (BITMAP, 1%)": 0.5}
+
+
+def log(msg: str) -> None:
+    print(f"[bench.indices {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _batches(rows: int, dim: int, seed: int = 7):
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    keys = rng.permutation(rows).astype(np.int64)
+    labels = np.array([f"l{i}" for i in range(100)], dtype=object)
+    for start in range(0, rows, BATCH):
+        n = min(BATCH, rows - start)
+        k = keys[start:start + n]
+        cols = {"id": pa.array(np.arange(start, start + n, dtype=np.int64)), "key": pa.array(k),
+                "label": pa.array(labels[k % 100])}
+        if dim:
+            flat = rng.standard_normal(n * dim, dtype=np.float32)
+            cols["emb"] = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
+        yield pa.RecordBatch.from_pydict(cols)
+
+
+def _generate(root: Path, rows: int, dim: int, spark) -> Dict[str, Path]:
+    import lance
+    import pyarrow as pa
+
+    paths = {"pylance": root / "pylance.lance", "spark": root / "spark.lance", "parquet": root / "parquet"}
+    stamp = root / f"done-{rows}-{dim}"
+    if stamp.exists():
+        return paths
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    first = next(_batches(min(rows, 1), dim))
+    reader = pa.RecordBatchReader.from_batches(first.schema, _batches(rows, dim))
+    log(f"pylance writes {rows:,} rows")
+    lance.write_dataset(reader, str(paths["pylance"]))
+    src = spark.read.format("lance").load(str(paths["pylance"]))
+    log("the connector writes its copy; Spark writes Parquet")
+    src.write.format("lance").save(str(paths["spark"]))
+    src.write.parquet(str(paths["parquet"]))
+    stamp.touch()
+    return paths
+
+
+def _call_create_index(spark, path: Path, column: str, kind: str, name: str) -> None:
+    spark.sql(f"CALL lance.system.create_index(table => '`{path}`', column => '{column}', "
+              f"index_type => '{kind}', name => '{name}')").collect()
+
+
+def _index(spark, paths: Dict[str, Path]) -> None:
+    import lance
+
+    ds = lance.dataset(str(paths["pylance"]))
+    have = {i["name"] for i in ds.list_indices()}
+    for col, kind in (("id", "BTREE"), ("key", "BTREE"), ("label", "BITMAP")):
+        if f"{col}_idx" not in have:
+            ds.create_scalar_index(col, kind, name=f"{col}_idx")
+    have = {i["name"] for i in lance.dataset(str(paths["spark"])).list_indices()}
+    for col, kind in (("id", "btree"), ("key", "btree"), ("label", "bitmap")):
+        if f"{col}_idx" not in have:
+            _call_create_index(spark, paths["spark"], col, kind, f"{col}_idx")
+
+
+def _build_times(spark, rows: int, root: Path, reps: int) -> Dict[str, List[float]]:
+    """Each round builds on two fresh copies of one pylance-written table of the same rows
+    without the vector column (a columnar build reads the key column only)."""
+    import lance
+    import pyarrow as pa
+
+    base = root / f"keys-{rows}.lance"
+    if not base.exists():
+        first = next(_batches(1, 0))
+        lance.write_dataset(pa.RecordBatchReader.from_batches(first.schema, _batches(rows, 0)), str(base))
+    a, b = root / "build_pylance.lance", root / "build_spark.lance"
+    out: Dict[str, List[float]] = {"pylance create_scalar_index": [], "Spark create_index": []}
+    for r in range(reps):
+        for p in (a, b):
+            shutil.rmtree(p, ignore_errors=True)
+            shutil.copytree(base, p)
+        t = time.perf_counter()
+        lance.dataset(str(a)).create_scalar_index("key", "BTREE", name="key_idx")
+        out["pylance create_scalar_index"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        _call_create_index(spark, b, "key", "btree", "key_idx")
+        out["Spark create_index"].append(time.perf_counter() - t)
+        log(f"build {r}: pylance {out['pylance create_scalar_index'][-1]:.2f} s, "
+            f"Spark {out['Spark create_index'][-1]:.2f} s")
+    for p in (a, b):
+        shutil.rmtree(p, ignore_errors=True)
+    return out
+
+
+def _metrics(spark, df) -> Tuple[List[Any], int]:
+    """Runs df: its rows (sorted) and the bytes its scan read (Lance: lanceBytesRead; else the
+    new stages' input bytes)."""
+    sc = spark.sparkContext._jsc.sc()
+    gw = spark.sparkContext._gateway
+    no_q = gw.new_array(gw.jvm.double, 0)
+
+    def stages():
+        sc.listenerBus().waitUntilEmpty(10_000)
+        seq = sc.statusStore().stageList(None, False, False, no_q, None)
+        return {(int(seq.apply(i).stageId()), int(seq.apply(i).attemptId())): seq.apply(i)
+                for i in range(seq.length())}
+
+    before = set(stages())
+    qe = df._jdf.queryExecution()
+    rows = sorted(tuple(r) for r in df.collect())
+    leaves = qe.executedPlan().collectLeaves()
+    for i in range(leaves.size()):
+        m = leaves.apply(i).metrics()
+        if m.contains("lanceBytesRead"):
+            return rows, int(m.get("lanceBytesRead").get().value())
+    new = [s for k, s in stages().items() if k not in before]
+    return rows, sum(int(s.inputBytes()) for s in new)
+
+
+def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int) -> List[Dict[str, Any]]:
+    import random
+
+    rnd = random.Random(11)
+    k1, k2 = rnd.randrange(rows), rnd.randrange(rows)
+    many = ", ".join(str(rnd.randrange(rows)) for _ in range(1000))
+    queries = {"id = k (BTREE, sorted)": f"id = {k1}", "key = k (BTREE, unsorted)": f"key = {k2}",
+               "key IN (1,000 keys) (BTREE)": f"key IN ({many})", "label = 'l7' (BITMAP, 1%)": "label = 'l7'"}
+    frames: Dict[str, Callable[[str], Any]] = {
+        "pylance-written": lambda w: spark.read.format("lance").load(str(paths["pylance"])).where(w),
+        "Spark-written": lambda w: spark.read.format("lance").load(str(paths["spark"])).where(w),
+        "Parquet": lambda w: spark.read.parquet(str(paths["parquet"])).where(w),
+    }
+    out = []
+    for name, where in queries.items():
+        sides = {s: (lambda f=f: f(where).select("id", "key", "label")) for s, f in frames.items()}
+        first = {s: _metrics(spark, df()) for s, df in sides.items()}
+        results = [v[0] for v in first.values()]
+        if any(r != results[0] for r in results[1:]):
+            raise AssertionError(f"{name}: results differ: {[len(r) for r in results]}")
+        times: Dict[str, List[float]] = {s: [] for s in sides}
+        order = list(sides)
+        for r in range(reps):
+            for s in (order if r % 2 == 0 else order[::-1]):
+                t = time.perf_counter()
+                sides[s]().collect()
+                times[s].append(time.perf_counter() - t)
+        rec = {"query": name, "rows": len(results[0]), "times": times,
+               "bytes": {s: v[1] for s, v in first.items()}}
+        log(json.dumps({"query": name, "rows": rec["rows"],
+                        "medians": {s: round(statistics.median(t), 4) for s, t in times.items()},
+                        "bytes": rec["bytes"]}))
+        out.append(rec)
+    return out
+
+
+def _plot(lookups: List[Dict[str, Any]], build: Dict[str, List[float]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars: List[Tuple[str, float, float]] = []
+    for rec in lookups:
+        pq = statistics.median(rec["times"]["Parquet"])
+        for side in ("pylance-written", "Spark-written"):
+            bars.append((f"{rec['query']}\n{side} vs Parquet", statistics.median(rec["times"][side]) / pq,
+                         TARGETS[rec["query"]]))
+    bars.append(("CREATE INDEX BTREE (key)\nSpark vs pylance",
+                 statistics.median(build["Spark create_index"]) / statistics.median(build["pylance create_scalar_index"]),
+                 1.5))
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.7 * len(bars)))
+    ys = list(range(len(bars)))[::-1]
+    ax.barh(ys, [b[1] for b in bars], color=["#55a868" if b[1] <= b[2] else "#c44e52" for b in bars], height=0.55)
+    for y, (_, ratio, target) in zip(ys, bars):
+        ax.text(ratio, y, f" {ratio:.3f}x", va="center", fontsize=8)
+        ax.plot([target] * 2, [y - 0.4, y + 0.4], color="black", linestyle="--", linewidth=1.2)
+    ax.axvline(1.0, color="grey", linewidth=0.8)
+    ax.set_yticks(ys, [b[0] for b in bars], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("time ratio (log scale; lower is better; dashed: the issue's target)")
+    ax.set_title("Scalar indices: lookups vs Spark on Parquet, builds vs pylance")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _report(out: Path, args, lookups, build, jar: str) -> None:
+    m = env.machine()
+    png = out.with_suffix(".png")
+    _plot(lookups, build, png)
+    mib = lambda n: f"{n / 2**20:,.1f} MiB"  # noqa: E731
+    lines = [
+        "# Scalar indices: lookups against Spark on Parquet, builds against pylance",
+        "",
+        f"Generated by `python -m bench.indices --rows {args.rows} --dim {args.dim} --reps {args.reps}` "
+        f"({datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}); see the module's docstring.",
+        f"Machine: {m.get('cpu_model')}, {m.get('nproc')} cores. Package: `{WHERE}`; jar: `{jar}`; "
+        f"local[{args.cores}], Spark's default shuffle partitions (200).",
+        f"Table: {args.rows:,} rows of `id` (sorted), `key` (shuffled), `label` (100 values), "
+        f"`emb` ({args.dim} floats).",
+        "",
+        f"![ratios]({png.name})",
+        "",
+        "| query | rows | side | median (s) | runs (s) | ratio to Parquet | target | bytes read |",
+        "|---|---:|---|---:|---|---:|---:|---:|",
+    ]
+    for rec in lookups:
+        pq = statistics.median(rec["times"]["Parquet"])
+        for side, ts in rec["times"].items():
+            med = statistics.median(ts)
+            target = "" if side == "Parquet" else f"{TARGETS[rec['query']]:g}x"
+            lines.append(f"| {rec['query']} | {rec['rows']:,} | {side} | {med:.3f} | "
+                         f"{', '.join(f'{t:.3f}' for t in ts)} | {med / pq:.3f}x | {target} | "
+                         f"{mib(rec['bytes'][side])} |")
+    py, sp = build["pylance create_scalar_index"], build["Spark create_index"]
+    lines += [
+        "",
+        "| build | median (s) | runs (s) | ratio | target |",
+        "|---|---:|---|---:|---:|",
+        f"| pylance `create_scalar_index('key', 'BTREE')` | {statistics.median(py):.2f} | "
+        f"{', '.join(f'{t:.2f}' for t in py)} | 1.00x | |",
+        f"| Spark `CALL lance.system.create_index(... 'btree')` | {statistics.median(sp):.2f} | "
+        f"{', '.join(f'{t:.2f}' for t in sp)} | {statistics.median(sp) / statistics.median(py):.2f}x | 1.5x |",
+        "",
+        "Bytes read: the Lance scan's `lanceBytesRead` metric (index files are read by the driver "
+        "while planning and are not in it); Parquet: the stage's input bytes.",
+        "",
+    ]
+    out.write_text("\n".join(lines))
+    print(f"wrote {out}")
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--dim", type=int, default=384, help="floats of the vector column (0: none)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--build-reps", type=int, default=3)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--data", default=str(env.REPO / "bench-data" / "indices"))
+    ap.add_argument("--out", default=str(env.REPO / "docs" / "benchmarks-indices.md"))
+    args = ap.parse_args(argv)
+
+    jar = env.ensure_jar()
+    from lance_spark.testing import local_session
+
+    spark = local_session({"spark.sql.shuffle.partitions": "200"}, app="lance-spark-bench-indices",
+                          cores=str(args.cores), driver_memory="6g")
+    spark.sparkContext.setLogLevel("ERROR")
+    root = Path(args.data)
+    try:
+        paths = _generate(root, args.rows, args.dim, spark)
+        log("indices")
+        _index(spark, paths)
+        build = _build_times(spark, args.rows, root, args.build_reps)
+        lookups = _lookups(spark, paths, args.rows, args.reps)
+    finally:
+        spark.stop()
+    _report(Path(args.out), args, lookups, build, jar)
+    env.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    (env.RESULTS_DIR / f"{stamp}-indices.json").write_text(json.dumps(
+        {"machine": env.machine(), "args": vars(args), "lookups": lookups, "build": build}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
