@@ -1,7 +1,7 @@
 package io.lancespark.spark.streaming
 
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
-import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset, ReadAllAvailable, ReadLimit, SupportsAdmissionControl, SupportsTriggerAvailableNow}
+import org.apache.spark.sql.connector.read.streaming.{Offset, ReadAllAvailable, ReadLimit}
 import org.apache.spark.sql.types.StructType
 
 import io.lancespark.schema.LanceFormatException
@@ -20,17 +20,18 @@ import io.lancespark.table.stream.{ChangeFeed, CommitChanges, VersionAdmission, 
   * starts without startingVersion). Admission control (maxRowsPerTrigger,
   * maxFilesPerTrigger) takes whole versions ([[VersionAdmission]]). */
 final class LanceChangeFeedStream(start: Snapshot, dataSchema: StructType, read: ReadConf, conf: StreamConf)
-    extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow {
+    extends VersionStream {
+
+  override protected def streamConf: StreamConf = conf
 
   private val storage = start.storage
   private val uri = storage.uri
   private val feed = new ChangeFeed(storage)
   /** Trigger.AvailableNow: the latest version when the query started; nothing after it. */
-  @volatile private var availableNowEnd: Option[Long] = None
   /** The changes of the last versions planned: admission control and planning read them once. */
   private val cache = scala.collection.mutable.LinkedHashMap.empty[(Long, Boolean), CommitChanges]
 
-  private def latestVersion: Long = feed.latestNow.getOrElse(start.version)
+  override protected def latestVersion: Long = feed.latestNow.getOrElse(start.version)
 
   private def startOption: String = conf.start match {
     case StreamStart.AtVersion(v) => s"startingVersion $v"
@@ -82,21 +83,9 @@ final class LanceChangeFeedStream(start: Snapshot, dataSchema: StructType, read:
       LanceStreamOffset(feed.firstAtOrAfter(t).map(readableStart).getOrElse(latestVersion + 1), 0, snapshot = false)
   }
 
-  override def deserializeOffset(json: String): Offset = LanceStreamOffset.parse(json)
-
-  override def getDefaultReadLimit: ReadLimit =
-    conf.maxRowsPerTrigger.map(n => ReadLimit.maxRows(n))
-      .orElse(conf.maxFilesPerTrigger.map(n => ReadLimit.maxFiles(n)))
-      .getOrElse(ReadLimit.allAvailable())
-
-  override def prepareForTriggerAvailableNow(): Unit = availableNowEnd = Some(latestVersion)
-
-  override def latestOffset(): Offset =
-    throw new UnsupportedOperationException("latestOffset(start, limit) is used with admission control")
-
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
     val from = LanceStreamOffset.parse(startOffset.json())
-    val last = availableNowEnd.getOrElse(latestVersion)
+    val last = lastReadable
     val unlimited = limit.isInstanceOf[ReadAllAvailable]
     val end = VersionAdmission.end(from.version, last,
       if (unlimited) None else conf.maxRowsPerTrigger, if (unlimited) None else conf.maxFilesPerTrigger,

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
-import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset, ReadAllAvailable, ReadLimit, SupportsAdmissionControl, SupportsTriggerAvailableNow}
+import org.apache.spark.sql.connector.read.streaming.{Offset, ReadAllAvailable, ReadLimit}
 import org.apache.spark.sql.types.StructType
 
 import io.lancespark.schema.LanceField
@@ -43,15 +43,16 @@ object LanceStreamOffset {
   * stop the stream unless `skipChangeCommits`. */
 final class LanceMicroBatchStream(start: Snapshot, tableSchema: StructType, fields: Seq[LanceField],
     dataSchema: StructType, outputSchema: StructType, read: ReadConf, conf: StreamConf)
-    extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow {
+    extends VersionStream {
+
+  override protected def streamConf: StreamConf = conf
 
   private val storage = start.storage
   private val uri = storage.uri
   private val changes = new VersionChanges(storage)
   /** Trigger.AvailableNow: the latest version when the query started; nothing after it. */
-  @volatile private var availableNowEnd: Option[Long] = None
 
-  private def latestVersion: Long = changes.latest.getOrElse(start.version)
+  override protected def latestVersion: Long = changes.latest.getOrElse(start.version)
 
   /** The fragments version `v` contributes, in id order. */
   private def units(v: Long, snapshot: Boolean): Vector[FragmentInfo] =
@@ -78,24 +79,12 @@ final class LanceMicroBatchStream(start: Snapshot, tableSchema: StructType, fiel
       LanceStreamOffset(changes.firstAtOrAfter(t).getOrElse(latestVersion + 1), 0, snapshot = false)
   }
 
-  override def deserializeOffset(json: String): Offset = LanceStreamOffset.parse(json)
-
-  override def getDefaultReadLimit: ReadLimit =
-    conf.maxRowsPerTrigger.map(n => ReadLimit.maxRows(n))
-      .orElse(conf.maxFilesPerTrigger.map(n => ReadLimit.maxFiles(n)))
-      .getOrElse(ReadLimit.allAvailable())
-
-  override def prepareForTriggerAvailableNow(): Unit = availableNowEnd = Some(latestVersion)
-
-  override def latestOffset(): Offset =
-    throw new UnsupportedOperationException("latestOffset(start, limit) is used with admission control")
-
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
     val from = startOffset match {
       case o: LanceStreamOffset => o
       case other => LanceStreamOffset.parse(other.json())
     }
-    val end = availableNowEnd.getOrElse(latestVersion)
+    val end = lastReadable
     val unlimited = limit.isInstanceOf[ReadAllAvailable]
     val maxRows = if (unlimited) None else conf.maxRowsPerTrigger
     val maxFiles = if (unlimited) None else conf.maxFilesPerTrigger
