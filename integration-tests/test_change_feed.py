@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from test_delta_differential import (COLS, DDL, DELTA_BUGS, SELECT, Gen, Stmt, Tables, _error_name,  # noqa: F401
+from test_delta_differential import (COLS, DDL, DELTA_BUGS, SELECT, Gen, Stmt, Tables, _error_name, run_on_both,  # noqa: F401
                                      _key, _merge, _no_q, _rows, _source_view, delta_spark, next_statements)
 
 SEED = int(os.environ.get("CDF_SEED", "20261127"))
@@ -105,13 +105,7 @@ def run_sequence(spark, idx: int) -> Optional[str]:
                 spark.sql(st.sql)
                 continue
             lv, dv = _lance_version(tabs.lance_path), _delta_version(tabs)
-            errs = []
-            for t in (tabs.delta, tabs.lance):
-                try:
-                    spark.sql(st.render(t))
-                    errs.append(None)
-                except Exception as e:  # noqa: BLE001 - compared below
-                    errs.append(_error_name(e))
+            errs = run_on_both(spark, tabs, st)
             if errs[0] is not None and any(b in errs[0] for b in DELTA_BUGS):
                 return f"DELTA_BUG: {errs[0]}"
             if (errs[0] is None) != (errs[1] is None):
@@ -401,13 +395,7 @@ def test_streaming_change_feed(delta_spark, tmp_path):
                         spark.sql(st.sql)
                         continue
                     lv, dv = _lance_version(tabs.lance_path), _delta_version(tabs)
-                    errs = []
-                    for t in (tabs.delta, tabs.lance):
-                        try:
-                            spark.sql(st.render(t))
-                            errs.append(None)
-                        except Exception as e:  # noqa: BLE001 - compared below
-                            errs.append(_error_name(e))
+                    errs = run_on_both(spark, tabs, st)
                     if errs[0] is not None and any(b in errs[0] for b in DELTA_BUGS):
                         pytest.xfail(f"DELTA_BUG: {errs[0]}")
                     assert (errs[0] is None) == (errs[1] is None), (st.sql, errs)

@@ -400,6 +400,19 @@ def _error_name(e: BaseException) -> str:
     return first[:600]
 
 
+def run_on_both(spark, tabs: "Tables", st: "Stmt") -> List[Optional[str]]:
+    """Runs the statement on the Delta table, then on the Lance table: each side's error
+    (its first line) or None."""
+    errs: List[Optional[str]] = []
+    for t in (tabs.delta, tabs.lance):
+        try:
+            spark.sql(st.render(t))
+            errs.append(None)
+        except Exception as e:  # noqa: BLE001 - compared by the caller
+            errs.append(_error_name(e))
+    return errs
+
+
 #: Delta Lake's own failures on statements that are valid SQL (Lance then cannot be checked
 #: against Delta for the rest of the sequence; the sequence is reported as xfail, not passed):
 #: MERGE with a null-safe `<=>` ON condition, a source row with a NULL key and WHEN MATCHED +
@@ -421,13 +434,7 @@ def run_statements(spark, seq: Sequence_, stmts: List[Stmt], gen: Optional[Gen] 
         if st.kind == "view":
             spark.sql(st.sql)
             return None
-        errs = []
-        for t in (tabs.delta, tabs.lance):
-            try:
-                spark.sql(st.render(t))
-                errs.append(None)
-            except Exception as e:  # noqa: BLE001 - compared below
-                errs.append(_error_name(e))
+        errs = run_on_both(spark, tabs, st)
         if errs[0] is not None and errs[1] is None and any(b in errs[0] for b in DELTA_BUGS):
             return (f"DELTA_BUG: statement {i} fails in Delta Lake (a Delta bug), succeeds on Lance:\n"
                     f"  {st.sql}\n  Delta: {errs[0]}")
