@@ -11,9 +11,12 @@ object BlobColumns {
     * of up to 100 MiB fit. */
   val BatchRows: Int = 16
 
+  /** The field metadata key (value `true`) of a blob v1 column (file versions 2.0, 2.1). */
+  val MetadataKey: String = "lance-encoding:blob"
+
   /** A blob column: blob v1 (`lance-encoding:blob`) or v2 (`lance.blob.v2`). */
   def isBlob(f: LanceField): Boolean =
-    f.metadata.get("lance-encoding:blob").contains("true") || V21FileReader.isBlobV2(f)
+    f.metadata.get(MetadataKey).contains("true") || V21FileReader.isBlobV2(f)
 
   /** Whether reading `fields` reads blob values' bytes (a 2.2 blob column
     * projected to its position, size or uri reads none). */

@@ -7,9 +7,8 @@ import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation
 import org.apache.spark.sql.types._
-import org.apache.spark.unsafe.types.UTF8String
 
-import io.lancespark.spark.read.LanceScan
+import io.lancespark.spark.read.{LanceScan, PredicateTranslation}
 import io.lancespark.table.filter.Lit
 import io.lancespark.table.index.{LabelClause, LabelTerm}
 
@@ -119,14 +118,9 @@ object LabelListScans extends SparkStrategy {
   /** A Spark value as the filter's literal (as the pushed predicates' are).
     * Not floats: Spark's array_contains equates -0.0 and 0.0, the index's keys
     * differ. */
-  private def lit(v: Any, t: DataType): Option[Lit] =
-    if (v == null) Some(Lit.NullLit)
-    else t match {
-      case ByteType | ShortType | IntegerType | LongType | DateType | TimestampType =>
-        Some(Lit.LongLit(v.asInstanceOf[Number].longValue()))
-      case _: StringType => Some(Lit.BytesLit(v.asInstanceOf[UTF8String].getBytes, utf8 = true))
-      case BinaryType => Some(Lit.binary(v.asInstanceOf[Array[Byte]]))
-      case BooleanType => Some(Lit.BoolLit(v.asInstanceOf[Boolean]))
-      case _ => None
-    }
+  private def lit(v: Any, t: DataType): Option[Lit] = t match {
+    case ByteType | ShortType | IntegerType | LongType | DateType | TimestampType | _: StringType | BinaryType |
+        BooleanType => PredicateTranslation.literalValue(v, t)
+    case _ => if (v == null) Some(Lit.NullLit) else None
+  }
 }

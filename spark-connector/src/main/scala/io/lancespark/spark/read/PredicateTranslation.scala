@@ -82,20 +82,22 @@ object PredicateTranslation {
   }
 
   private def literal(e: Expression): Option[Lit] = e match {
-    case l: Literal[_] =>
-      val v: Any = l.value()
-      if (v == null) Some(Lit.NullLit)
-      else l.dataType() match {
-        case ByteType | ShortType | IntegerType | LongType | DateType | TimestampType | TimestampNTZType =>
-          Some(Lit.LongLit(v.asInstanceOf[Number].longValue()))
-        case t if TimeTypes.isTime(t) || t.isInstanceOf[DayTimeIntervalType] => Some(Lit.LongLit(v.asInstanceOf[Number].longValue()))
-        case FloatType | DoubleType => Some(Lit.DoubleLit(v.asInstanceOf[Number].doubleValue()))
-        case _: DecimalType => Some(Lit.DecimalLit(v.asInstanceOf[Decimal].toJavaBigDecimal))
-        case _: StringType => Some(Lit.BytesLit(v.asInstanceOf[UTF8String].getBytes, utf8 = true))
-        case BinaryType => Some(Lit.binary(v.asInstanceOf[Array[Byte]]))
-        case BooleanType => Some(Lit.BoolLit(v.asInstanceOf[Boolean]))
-        case _ => None
-      }
+    case l: Literal[_] => literalValue(l.value(), l.dataType())
     case _ => None
   }
+
+  /** A Spark value of type `t` (Spark's internal representation) as a filter literal. */
+  def literalValue(v: Any, t: DataType): Option[Lit] =
+    if (v == null) Some(Lit.NullLit)
+    else t match {
+      case ByteType | ShortType | IntegerType | LongType | DateType | TimestampType | TimestampNTZType =>
+        Some(Lit.LongLit(v.asInstanceOf[Number].longValue()))
+      case t if TimeTypes.isTime(t) || t.isInstanceOf[DayTimeIntervalType] => Some(Lit.LongLit(v.asInstanceOf[Number].longValue()))
+      case FloatType | DoubleType => Some(Lit.DoubleLit(v.asInstanceOf[Number].doubleValue()))
+      case _: DecimalType => Some(Lit.DecimalLit(v.asInstanceOf[Decimal].toJavaBigDecimal))
+      case _: StringType => Some(Lit.BytesLit(v.asInstanceOf[UTF8String].getBytes, utf8 = true))
+      case BinaryType => Some(Lit.binary(v.asInstanceOf[Array[Byte]]))
+      case BooleanType => Some(Lit.BoolLit(v.asInstanceOf[Boolean]))
+      case _ => None
+    }
 }

@@ -10,6 +10,7 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.spark.options.WriteOptions
 import io.lancespark.spark.shim.TimeTypes
 import io.lancespark.table.model.DataFileVersion
+import io.lancespark.table.scan.BlobColumns
 
 /** The Lance (Arrow) type each Spark type is written as, for new datasets
   * (and added columns) of file version `version`: maps are Lance maps from
@@ -31,14 +32,11 @@ object SparkToArrow {
     }.asJava)
   }
 
-  /** Field metadata of a blob v1 column (file versions 2.0, 2.1). */
-  val BlobMetadataKey: String = "lance-encoding:blob"
-
   /** A BINARY column stored as a blob: `large_binary` with `lance-encoding:blob`
     * (blob v1, file versions 2.0 and 2.1). */
   private def blobField(name: String, nullable: Boolean): Field =
     new Field(name, new FieldType(nullable, ArrowType.LargeBinary.INSTANCE, null,
-      java.util.Map.of(BlobMetadataKey, "true")), null)
+      java.util.Map.of(BlobColumns.MetadataKey, "true")), null)
 
   /** The option `blobColumns` names top-level BINARY columns, at a file version
     * whose blob layout this connector writes; refused (before any file is
