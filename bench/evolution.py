@@ -1,0 +1,181 @@
+"""Data evolution (issue 39): adding an embedding column to an existing table from a DataFrame,
+the connector's ``add_columns`` against Delta Lake's way, in one Spark session.
+
+The table: ``--rows`` rows of ``id`` (BIGINT), ``label`` (STRING, 100 values) and ``score``
+(DOUBLE), written by the connector (Lance) and by Delta from the same DataFrame. The new column:
+``emb``, ``--dim`` floats per row computed in Spark SQL from the row's ``id`` (a seeded hash of
+``(id, i)`` scaled to [-1, 1)), the shape of an embedding a new model adds to every row.
+
+* **Lance**: ``CALL lance.system.add_columns(table => <path>, source => 'src')`` where ``src`` is
+  the table's ``_rowaddr`` with ``emb`` computed from its ``id`` (the issue's "DataFrame keyed by
+  ``_rowaddr``"): new data files holding only ``emb`` beside the old ones.
+* **Delta**: ``ALTER TABLE ADD COLUMN emb ARRAY<FLOAT>`` then ``MERGE INTO ... ON t.id = s.id
+  WHEN MATCHED THEN UPDATE SET emb = s.emb`` with the same ``emb`` computed from Delta's ``id``:
+  Delta's way of filling a new column for existing rows (it rewrites every data file).
+
+Each round starts from fresh copies of both tables (copied on disk, not timed); ``--reps``
+rounds, alternating which side goes first; medians. Bytes written: the growth of each table's
+directory (a Lance round adds files and keeps the old ones; a Delta round adds rewritten files and
+keeps the old ones until VACUUM, so the growth is what each wrote). The new column's own size is
+``rows x dim x 4`` bytes (float32 values; they do not compress). Checked once: both tables then
+hold the same ``emb`` for a sample of ids, equal to the expression's values.
+
+    python -m bench.evolution [--rows 1000000] [--dim 384] [--reps 3] [--data bench-data/evolution]
+                              [--out docs/benchmarks-evolution.md]
+
+Targets (issue 39): the Lance time at most 0.3x Delta's; bytes written at most 1.1x the new
+column's own size. Nothing here asserts on timings."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List
+
+from . import env
+
+WHERE = env.use_in_tree_package()
+
+
+def log(msg: str) -> None:
+    print(f"[bench.evolution {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _emb_sql(dim: int) -> str:
+    return (f"transform(sequence(0, {dim - 1}), i -> CAST(hash(id, i, 17) / 2147483648.0 AS FLOAT)) "
+            "AS emb")
+
+
+def _du(p: Path) -> int:
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+
+def _generate(spark, root: Path, rows: int) -> Dict[str, Path]:
+    base = {"lance": root / "base.lance", "delta": root / "base.delta"}
+    stamp = root / f"done-{rows}"
+    if stamp.exists():
+        return base
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    df = spark.range(0, rows, 1, 8).selectExpr("id", "concat('l', CAST(id % 100 AS STRING)) AS label",
+                                               "CAST(hash(id) AS DOUBLE) / 1e6 AS score")
+    log(f"the connector and Delta write {rows:,} rows")
+    df.write.format("lance").save(str(base["lance"]))
+    df.write.format("delta").save(str(base["delta"]))
+    stamp.touch()
+    return base
+
+
+def _round(spark, base: Dict[str, Path], root: Path, dim: int, order: List[str]) -> Dict[str, Any]:
+    work = {s: root / f"work.{s}" for s in base}
+    for s in base:
+        shutil.rmtree(work[s], ignore_errors=True)
+        shutil.copytree(base[s], work[s])
+    before = {s: _du(work[s]) for s in work}
+    times: Dict[str, float] = {}
+    for s in order:
+        t = time.perf_counter()
+        if s == "lance":
+            spark.read.format("lance").load(str(work[s])).selectExpr("_rowaddr", _emb_sql(dim)) \
+                .createOrReplaceTempView("evo_src")
+            spark.sql(f"CALL lance.system.add_columns(table => '`{work[s]}`', source => 'evo_src')").collect()
+        else:
+            spark.sql(f"ALTER TABLE delta.`{work[s]}` ADD COLUMN emb ARRAY<FLOAT>")
+            spark.read.format("delta").load(str(work[s])).selectExpr("id", _emb_sql(dim)) \
+                .createOrReplaceTempView("evo_dsrc")
+            spark.sql(f"MERGE INTO delta.`{work[s]}` t USING evo_dsrc s ON t.id = s.id "
+                      "WHEN MATCHED THEN UPDATE SET t.emb = s.emb").collect()
+        times[s] = time.perf_counter() - t
+    return {"times": times, "written": {s: _du(work[s]) - before[s] for s in work}, "work": work}
+
+
+def _check(spark, work: Dict[str, Path], dim: int, rows: int) -> None:
+    ids = ", ".join(str(i) for i in range(0, rows, max(1, rows // 50)))
+    want = {r["id"]: list(r["emb"]) for r in spark.range(0, rows).where(f"id IN ({ids})")
+            .selectExpr("id", _emb_sql(dim)).collect()}
+    for s, fmt in (("lance", "lance"), ("delta", "delta")):
+        got = {r["id"]: list(r["emb"]) for r in spark.read.format(fmt).load(str(work[s]))
+               .where(f"id IN ({ids})").select("id", "emb").collect()}
+        if got != want:
+            raise AssertionError(f"{s}: emb differs from the expression's values for sampled ids")
+    log("checked: both tables hold the expression's emb for the sampled ids")
+
+
+def _report(out: Path, args, rounds: List[Dict[str, Any]], jar: str) -> None:
+    m = env.machine()
+    lt = [r["times"]["lance"] for r in rounds]
+    dt = [r["times"]["delta"] for r in rounds]
+    own = args.rows * args.dim * 4
+    lw = statistics.median(r["written"]["lance"] for r in rounds)
+    dw = statistics.median(r["written"]["delta"] for r in rounds)
+    gib = lambda n: f"{n / 2**30:,.2f} GiB"  # noqa: E731
+    lines = [
+        "# Adding an embedding column: `add_columns` against Delta Lake's ALTER TABLE + MERGE",
+        "",
+        f"Generated by `python -m bench.evolution --rows {args.rows} --dim {args.dim} --reps {args.reps}` "
+        f"({datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}); see the module's docstring.",
+        f"Machine: {m.get('cpu_model')}, {m.get('nproc')} cores. Package: `{WHERE}`; jar: `{jar}`; "
+        f"local[{args.cores}], shuffle partitions {args.shuffle_partitions}.",
+        f"Table: {args.rows:,} rows (`id`, `label`, `score`); new column `emb`: {args.dim} float32 per row "
+        f"({gib(own)} of values).",
+        "",
+        "| side | median (s) | runs (s) | ratio | target | bytes written | vs the column's size | target |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+        f"| Lance `add_columns` | {statistics.median(lt):.1f} | {', '.join(f'{t:.1f}' for t in lt)} | "
+        f"{statistics.median(lt) / statistics.median(dt):.3f}x | 0.3x | {gib(lw)} | {lw / own:.3f}x | 1.1x |",
+        f"| Delta `ALTER TABLE ADD COLUMN` + `MERGE` | {statistics.median(dt):.1f} | "
+        f"{', '.join(f'{t:.1f}' for t in dt)} | 1.000x | | {gib(dw)} | {dw / own:.3f}x | |",
+        "",
+    ]
+    out.write_text("\n".join(lines))
+    print(f"wrote {out}")
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--shuffle-partitions", type=int, default=200)
+    ap.add_argument("--data", default=str(env.REPO / "bench-data" / "evolution"))
+    ap.add_argument("--out", default=str(env.REPO / "docs" / "benchmarks-evolution.md"))
+    args = ap.parse_args(argv)
+
+    jar = env.ensure_jar()
+    from lance_spark.testing import delta_settings, local_session
+
+    spark = local_session({**delta_settings(), "spark.sql.shuffle.partitions": str(args.shuffle_partitions)},
+                          app="lance-spark-bench-evolution", cores=str(args.cores), driver_memory="6g")
+    spark.sparkContext.setLogLevel("ERROR")
+    root = Path(args.data)
+    rounds: List[Dict[str, Any]] = []
+    try:
+        base = _generate(spark, root, args.rows)
+        for r in range(args.reps):
+            order = ["lance", "delta"] if r % 2 == 0 else ["delta", "lance"]
+            res = _round(spark, base, root, args.dim, order)
+            if r == 0:
+                _check(spark, res["work"], args.dim, args.rows)
+            del res["work"]
+            rounds.append(res)
+            log(f"round {r}: {json.dumps(res)}")
+        for s in ("lance", "delta"):
+            shutil.rmtree(root / f"work.{s}", ignore_errors=True)
+    finally:
+        spark.stop()
+    _report(Path(args.out), args, rounds, jar)
+    env.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    (env.RESULTS_DIR / f"{stamp}-evolution.json").write_text(json.dumps(
+        {"machine": env.machine(), "args": vars(args), "rounds": rounds}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""Vector search from Spark (issue 38), measured in one Spark session against Spark SQL brute
+force over Parquet and against pylance.
+
+The table: ``--rows`` rows of ``id`` and ``emb`` (``--dim`` float32, clustered: 1,000 seeded
+centres plus Gaussian noise, as embeddings of similar items cluster), written by pylance; a copy
+of it for the index Spark builds; the same rows as Parquet, written by Spark.
+
+* **Build**: an IVF_PQ index (``--partitions`` partitions, ``--sub-vectors`` sub-vectors, l2)
+  built by pylance's ``create_index`` and by ``CALL lance.system.create_index(... 'ivf_pq' ...)``
+  from Spark on a copy of the same table; one build each (they take minutes). Recall@10 of
+  pylance's searches (``nprobes`` = ``--nprobes``, no refinement) through each index, against the
+  exact top 10 from numpy, over ``--recall-queries`` seeded queries.
+* **One top-10 query** with the IVF_PQ index through Spark (``lance_spark.vector_search``, the
+  ``lance_vector_search`` SQL function) on pylance's index, against the same query by Spark SQL
+  brute force over the Parquet copy (``ORDER BY`` the squared distance computed with
+  ``zip_with``/``aggregate``, ``LIMIT 10``), against pylance's own query with the same ``nprobes``
+  plus one empty Spark job (``spark.range(0, 1, 1, 1).count()``), and the connector's exact search
+  (``use_index => false``). One warm-up of each, then ``--reps`` alternating rounds; medians.
+  The ids found through the index are checked equal to pylance's.
+* **Batch KNN** of ``--queries`` query vectors (``lance_spark.knn_join``, through the index, on
+  executors) against the brute-force cross join in Spark SQL over Parquet (a window keeps each
+  query's top 10), run for ``--brute-queries`` queries and extrapolated linearly to
+  ``--queries`` (it cannot finish at full size on this machine). Each timed once after a smaller
+  warm-up.
+
+    python -m bench.vectors [--rows 1000000] [--dim 768] [--partitions 256] [--sub-vectors 48]
+                            [--nprobes 20] [--queries 10000] [--data bench-data/vectors]
+                            [--out docs/benchmarks-vectors.md]
+
+Targets (issue 38): one query at most 0.01x the brute force and at most 5x pylance's query plus
+one empty Spark job; batch KNN at most 0.05x the brute force; the Spark build at most 2x
+pylance's, with recall@10 within 0.02 of pylance's index. Nothing here asserts on timings."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+from . import env
+
+os.environ.setdefault("LANCE_LOG", "error")   # pylance's deprecation notes on every search
+WHERE = env.use_in_tree_package()
+BATCH = 100_000
+CENTRES = 1000
+
+
+def log(msg: str) -> None:
+    print(f"[bench.vectors {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _centres(dim: int):
+    import numpy as np
+
+    return np.random.default_rng(3).standard_normal((CENTRES, dim)).astype(np.float32)
+
+
+def _vectors(rng, centres, n: int):
+    import numpy as np
+
+    pick = rng.integers(0, len(centres), n)
+    return (centres[pick] + 0.35 * rng.standard_normal((n, centres.shape[1]), dtype=np.float32)).astype(np.float32)
+
+
+def _batches(rows: int, dim: int):
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(7)
+    centres = _centres(dim)
+    for start in range(0, rows, BATCH):
+        n = min(BATCH, rows - start)
+        v = _vectors(rng, centres, n)
+        yield pa.RecordBatch.from_pydict({
+            "id": pa.array(np.arange(start, start + n, dtype=np.int64)),
+            "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), dim)})
+
+
+def _queries(n: int, dim: int, seed: int):
+    import numpy as np
+
+    return _vectors(np.random.default_rng(seed), _centres(dim), n)
+
+
+def _generate(root: Path, rows: int, dim: int, spark) -> Dict[str, Path]:
+    import lance
+    import pyarrow as pa
+
+    paths = {"pylance": root / "pylance.lance", "spark": root / "spark-index.lance", "parquet": root / "parquet"}
+    stamp = root / f"done-{rows}-{dim}"
+    if not stamp.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        first = next(_batches(1, dim))
+        log(f"pylance writes {rows:,} rows of {dim} floats")
+        lance.write_dataset(pa.RecordBatchReader.from_batches(first.schema, _batches(rows, dim)), str(paths["pylance"]))
+        log("Spark writes the Parquet copy")
+        spark.read.format("lance").load(str(paths["pylance"])).write.parquet(str(paths["parquet"]))
+        stamp.touch()
+    return paths
+
+
+def _exact_top(path: Path, queries, k: int):
+    """The exact top k ids of each query (squared l2), computed with numpy in chunks."""
+    import lance
+    import numpy as np
+
+    ds = lance.dataset(str(path))
+    best_d = np.full((len(queries), k), np.inf, dtype=np.float32)
+    best_i = np.zeros((len(queries), k), dtype=np.int64)
+    qn = (queries.astype(np.float32) ** 2).sum(1)
+    for batch in ds.to_batches(columns=["id", "emb"], batch_size=100_000):
+        ids = batch.column("id").to_numpy()
+        v = batch.column("emb").values.to_numpy().reshape(len(ids), -1)
+        d = qn[:, None] - 2 * queries @ v.T + (v.astype(np.float32) ** 2).sum(1)[None, :]
+        d_all = np.concatenate([best_d, d], 1)
+        i_all = np.concatenate([best_i, np.broadcast_to(ids, d.shape)], 1)
+        top = np.argpartition(d_all, k - 1, axis=1)[:, :k]
+        best_d = np.take_along_axis(d_all, top, 1)
+        best_i = np.take_along_axis(i_all, top, 1)
+    return [set(r.tolist()) for r in best_i]
+
+
+def _recall(path: Path, queries, truth, nprobes: int) -> float:
+    import lance
+
+    ds = lance.dataset(str(path))
+    hits = 0
+    for q, t in zip(queries, truth):
+        got = ds.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "nprobes": nprobes})
+        hits += len(t & set(got.column("id").to_pylist()))
+    return hits / (10 * len(queries))
+
+
+def _build(spark, paths: Dict[str, Path], args) -> Dict[str, Any]:
+    import lance
+
+    ds = lance.dataset(str(paths["pylance"]))
+    for idx in ds.list_indices():
+        ds.drop_index(idx["name"])
+    shutil.rmtree(paths["spark"], ignore_errors=True)
+    shutil.copytree(paths["pylance"], paths["spark"])   # the same rows, no index
+    ds = lance.dataset(str(paths["pylance"]))
+    log("pylance builds IVF_PQ")
+    t = time.perf_counter()
+    ds.create_index("emb", index_type="IVF_PQ", num_partitions=args.partitions,
+                    num_sub_vectors=args.sub_vectors, metric="l2", name="emb_idx")
+    py = time.perf_counter() - t
+    log(f"pylance: {py:.1f} s; Spark builds IVF_PQ")
+    t = time.perf_counter()
+    spark.sql(f"CALL lance.system.create_index(table => '`{paths['spark']}`', column => 'emb', "
+              f"index_type => 'ivf_pq', name => 'emb_idx', options => map('num_partitions', "
+              f"'{args.partitions}', 'num_sub_vectors', '{args.sub_vectors}', 'metric', 'l2'))").collect()
+    sp = time.perf_counter() - t
+    log(f"Spark: {sp:.1f} s; recall")
+    queries = _queries(args.recall_queries, args.dim, 99)
+    truth = _exact_top(paths["pylance"], queries, 10)
+    rec = {"pylance index": _recall(paths["pylance"], queries, truth, args.nprobes),
+           "Spark index": _recall(paths["spark"], queries, truth, args.nprobes)}
+    log(f"recall@10: {rec}")
+    return {"pylance": py, "spark": sp, "recall": rec}
+
+
+def _brute_sql(table: str, q) -> str:
+    arr = "array(" + ", ".join(f"CAST({float(x)!r} AS FLOAT)" for x in q) + ")"
+    return (f"SELECT id, aggregate(zip_with(emb, {arr}, (a, b) -> (a - b) * (a - b)), 0D, (s, x) -> s + x) AS d "
+            f"FROM {table} ORDER BY d LIMIT 10")
+
+
+def _one_query(spark, paths: Dict[str, Path], args) -> Dict[str, Any]:
+    import lance
+    import lance_spark
+
+    q = _queries(1, args.dim, 5)[0]
+    spark.read.parquet(str(paths["parquet"])).createOrReplaceTempView("vec_parquet")
+    ds = lance.dataset(str(paths["pylance"]))
+
+    def spark_index():
+        return [r["id"] for r in lance_spark.vector_search(spark, str(paths["pylance"]), "emb", q.tolist(), k=10,
+                                                           nprobes=args.nprobes).select("id").collect()]
+
+    def spark_exact():
+        return [r["id"] for r in lance_spark.vector_search(spark, str(paths["pylance"]), "emb", q.tolist(), k=10,
+                                                           use_index=False).select("id").collect()]
+
+    def brute():
+        return [r["id"] for r in spark.sql(_brute_sql("vec_parquet", q)).collect()]
+
+    def pylance_query():
+        return ds.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10,
+                                                    "nprobes": args.nprobes}).column("id").to_pylist()
+
+    def empty_job():
+        spark.range(0, 1, 1, 1).count()
+        return []
+
+    sides = {"Spark, IVF_PQ index": spark_index, "pylance, IVF_PQ index": pylance_query,
+             "empty Spark job": empty_job, "Spark, exact search": spark_exact,
+             "Spark SQL brute force (Parquet)": brute}
+    first = {s: f() for s, f in sides.items()}
+    same = first["Spark, IVF_PQ index"] == first["pylance, IVF_PQ index"]
+    exact_same = set(first["Spark, exact search"]) == set(first["Spark SQL brute force (Parquet)"])
+    log(f"ids equal to pylance's: {same}; exact equal to brute force: {exact_same}")
+    times: Dict[str, List[float]] = {s: [] for s in sides}
+    order = list(sides)
+    for r in range(args.reps):
+        for s in (order if r % 2 == 0 else order[::-1]):
+            if s == "Spark SQL brute force (Parquet)" and r >= args.brute_reps:
+                continue
+            t = time.perf_counter()
+            sides[s]()
+            times[s].append(time.perf_counter() - t)
+        log(f"round {r}: " + ", ".join(f"{s} {v[-1]:.3f}" for s, v in times.items() if v))
+    return {"times": times, "ids_equal_pylance": same, "exact_equal_brute": exact_same}
+
+
+def _batch_knn(spark, paths: Dict[str, Path], args) -> Dict[str, Any]:
+    import lance_spark
+
+    def qdf(n: int, seed: int):
+        qs = _queries(n, args.dim, seed)
+        return spark.createDataFrame([(i, v.tolist()) for i, v in enumerate(qs)], "qid INT, qv ARRAY<FLOAT>")
+
+    def knn(df):
+        return lance_spark.knn_join(df, str(paths["pylance"]), "qv", "emb", k=10, nprobes=args.nprobes) \
+            .select("qid", "id", "_distance").count()
+
+    def brute(df) -> int:
+        df.createOrReplaceTempView("vec_queries")
+        return spark.sql(
+            "SELECT qid, id, d FROM (SELECT qid, id, d, row_number() OVER (PARTITION BY qid ORDER BY d) AS rn "
+            "FROM (SELECT q.qid, t.id, aggregate(zip_with(t.emb, q.qv, (a, b) -> (a - b) * (a - b)), 0D, "
+            "(s, x) -> s + x) AS d FROM vec_queries q CROSS JOIN vec_parquet t)) WHERE rn <= 10").count()
+
+    log("batch KNN warm-up (100 queries)")
+    knn(qdf(100, 21))
+    big = qdf(args.queries, 22)
+    big.cache().count()
+    t = time.perf_counter()
+    n = knn(big)
+    knn_s = time.perf_counter() - t
+    log(f"knn_join of {args.queries:,} queries: {knn_s:.1f} s ({n:,} rows)")
+    small = qdf(args.brute_queries, 23)
+    small.cache().count()
+    t = time.perf_counter()
+    brute(small)
+    brute_s = time.perf_counter() - t
+    log(f"brute-force cross join of {args.brute_queries} queries: {brute_s:.1f} s")
+    return {"knn": knn_s, "rows": n, "brute_small": brute_s,
+            "brute_extrapolated": brute_s * args.queries / args.brute_queries}
+
+
+def _plot(res: Dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars = _ratios(res)
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.7 * len(bars)))
+    ys = list(range(len(bars)))[::-1]
+    ax.barh(ys, [b[1] for b in bars], color=["#55a868" if b[1] <= b[2] else "#c44e52" for b in bars], height=0.55)
+    for y, (_, ratio, target) in zip(ys, bars):
+        ax.text(ratio, y, f" {ratio:.4f}x", va="center", fontsize=8)
+        ax.plot([target] * 2, [y - 0.4, y + 0.4], color="black", linestyle="--", linewidth=1.2)
+    ax.axvline(1.0, color="grey", linewidth=0.8)
+    ax.set_yticks(ys, [b[0] for b in bars], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("time ratio (log scale; lower is better; dashed: the issue's target)")
+    ax.set_title("Vector search from Spark")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _ratios(res: Dict[str, Any]) -> List[Tuple[str, float, float]]:
+    med = {s: statistics.median(v) for s, v in res["one"]["times"].items()}
+    ours = med["Spark, IVF_PQ index"]
+    return [
+        ("top-10 query, IVF_PQ\nvs Spark SQL brute force", ours / med["Spark SQL brute force (Parquet)"], 0.01),
+        ("top-10 query, IVF_PQ\nvs pylance + empty Spark job", ours / (med["pylance, IVF_PQ index"] + med["empty Spark job"]), 5.0),
+        ("batch KNN\nvs brute-force cross join (extrapolated)", res["batch"]["knn"] / res["batch"]["brute_extrapolated"], 0.05),
+        ("IVF_PQ build\nSpark vs pylance", res["build"]["spark"] / res["build"]["pylance"], 2.0),
+    ]
+
+
+def _report(out: Path, args, res: Dict[str, Any], jar: str) -> None:
+    m = env.machine()
+    png = out.with_suffix(".png")
+    _plot(res, png)
+    one, build, batch = res["one"], res["build"], res["batch"]
+    lines = [
+        "# Vector search: queries against brute force and pylance, builds against pylance",
+        "",
+        f"Generated by `python -m bench.vectors --rows {args.rows} --dim {args.dim} --partitions {args.partitions} "
+        f"--sub-vectors {args.sub_vectors} --nprobes {args.nprobes} --queries {args.queries}` "
+        f"({datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}); see the module's docstring.",
+        f"Machine: {m.get('cpu_model')}, {m.get('nproc')} cores. Package: `{WHERE}`; jar: `{jar}`; "
+        f"local[{args.cores}].",
+        f"Table: {args.rows:,} rows of `id` and `emb` ({args.dim} float32, clustered), written by pylance.",
+        "",
+        f"![ratios]({png.name})",
+        "",
+        "| measure | ratio | target |",
+        "|---|---:|---:|",
+    ]
+    for name, ratio, target in _ratios(res):
+        lines.append(f"| {name.replace(chr(10), ' ')} | {ratio:.4f}x | {target:g}x |")
+    lines += [
+        "",
+        "## One top-10 query",
+        "",
+        f"`nprobes` {args.nprobes}, no refinement. Ids through the index equal pylance's: "
+        f"**{one['ids_equal_pylance']}**; the exact search's ids equal the brute force's: **{one['exact_equal_brute']}**.",
+        "",
+        "| side | median (s) | runs (s) |",
+        "|---|---:|---|",
+    ]
+    for s, ts in one["times"].items():
+        lines.append(f"| {s} | {statistics.median(ts):.4f} | {', '.join(f'{t:.4f}' for t in ts)} |")
+    lines += [
+        "",
+        "## Batch KNN",
+        "",
+        "| side | queries | time (s) |",
+        "|---|---:|---:|",
+        f"| `lance_spark.knn_join` (IVF_PQ, nprobes {args.nprobes}) | {args.queries:,} | {batch['knn']:.1f} |",
+        f"| Spark SQL cross join over Parquet | {args.brute_queries:,} | {batch['brute_small']:.1f} |",
+        f"| the same, extrapolated | {args.queries:,} | {batch['brute_extrapolated']:.0f} |",
+        "",
+        "## Build (IVF_PQ)",
+        "",
+        "| side | time (s) | recall@10 (pylance's search, nprobes "
+        f"{args.nprobes}, {args.recall_queries} queries) |",
+        "|---|---:|---:|",
+        f"| pylance `create_index` | {build['pylance']:.1f} | {build['recall']['pylance index']:.3f} |",
+        f"| Spark `CALL lance.system.create_index(... 'ivf_pq' ...)` | {build['spark']:.1f} | "
+        f"{build['recall']['Spark index']:.3f} |",
+        "",
+    ]
+    out.write_text("\n".join(lines))
+    print(f"wrote {out}")
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--dim", type=int, default=768)
+    ap.add_argument("--partitions", type=int, default=256)
+    ap.add_argument("--sub-vectors", type=int, default=48)
+    ap.add_argument("--nprobes", type=int, default=20)
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--brute-queries", type=int, default=4)
+    ap.add_argument("--recall-queries", type=int, default=100)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--brute-reps", type=int, default=2, help="timed rounds of the (slow) single-query brute force")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--data", default=str(env.REPO / "bench-data" / "vectors"))
+    ap.add_argument("--out", default=str(env.REPO / "docs" / "benchmarks-vectors.md"))
+    args = ap.parse_args(argv)
+
+    jar = env.ensure_jar()
+    from lance_spark.testing import local_session
+
+    spark = local_session({}, app="lance-spark-bench-vectors", cores=str(args.cores), driver_memory="8g")
+    spark.sparkContext.setLogLevel("ERROR")
+    root = Path(args.data)
+    res: Dict[str, Any] = {}
+    try:
+        paths = _generate(root, args.rows, args.dim, spark)
+        res["build"] = _build(spark, paths, args)
+        res["one"] = _one_query(spark, paths, args)
+        res["batch"] = _batch_knn(spark, paths, args)
+    finally:
+        spark.stop()
+    _report(Path(args.out), args, res, jar)
+    env.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    (env.RESULTS_DIR / f"{stamp}-vectors.json").write_text(json.dumps(
+        {"machine": env.machine(), "args": vars(args), "results": res}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
