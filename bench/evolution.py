@@ -153,7 +153,7 @@ def main(argv: List[str] | None = None) -> int:
     spark = local_session({**delta_settings(), "spark.sql.shuffle.partitions": str(args.shuffle_partitions)},
                           app="lance-spark-bench-evolution", cores=str(args.cores), driver_memory="6g")
     spark.sparkContext.setLogLevel("ERROR")
-    root = Path(args.data)
+    root = Path(args.data).resolve()   # SQL names the tables by absolute path
     rounds: List[Dict[str, Any]] = []
     try:
         base = _generate(spark, root, args.rows)

@@ -370,7 +370,7 @@ def main(argv: List[str] | None = None) -> int:
 
     spark = local_session({}, app="lance-spark-bench-vectors", cores=str(args.cores), driver_memory="8g")
     spark.sparkContext.setLogLevel("ERROR")
-    root = Path(args.data)
+    root = Path(args.data).resolve()   # SQL names the tables by absolute path
     res: Dict[str, Any] = {}
     try:
         paths = _generate(root, args.rows, args.dim, spark)

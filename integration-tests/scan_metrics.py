@@ -3,8 +3,17 @@ from __future__ import annotations
 
 
 def scan_metrics(df) -> dict:
-    """Runs df and returns its Lance scan node's metrics and the stages' input bytes."""
+    """Runs df as a Spark job (scans small enough to be read on the driver are not, here:
+    `localScanRows` 0) and returns its Lance scan node's metrics and the stages' input bytes."""
     spark = df.sparkSession
+    spark.conf.set("spark.lance.localScanRows", "0")
+    try:
+        return _scan_metrics(spark, df)
+    finally:
+        spark.conf.unset("spark.lance.localScanRows")
+
+
+def _scan_metrics(spark, df) -> dict:
     sc = spark.sparkContext._jsc.sc()
     gw = spark.sparkContext._gateway
     no_quantiles = gw.new_array(gw.jvm.double, 0)

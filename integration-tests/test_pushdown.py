@@ -155,6 +155,8 @@ def _scan_metrics(df) -> dict:
 @pytest.fixture(scope="module", params=["2.0", "2.2"])
 def sorted_ds(spark, tmp_path_factory, request):
     spark.conf.set("spark.sql.adaptive.enabled", "false")
+    # these tests look at the scan node and its metrics: small scans run as jobs, not on the driver
+    spark.conf.set("spark.lance.localScanRows", "0")
     path = str(tmp_path_factory.mktemp("sorted") / "sorted.lance")
     (spark.range(0, 200_000, numPartitions=4).withColumn("v", F.col("id") * 3)
      .write.format("lance").option("maxRowsPerPage", 200).option("fileVersion", request.param).save(path))

@@ -32,6 +32,8 @@ final class LanceTableFunctionsExtension extends (SparkSessionExtensions => Unit
       (args: Seq[Expression]) => TableChangesFunction.plan(args)))
     // LABEL_LIST indices for array_contains / arrays_overlap (see LabelListScans)
     ext.injectPlannerStrategy(_ => LabelListScans)
+    // small scans read on the driver, no job (see LocalScans)
+    ext.injectPlannerStrategy(_ => LocalScans)
   }
 }
 

@@ -9,7 +9,8 @@ final case class ReadConf(
     readAhead: Option[Boolean] = None,
     aggregatePushdown: Boolean = true,
     useIndex: Boolean = true,
-    batchSizeGiven: Boolean = false)
+    batchSizeGiven: Boolean = false,
+    localScanRows: Long = ReadOptions.DefaultLocalScanRows)
 
 /** Which dataset a read opens: its path and version or tag (only from the
   * read's own options; at most one of the two). */
@@ -43,10 +44,17 @@ object ReadOptions {
   val ReadAhead: LanceOption[Option[Boolean]] =
     LanceOption.choice("readAhead", "auto" -> None, "true" -> Some(true), "false" -> Some(false))
 
-  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead, AggregatePushdown, UseIndex) ++
+  /** Most rows a scan may have, as planned from the manifest, indices and page
+    * statistics, to be read on the driver while Spark optimizes the query
+    * (no job; see docs/indices.md, "Lookups without a Spark job"); 0: never. */
+  val LocalScanRows: LanceOption[Long] = LanceOption.nonNegativeLong("localScanRows")
+
+  val All: Seq[LanceOption[_]] = Seq(Version, Tag, BatchSize, SplitRows, Pushdown, ReadAhead, AggregatePushdown, UseIndex,
+    LocalScanRows) ++
     NearestOptions.All ++ StreamOptions.All ++ ChangeFeedOptions.Extra
 
   val DefaultBatchSize: Int = 8192
+  val DefaultLocalScanRows: Long = 4096L
 
   def target(explicit: Map[String, String]): ReadTarget = {
     val own = new OptionSource(explicit, _ => None, Map.empty, All, "read")
@@ -64,7 +72,8 @@ object ReadOptions {
     readAhead = source.get(ReadAhead).flatten,
     aggregatePushdown = source.getOrElse(AggregatePushdown, true),
     useIndex = source.getOrElse(UseIndex, true),
-    batchSizeGiven = source.get(BatchSize).isDefined)
+    batchSizeGiven = source.get(BatchSize).isDefined,
+    localScanRows = source.getOrElse(LocalScanRows, DefaultLocalScanRows))
 
   /** A read's settings from its own options, the session and the table's properties. */
   def conf(explicit: Map[String, String], session: String => Option[String],

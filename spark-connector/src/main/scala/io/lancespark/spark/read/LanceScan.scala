@@ -3,6 +3,8 @@ package io.lancespark.spark.read
 import java.util.OptionalLong
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.connector.expressions.NamedReference
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
 import org.apache.spark.sql.connector.read.{Batch, Scan, Statistics, SupportsReportStatistics}
@@ -11,6 +13,7 @@ import org.apache.spark.sql.types.{StringType, StructType}
 import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
 import io.lancespark.table.index.LabelClause
+import io.lancespark.table.scan.BlobColumns
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.storage.Snapshot
@@ -118,6 +121,41 @@ final class LanceScan(
       metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf, filter, filterFields, limit)
   }
 
+  /** This scan's rows, read here on the driver, when the plan says they are
+    * few: at most `localScanRows` rows planned (the row ranges left by the
+    * manifest, the indices, `_rowaddr`/`_rowid` predicates and the page
+    * statistics, less deleted shares; at most LIMIT) and at most
+    * [[LanceScan.LocalScanBytes]] of them, and no blob values' bytes. The
+    * same readers as the scan's tasks (its pieces, filter and LIMIT), so the
+    * rows are the same. None: the scan runs as a Spark job. */
+  private[spark] lazy val driverRows: Option[Vector[InternalRow]] = {
+    val max = options.localScanRows
+    if (max <= 0 || BlobColumns.readsBytes(fields)) None
+    else {
+      val planned = planner.plannedSize(LanceScan.rowSize(tableSchema))._1
+      val rows = math.min(planned, limit.fold(Double.MaxValue)(_.toDouble))
+      if (rows > max || estimateStatistics().sizeInBytes().orElse(Long.MaxValue) > LanceScan.LocalScanBytes) None
+      else Some(readAll())
+    }
+  }
+
+  private def readAll(): Vector[InternalRow] = {
+    val toRow = UnsafeProjection.create(outputSchema)
+    val cap = limit.fold(Long.MaxValue)(_.toLong)
+    val out = Vector.newBuilder[InternalRow]
+    var n = 0L
+    partitions.iterator.takeWhile(_ => n < cap).foreach { pieces =>
+      val reader = readerFactory.createColumnarReader(LanceInputPartition(pieces))
+      try {
+        while (n < cap && reader.next()) {
+          val it = reader.get().rowIterator()
+          while (n < cap && it.hasNext) { out += toRow(it.next()).copy(); n += 1 }
+        }
+      } finally reader.close()
+    }
+    out.result()
+  }
+
   /** Statistics of the scan as planned, for Spark's join planning: the rows
     * of the row ranges left after pruning (each fragment's share of them less
     * its deleted share), at most LIMIT; the bytes of the same share of each
@@ -162,6 +200,9 @@ final class LanceScan(
 }
 
 object LanceScan {
+  /** Most bytes (as [[LanceScan.estimateStatistics]] sizes them) a scan read on the driver may have. */
+  val LocalScanBytes: Long = 64L << 20
+
   /** Spark's per-row size estimate of a schema (`EstimationUtils.getSizePerRow`'s
     * rule): 8 bytes, plus per column its mean length where known (a string's
     * plus 12, its object's overhead), else its type's default size. */
