@@ -353,3 +353,43 @@ def test_v22_100_mib_values(spark, tmp_path):
     path = str(tmp_path / "big22.lance")
     _spark_write(spark, path, vals, "2.2", blobColumns="img")
     _check_all_v2(spark, path, dict(enumerate(vals)))
+
+
+def test_v22_merge_schema_adds_a_blob_column(spark, tmp_path):
+    """An append with mergeSchema adds a new BINARY column as a 2.2 blob column when blobColumns
+    names it; the rows written before have NULL there."""
+    path = str(tmp_path / "m22.lance")
+    a = _values([10, 70_000, 5 * MIB], 1)
+    _spark_write(spark, path, a, "2.2", blobColumns="img")
+    b = _values([3, 2 * MIB, 0, 6 * MIB], 2)
+    rows = [(10 + i, None if v is None else bytearray(v), None if v is None else bytearray(v[::-1]))
+            for i, v in enumerate(b)]
+    spark.createDataFrame(rows, "id BIGINT, img BINARY, audio BINARY").write.format("lance").mode("append") \
+        .option("mergeSchema", "true").option("blobColumns", "audio").save(path)
+    _check_all_v2(spark, path, {**dict(enumerate(a)), **{10 + i: v for i, v in enumerate(b)}})
+    f = lance.dataset(path).schema.field("audio")
+    assert isinstance(f.type, pa.ExtensionType) and f.type.extension_name == BLOB_V2, f
+    ds = lance.dataset(path)
+    live = ds.to_table(columns=["id"], with_row_id=True)
+    got = {i: None if x is None else x.read()
+           for i, x in zip(live.column("id").to_pylist(), ds.take_blobs("audio", ids=live.column("_rowid").to_pylist()))}
+    want = {**{i: None for i in range(3)}, **{10 + i: None if v is None else v[::-1] for i, v in enumerate(b)}}
+    assert _digest(got) == _digest(want)
+    sp = spark.read.format("lance").load(path).selectExpr("id", "audio IS NULL AS n", "length(audio.data) AS len",
+                                                          "sha2(audio.data, 256) AS h").collect()
+    assert {r["id"]: None if r["n"] else (r["len"], r["h"]) for r in sp} == _digest(want)
+
+
+def test_v22_streaming_write(spark, tmp_path):
+    """A streaming write (the lance sink) with blobColumns at 2.2: a new dataset with a blob v2 column."""
+    src, ckpt, path = tmp_path / "src", tmp_path / "ckpt", str(tmp_path / "s22.lance")
+    src.mkdir()
+    vals = _values([0, 5, 70_000, 5 * MIB, 9], 8)
+    pa_t = pa.table({"id": pa.array(range(len(vals)), pa.int64()), "img": pa.array(vals, pa.binary())})
+    import pyarrow.parquet as pq
+    pq.write_table(pa_t, str(src / "part-0.parquet"))
+    stream = spark.readStream.schema("id BIGINT, img BINARY").parquet(str(src))
+    q = (stream.writeStream.format("lance").option("checkpointLocation", str(ckpt)).option("blobColumns", "img")
+         .trigger(availableNow=True).start(path))
+    q.awaitTermination()
+    _check_all_v2(spark, path, dict(enumerate(vals)))
