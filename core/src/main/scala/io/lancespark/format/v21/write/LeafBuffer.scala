@@ -170,7 +170,7 @@ private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val 
       case ValueKind.BlobV2 =>
         val out = blobV2Out.getOrElse(fail("a blob column without an output for its values"))
         val (data, uri) = v match {
-          case s: StructVector if s.size == 2 => (s.getChildByOrdinal(0), s.getChildByOrdinal(1))
+          case s: StructVector if s.size >= 2 => (s.getChildByOrdinal(0), s.getChildByOrdinal(1))
           case other => fail(s"a ${other.getClass.getSimpleName} for blob values (a struct of data and uri)")
         }
         val (off, bytes) = VectorOffsets.ofVariable(data.asInstanceOf[FieldVector]).getOrElse(

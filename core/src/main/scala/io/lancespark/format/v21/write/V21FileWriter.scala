@@ -60,10 +60,14 @@ final class V21FileWriter(
         if (minor < 2) fail(s"column '${f.name}' is a ${BlobV2Page.ExtensionName} blob column, which file version 2.$minor " +
           s"cannot store (2.2 can; 2.1 stores blobs as large_binary with ${BlobPage.MetadataKey})")
         if (outer.nonEmpty) fail(s"column '${f.name}': blob columns inside structs or lists are not written")
+        // (data, uri), and the (position, size) pylance's blob type declares: derived, never stored
         val kids = f.children.map(c => c.name -> c.arrowType)
-        if (kids != Vector("data" -> ArrowType.LargeBinary.INSTANCE, "uri" -> ArrowType.Utf8.INSTANCE))
+        val u64 = new ArrowType.Int(64, false)
+        val base = Vector("data" -> ArrowType.LargeBinary.INSTANCE, "uri" -> ArrowType.Utf8.INSTANCE)
+        if (kids != base && kids != base ++ Vector("position" -> u64, "size" -> u64))
           fail(s"column '${f.name}' is a ${BlobV2Page.ExtensionName} blob column of fields " +
-            s"${f.children.map(c => s"${c.name}: ${c.logicalType}").mkString(", ")}, not (data: large_binary, uri: string)")
+            s"${f.children.map(c => s"${c.name}: ${c.logicalType}").mkString(", ")}, not (data: large_binary, " +
+            "uri: string[, position: uint64, size: uint64])")
         out += new LeafBuffer(f, column, Vector(LayerKind.Item), s"column $column (field '${f.name}', id ${f.id})",
           blobV2Out = Some((buf, at, len) => placeBlob(f, buf, at, len)))
         column += 1
