@@ -21,9 +21,6 @@ private[v21] object BlobV2Page {
   /** Whether a field is a 2.2 blob column (a struct with the extension name). */
   def isBlobV2(f: LanceField): Boolean = f.metadata.get("ARROW:extension:name").contains(ExtensionName)
 
-  /** Bytes of a description with an empty uri. */
-  val DescriptionBytes: Int = 1 + 8 + 8 + 4 + 4
-
   def putDescription(out: ByteBuilder, d: BlobV2Description): Unit = {
     out.putByte(d.kind)
     out.putLong(d.position)

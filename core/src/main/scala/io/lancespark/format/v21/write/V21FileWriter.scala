@@ -69,7 +69,7 @@ final class V21FileWriter(
             s"${f.children.map(c => s"${c.name}: ${c.logicalType}").mkString(", ")}, not (data: large_binary, " +
             "uri: string[, position: uint64, size: uint64])")
         out += new LeafBuffer(f, column, Vector(LayerKind.Item), s"column $column (field '${f.name}', id ${f.id})",
-          blobV2Out = Some((buf, at, len) => placeBlob(f, buf, at, len)))
+          blobV2Out = Some((buf, at, len) => placeBlob(buf, at, len)))
         column += 1
       } else if (f.isStruct) {
         if (f.metadata.contains("lance-encoding:packed"))
@@ -103,12 +103,9 @@ final class V21FileWriter(
       "writer has no place for blob files")))
   private var blobsOpened = false
 
-  /** Names of the blob files written (inside the data file's directory of blob files, `<data file stem>/`). */
-  def blobFileNames: Vector[String] = if (blobsOpened) blobs.fileNames else Vector.empty
-
   /** Places one value of a 2.2 blob column: inline (into this file, 64-byte
     * aligned) or into a blob file, streamed from `buf` through a small buffer. */
-  private def placeBlob(f: LanceField, buf: ArrowBuf, at: Long, len: Long): BlobV2Description =
+  private def placeBlob(buf: ArrowBuf, at: Long, len: Long): BlobV2Description =
     if (BlobV2Files.kindOf(len) == BlobV2Files.Inline) BlobV2Description(BlobV2Files.Inline, writeOutOfLine(buf, at, len), len, 0)
     else {
       blobsOpened = true
