@@ -18,6 +18,9 @@ object BlobColumns {
   def isBlob(f: LanceField): Boolean =
     f.metadata.get(MetadataKey).contains("true") || V21FileReader.isBlobV2(f)
 
+  /** A blob column of file version 2.2 (`lance.blob.v2`: a struct of `data` and `uri`). */
+  def isBlobV2(f: LanceField): Boolean = V21FileReader.isBlobV2(f)
+
   /** Whether reading `fields` reads blob values' bytes (a 2.2 blob column
     * projected to its position, size or uri reads none). */
   def readsBytes(fields: Seq[LanceField]): Boolean = fields.exists { f =>

@@ -29,7 +29,8 @@ final class FragmentWriter(storage: DatasetStorage, schema: LanceSchema, version
         new V20FileWriter(out, path.toString, schema, maxRowsPerPage.getOrElse(FragmentWriter.V20RowsPerPage))
       case DataFileVersion(2, minor @ (1 | 2)) =>
         new V21FileWriter(out, path.toString, schema, minor, maxRowsPerPage.getOrElse(V21FileWriter.DefaultMaxRowsPerPage),
-          codecs = FragmentWriter.codecs(disabledCodecs))
+          codecs = FragmentWriter.codecs(disabledCodecs),
+          blobFiles = Some((blob: String) => storage.fs.create(new Path(FragmentWriter.blobDir(storage, name), blob), false)))
       case other => throw new IllegalArgumentException(s"file version $other is not written by this connector")
     } catch {
       case e: Throwable =>  // a schema the version cannot store: no file is left behind
@@ -66,9 +67,18 @@ object FragmentWriter {
     * so this bounds a scan's memory per column. */
   val V20RowsPerPage: Int = 65536
 
-  /** Deletes a data file this connector wrote and never committed; best effort. */
-  def delete(storage: DatasetStorage, name: String): Unit =
+  /** The directory of a data file's blob files (2.2 blob columns): `data/<data file stem>/`. */
+  def blobDir(storage: DatasetStorage, name: String): Path =
+    storage.dataFile(if (name.endsWith(".lance")) name.dropRight(".lance".length) else name)
+
+  /** Deletes a data file this connector wrote and never committed, and its
+    * blob files; best effort. */
+  def delete(storage: DatasetStorage, name: String): Unit = {
     try storage.fs.delete(storage.dataFile(name), false) catch { case _: Exception => () }
+    if (name.endsWith(".lance"))
+      try { val dir = blobDir(storage, name); if (storage.fs.exists(dir)) storage.fs.delete(dir, true) }
+      catch { case _: Exception => () }
+  }
 
   /** Deletes the data files a failed job's tasks wrote (their names start with
     * the job's prefix), including those of tasks whose results never arrived. */

@@ -113,6 +113,7 @@ object ArrowFieldWriter {
     case (v: LargeListVector, ArrayType(et, _)) => new LargeListWriter(v, et, column)
     case (v: FixedSizeListVector, ArrayType(et, _)) => new FixedSizeListWriter(v, et, column)
     case (v: ListVector, m: MapType) => new MapAsListWriter(v, m, column)
+    case (v: StructVector, BinaryType) if SparkToArrow.isBlobV2(v.getField) => new BlobV2BinaryWriter(v, column)
     case (v: StructVector, st: StructType) => new StructWriter(v, st, column)
     case (v, t) =>
       throw new LanceFormatException(
@@ -241,6 +242,25 @@ object ArrowFieldWriter {
         k += 1
       }
       v.endValue(index, map.numElements())
+    }
+  }
+
+  /** BINARY values into a 2.2 blob column (`lance.blob.v2`: a struct of
+    * `data` and `uri`): the bytes as `data`, `uri` NULL; a NULL is a NULL value. */
+  private final class BlobV2BinaryWriter(v: StructVector, column: String) extends ArrowFieldWriter(v, column) {
+    private val data: LargeVarBinaryVector = v.getChild("data") match {
+      case d: LargeVarBinaryVector => d
+      case other => fail(s"a blob column whose data is ${other.getField.getType}, not large_binary")
+    }
+    private val uri: ValueVector = v.getChild("uri")
+    override protected def setValue(in: SpecializedGetters, ordinal: Int, index: Int): Unit = {
+      v.setIndexDefined(index)
+      data.setSafe(index, in.getBinary(ordinal))
+      uri match {
+        case u: BaseVariableWidthVector => u.setNull(index)
+        case u: BaseLargeVariableWidthVector => u.setNull(index)
+        case _ => ()
+      }
     }
   }
 

@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.{LargeVarBinaryVector, VectorSchemaRoot}
+import org.apache.arrow.vector.complex.StructVector
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType
 
@@ -52,6 +53,8 @@ final class LanceDataWriter(task: WriteTask) extends AutoCloseable {
   private val blobVectors: Array[LargeVarBinaryVector] =
     task.schema.fields.zip(root.getFieldVectors.asScala).collect {
       case (f, v: LargeVarBinaryVector) if BlobColumns.isBlob(f) => v
+      case (f, v: StructVector) if BlobColumns.isBlob(f) && v.getChild("data").isInstanceOf[LargeVarBinaryVector] =>
+        v.getChild("data").asInstanceOf[LargeVarBinaryVector]  // 2.2 (lance.blob.v2): the values' bytes
     }.toArray
 
   /** The blob bytes buffered: the end of each blob vector's last value set. */

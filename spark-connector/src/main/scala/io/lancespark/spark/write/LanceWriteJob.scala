@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Cast
 import org.apache.spark.sql.functions.{col, expr, lit, struct, transform, when}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StructType}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, MapType, StructType}
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
 import io.lancespark.spark.{SerializableHadoopConf, TypeMapping}
@@ -101,6 +101,8 @@ object LanceWriteJob {
     val columns: Seq[Column] = target.fields.toIndexedSeq.map { f =>
       val incoming = data.schema(f.name).dataType
       if (sameShape(incoming, f.dataType)) col(f.name)
+      // BINARY into a 2.2 blob column: the values' bytes (the task's writer makes them blob values)
+      else if (incoming == BinaryType && merged.field(f.name).exists(BlobColumns.isBlobV2)) col(f.name)
       else if (want.contains(f.name) && (changedShape(s, merged, f.name) || !sameFieldOrder(incoming, f.dataType)))
         reshape(s, f.name, col(f.name), incoming, f.dataType, policy).as(f.name)
       else storeAssign(s, f.name, incoming, f.dataType, policy)

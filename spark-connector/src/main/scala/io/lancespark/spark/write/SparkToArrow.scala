@@ -27,7 +27,7 @@ object SparkToArrow {
     }
     checkBlobColumns(st, blobs, version)
     new Schema(st.fields.toSeq.map { f =>
-      if (blobs.contains(f.name)) blobField(f.name, f.nullable)
+      if (blobs.contains(f.name)) (if (version.minor >= 2) blobV2Field(f.name) else blobField(f.name, f.nullable))
       else withCharMetadata(field(f.name, f.dataType, f.nullable, f.name, maps, dimension(f, vectors)), f)
     }.asJava)
   }
@@ -38,9 +38,26 @@ object SparkToArrow {
     new Field(name, new FieldType(nullable, ArrowType.LargeBinary.INSTANCE, null,
       java.util.Map.of(BlobColumns.MetadataKey, "true")), null)
 
-  /** The option `blobColumns` names top-level BINARY columns, at a file version
-    * whose blob layout this connector writes; refused (before any file is
-    * written) otherwise, naming the column and the option. */
+  /** The extension name of a 2.2 blob column (blob v2). */
+  val BlobV2Extension: String = "lance.blob.v2"
+
+  /** Whether an Arrow field is a 2.2 blob column. */
+  def isBlobV2(f: Field): Boolean =
+    Option(f.getMetadata).exists(m => BlobV2Extension == m.get("ARROW:extension:name"))
+
+  /** A BINARY column stored as a blob at file version 2.2 (blob v2), as
+    * pylance stores a `large_binary` field with `lance-encoding:blob` there:
+    * a struct of `data` (the bytes) and `uri` (an external value's URI) with
+    * the extension name `lance.blob.v2`; Spark sees STRUCT<data: BINARY, uri:
+    * STRING> (docs/blobs.md). Nullable, as pylance makes it. */
+  private def blobV2Field(name: String): Field =
+    new Field(name, new FieldType(true, ArrowType.Struct.INSTANCE, null,
+      java.util.Map.of("ARROW:extension:name", BlobV2Extension)), java.util.List.of(
+      new Field("data", new FieldType(true, ArrowType.LargeBinary.INSTANCE, null), null),
+      new Field("uri", new FieldType(true, ArrowType.Utf8.INSTANCE, null), null)))
+
+  /** The option `blobColumns` names top-level BINARY columns; refused (before
+    * any file is written) otherwise, naming the column and the option. */
   def checkBlobColumns(st: StructType, blobs: Set[String], version: DataFileVersion): Unit = {
     blobs.toSeq.sorted.foreach { name =>
       st.fields.find(_.name == name) match {
@@ -53,11 +70,6 @@ object SparkToArrow {
         case _ => ()
       }
     }
-    if (blobs.nonEmpty && version.minor >= 2)
-      throw new IllegalArgumentException(
-        s"option blobColumns (${blobs.toSeq.sorted.mkString(", ")}): this connector writes blob columns at " +
-          s"file versions 2.0 and 2.1 (blob v1), not yet at $version (blob v2); write the dataset with option " +
-          "fileVersion=2.1")
   }
 
   /** Spark keeps CHAR(n)/VARCHAR(n) as STRING plus this metadata key; Lance

@@ -232,8 +232,10 @@ private[v21] object FullZipPage {
     val rowStarts = new ByteBuilder()
     val layout = FullZipLayout.newBuilder().setBitsRep(bitsRep).setBitsDef(bitsDef)
     val (fixedBytes, encoding, writeValue): (Int, CompressiveEncoding, Int => Unit) = lb.kind match {
-      case ValueKind.Var(bits) =>
+      case ValueKind.Var(_) | ValueKind.BlobV2 =>
         // as the reference: zstd per value when values pass 32 KiB, else FSST when it pays
+        // (blob descriptions: their own encoding, 32-bit sizes)
+        val bits = lb.kind match { case ValueKind.Var(b) => b; case _ => 32 }
         val (data, end, enc) = perValue(bits)
         def start(i: Int): Int = if (i == 0) 0 else end(i - 1).toInt
         (-bits, enc, (i: Int) => {

@@ -71,7 +71,7 @@ final class BlobV2Files(create: String => OutputStream) extends AutoCloseable {
   }
 
   /** Closes the packed blob file (dedicated ones are closed as they are written). */
-  def close(): Unit = packed.foreach(_.close())
+  def close(): Unit = { val p = packed; packed = None; p.foreach(_.close()) }
 }
 
 object BlobV2Files {
@@ -84,6 +84,18 @@ object BlobV2Files {
   val InlineMax: Long = 64L * 1024
   /** Largest value packed into the shared blob file (4 MiB, inclusive). */
   val PackedMax: Long = 4L * 1024 * 1024
+
+  /** Copies `len` bytes of `src` from `index` to `out` through a 64 KiB buffer. */
+  def copy(src: org.apache.arrow.memory.ArrowBuf, index: Long, len: Long, out: OutputStream): Unit = {
+    val buf = new Array[Byte](math.min(len, 64L * 1024).toInt)
+    var done = 0L
+    while (done < len) {
+      val n = math.min(buf.length.toLong, len - done).toInt
+      src.getBytes(index + done, buf, 0, n)
+      out.write(buf, 0, n)
+      done += n
+    }
+  }
 
   /** The kind pylance 14 gives a value of `size` bytes. */
   def kindOf(size: Long): Int =

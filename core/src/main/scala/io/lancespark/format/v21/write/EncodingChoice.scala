@@ -4,7 +4,7 @@ import io.lancespark.format.file.ByteBuilder
 import io.lancespark.format.v21.codec.{BitpackedValues, BoolValues, CompressedValues, FixedSizeListValues, FlatCodec,
   FlatValues, FsstCodec, FsstEncoder, FsstPages, GeneralCodec, InlineBitpackingCodec, MiniBlockValues, RleCodec,
   RleValues, VariableCodec, VariableValues}
-import io.lancespark.format.v21.layout.{BlobPage, ConstantPage, EncodedPage, FullZipPage, MiniBlockPage, PageLevels}
+import io.lancespark.format.v21.layout.{BlobPage, BlobV2Page, ConstantPage, EncodedPage, FullZipPage, MiniBlockPage, PageLevels}
 import io.lancespark.proto.encodings21.{CompressiveEncoding, CompressionScheme}
 
 /** The codecs a writer may use; each can be turned off (for diagnosis).
@@ -46,6 +46,7 @@ private[v21] final class EncodingChoice(version: Int, codecs: WriteCodecs) {
     }
     lazy val same = if (large && codecs.constant) ConstantPage.valueOf(lb) else None
     if (lb.kind == ValueKind.Blob) BlobPage.write(lb, large)
+    else if (lb.kind == ValueKind.BlobV2) BlobV2Page.write(lb, levels)
     else if (levels.validValues == 0 || lb.kind == ValueKind.Nothing) ConstantPage.allNull(lb, levels)
     else if (same.isDefined) ConstantPage.withValue(lb, same.get, levels)
     else if (wide && codecs.fullZip) fullZip(lb, levels)
@@ -111,6 +112,7 @@ private[v21] final class EncodingChoice(version: Int, codecs: WriteCodecs) {
         }
       case ValueKind.Nothing => throw new IllegalStateException("no values to store")
       case ValueKind.Blob => throw new IllegalStateException("blob values are stored by BlobPage")
+      case ValueKind.BlobV2 => throw new IllegalStateException("blob values are stored by BlobV2Page")
     }
 
   /** Dictionary indices (u32 each), bit-packed when that is allowed. */

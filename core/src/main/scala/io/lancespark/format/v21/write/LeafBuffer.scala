@@ -2,13 +2,13 @@ package io.lancespark.format.v21.write
 
 import org.apache.arrow.memory.ArrowBuf
 import org.apache.arrow.vector.{BaseFixedWidthVector, BitVector, FieldVector, NullVector}
-import org.apache.arrow.vector.complex.FixedSizeListVector
+import org.apache.arrow.vector.complex.{FixedSizeListVector, StructVector}
 import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.schema.{LanceField, LanceFormatException, LogicalType}
 import io.lancespark.format.file.{BitBuilder, ByteBuilder, IntBuilder, VectorOffsets}
 import io.lancespark.format.v21.{LayerKind, RepDef}
-import io.lancespark.format.v21.layout.BlobPage
+import io.lancespark.format.v21.layout.{BlobPage, BlobV2Page}
 
 /** How a leaf's values are stored while a page fills. */
 private[v21] sealed trait ValueKind
@@ -28,8 +28,14 @@ private[v21] object ValueKind {
     * line into the file as it arrives; the leaf keeps its description (see
     * [[io.lancespark.format.v21.layout.BlobPage]]). */
   case object Blob extends ValueKind
+  /** A blob column of file version 2.2 (`lance.blob.v2`, a struct of `data`
+    * and `uri`): each value is placed as it arrives (in the data file, or in
+    * a blob file: [[BlobV2Files]]); the leaf keeps its description (kind,
+    * position, size, blob id, uri), stored as variable-width values. */
+  case object BlobV2 extends ValueKind
 
   def of(f: LanceField, where: String): ValueKind = f.arrowType match {
+    case _: ArrowType.Struct if BlobV2Page.isBlobV2(f) => BlobV2
     case _: ArrowType.LargeBinary if BlobPage.isBlobV1(f) => Blob
     case _: ArrowType.Null => Nothing
     case _: ArrowType.Bool => Bool
@@ -65,9 +71,12 @@ private[v21] object ValueKind {
   * definition levels (canonical numbering, see [[RepDef]]) of the rows
   * buffered for its next page, and the values of their visible entries.
   * `blobOut` writes a blob column's value out of line (the source buffer, the
-  * value's offset and length in it) and returns where it starts in the file. */
+  * value's offset and length in it) and returns where it starts in the file;
+  * `blobV2Out` places a 2.2 blob column's value (the same arguments) and
+  * returns its description. */
 private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val path: Vector[LayerKind], val where: String,
-    blobOut: Option[(ArrowBuf, Long, Long) => Long] = None) {
+    blobOut: Option[(ArrowBuf, Long, Long) => Long] = None,
+    blobV2Out: Option[(ArrowBuf, Long, Long) => BlobV2Description] = None) {
   val kind: ValueKind = ValueKind.of(field, where)
   val maxRep: Int = RepDef.maxRep(path)
 
@@ -107,7 +116,7 @@ private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val 
     kind match {
       case ValueKind.Fixed(w) => fixed.putZeros(w)
       case ValueKind.Bool => bits.appendBit(false)
-      case ValueKind.Var(_) => ends.putLong(varEnd)
+      case ValueKind.Var(_) | ValueKind.BlobV2 => ends.putLong(varEnd)
       case ValueKind.Fsl(dim, w) =>
         if (w == 0) bits.appendBits(false, dim) else fixed.putZeros(dim * w)
         itemValidity.appendOnes(dim)
@@ -156,6 +165,28 @@ private[v21] final class LeafBuffer(val field: LanceField, val column: Int, val 
             val len = off(i + 1) - off(i)
             BlobPage.putDescription(fixed, if (len == 0) 0L else out(data, off(i), len), len)
           }
+          i += 1
+        }
+      case ValueKind.BlobV2 =>
+        val out = blobV2Out.getOrElse(fail("a blob column without an output for its values"))
+        val (data, uri) = v match {
+          case s: StructVector if s.size >= 2 => (s.getChildByOrdinal(0), s.getChildByOrdinal(1))
+          case other => fail(s"a ${other.getClass.getSimpleName} for blob values (a struct of data and uri)")
+        }
+        val (off, bytes) = VectorOffsets.ofVariable(data.asInstanceOf[FieldVector]).getOrElse(
+          fail(s"a ${data.getClass.getSimpleName} for blob data"))
+        var i = a
+        while (i < b) {
+          if (!v.isNull(i)) {
+            if (!uri.isNull(i))
+              fail(s"a blob value with a uri (${uri.getObject(i)}): external blobs are not written, " +
+                "only values given as data (uri NULL)")
+            if (data.isNull(i)) fail("a blob value with neither data nor uri (give NULL for the whole value)")
+            val len = off(i + 1) - off(i)
+            // (an empty value too: pylance gives it the file's aligned position at that point)
+            BlobV2Page.putDescription(fixed, out(bytes, off(i), len))
+          }
+          ends.putLong(fixed.size.toLong)
           i += 1
         }
       case ValueKind.Nothing => v match {

@@ -7,6 +7,7 @@ import org.apache.arrow.vector.complex.{LargeListVector, ListVector, StructVecto
 
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.format.v21.LayerKind
+import io.lancespark.format.v21.layout.BlobV2Page
 
 /** Turns Arrow vectors of one top-level field into the levels and values of
   * its leaf columns (the Dremel "striping"): every entry a leaf gets carries
@@ -21,7 +22,8 @@ private[v21] final class Shredder(top: LanceField, leafOf: LanceField => LeafBuf
   import Shredder._
 
   private def build(f: LanceField, depth: Int): Node =
-    if (f.isStruct) Struct(f, depth, f.children.map(build(_, depth + 1)))
+    if (f.isStruct && BlobV2Page.isBlobV2(f)) Leaf(f, depth, leafOf(f))  // one column of descriptions
+    else if (f.isStruct) Struct(f, depth, f.children.map(build(_, depth + 1)))
     else if (f.isList || f.isMap) ListNode(f, depth, build(f.children.head, depth + 1))
     else Leaf(f, depth, leafOf(f))
 

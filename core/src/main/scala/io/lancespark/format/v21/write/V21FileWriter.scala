@@ -2,7 +2,7 @@ package io.lancespark.format.v21.write
 
 import java.io.OutputStream
 
-import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.memory.{ArrowBuf, BufferAllocator}
 import org.apache.arrow.vector.FieldVector
 import org.apache.arrow.vector.types.pojo.ArrowType
 
@@ -10,7 +10,7 @@ import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.file.{ContainerWriter, ExtraGlobals}
 import io.lancespark.format.stats.{PageValues, StatsBuilder, StatsValues}
 import io.lancespark.format.v21.LayerKind
-import io.lancespark.format.v21.layout.{BlobPage, StructuralPage}
+import io.lancespark.format.v21.layout.{BlobPage, BlobV2Page, StructuralPage}
 
 /** Writes one data file of file version 2.1 or 2.2 (`minor` 1 or 2).
   *
@@ -22,6 +22,10 @@ import io.lancespark.format.v21.layout.{BlobPage, StructuralPage}
   * statistics (docs/page-statistics.md) per block of `statsBlockRows` rows
   * of each page, in a global buffer readers that do not know it (pylance)
   * ignore.
+  *
+  * A 2.2 blob column (`lance.blob.v2`) is one column of descriptions
+  * ([[BlobV2Page]]); its values go into this file or into blob files that
+  * `blobFiles` creates by name ([[BlobV2Files]]).
   *
   * `write` takes one vector per top-level field (types as `field.toArrow`).
   * The writer owns `out`: `finish` writes the metadata and closes it; `close`
@@ -36,7 +40,8 @@ final class V21FileWriter(
     codecs: WriteCodecs = WriteCodecs(),
     statistics: Boolean = true,
     allocator: BufferAllocator = null,
-    val statsBlockRows: Int = V21FileWriter.DefaultStatsBlockRows)
+    val statsBlockRows: Int = V21FileWriter.DefaultStatsBlockRows,
+    blobFiles: Option[String => OutputStream] = None)
     extends ContainerWriter(out, 2, minor) {
 
   require(minor == 1 || minor == 2, s"file version 2.$minor is not written by this writer")
@@ -50,7 +55,23 @@ final class V21FileWriter(
     val out = Vector.newBuilder[LeafBuffer]
     var column = 0
     def walk(f: LanceField, outer: List[LayerKind]): Unit =
-      if (f.isStruct) {
+      if (f.isStruct && BlobV2Page.isBlobV2(f)) {
+        // a 2.2 blob column: one column of descriptions
+        if (minor < 2) fail(s"column '${f.name}' is a ${BlobV2Page.ExtensionName} blob column, which file version 2.$minor " +
+          s"cannot store (2.2 can; 2.1 stores blobs as large_binary with ${BlobPage.MetadataKey})")
+        if (outer.nonEmpty) fail(s"column '${f.name}': blob columns inside structs or lists are not written")
+        // (data, uri), and the (position, size) pylance's blob type declares: derived, never stored
+        val kids = f.children.map(c => c.name -> c.arrowType)
+        val u64 = new ArrowType.Int(64, false)
+        val base = Vector("data" -> ArrowType.LargeBinary.INSTANCE, "uri" -> ArrowType.Utf8.INSTANCE)
+        if (kids != base && kids != base ++ Vector("position" -> u64, "size" -> u64))
+          fail(s"column '${f.name}' is a ${BlobV2Page.ExtensionName} blob column of fields " +
+            s"${f.children.map(c => s"${c.name}: ${c.logicalType}").mkString(", ")}, not (data: large_binary, " +
+            "uri: string[, position: uint64, size: uint64])")
+        out += new LeafBuffer(f, column, Vector(LayerKind.Item), s"column $column (field '${f.name}', id ${f.id})",
+          blobV2Out = Some((buf, at, len) => placeBlob(buf, at, len)))
+        column += 1
+      } else if (f.isStruct) {
         if (f.metadata.contains("lance-encoding:packed"))
           fail(s"column '${f.name}' is a packed struct (lance-encoding:packed), which this writer does not write")
         if (f.children.isEmpty) fail(s"struct column '${f.name}' has no fields")
@@ -76,6 +97,21 @@ final class V21FileWriter(
     out.result()
   }
 
+  /** The blob files of 2.2 blob columns, opened at the first value that needs one. */
+  private lazy val blobs: BlobV2Files = new BlobV2Files(blobFiles.getOrElse(
+    (name: String) => fail(s"a blob value over ${BlobV2Files.InlineMax} bytes needs a blob file ($name), and this " +
+      "writer has no place for blob files")))
+  private var blobsOpened = false
+
+  /** Places one value of a 2.2 blob column: inline (into this file, 64-byte
+    * aligned) or into a blob file, streamed from `buf` through a small buffer. */
+  private def placeBlob(buf: ArrowBuf, at: Long, len: Long): BlobV2Description =
+    if (BlobV2Files.kindOf(len) == BlobV2Files.Inline) BlobV2Description(BlobV2Files.Inline, writeOutOfLine(buf, at, len), len, 0)
+    else {
+      blobsOpened = true
+      blobs.place(len, out => BlobV2Files.copy(buf, at, len, out))
+    }
+
   /** Only leaves have columns, depth first. */
   override protected def columnFields: Vector[LanceField] = leaves.map(_.field)
 
@@ -84,7 +120,7 @@ final class V21FileWriter(
 
   /** Leaves with statistics: outside lists, of a type statistics cover. */
   private val stats = new StatsBuilder(if (!statistics) Vector.empty else
-    leaves.filter(l => l.maxRep == 0 && l.kind != ValueKind.Blob && !l.field.isFixedSizeList && StatsValues.kindOf(l.field.arrowType).isDefined)
+    leaves.filter(l => l.maxRep == 0 && l.kind != ValueKind.Blob && l.kind != ValueKind.BlobV2 && !l.field.isFixedSizeList && StatsValues.kindOf(l.field.arrowType).isDefined)
       .map(_.field))
   private val firstRow = Array.fill(leaves.size)(0L)
 
@@ -129,7 +165,14 @@ final class V21FileWriter(
     def end(i: Int): Long = l.ends.getLong(i)
   }
 
-  override protected def finishPages(): Unit = leaves.foreach(flush)
+  override protected def finishPages(): Unit = {
+    leaves.foreach(flush)
+    if (blobsOpened) blobs.close()
+  }
+
+  /** Closes the blob files too (a writer closed without `finish`: its files are to be deleted). */
+  override def close(): Unit =
+    try if (blobsOpened) blobs.close() finally super.close()
 
   /** The statistics, when some page has them. */
   override protected def extraGlobals(): ExtraGlobals =
