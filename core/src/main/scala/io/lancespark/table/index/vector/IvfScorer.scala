@@ -31,8 +31,9 @@ final class IvfScorer(index: IvfIndex, query: Array[Float]) {
     case _ => Array.emptyIntArray
   }
 
-  /** Offers every row of partition `p` that `accept` keeps (by row id) to `top`. */
-  def scan(p: Int, part: IvfPartition, accept: Long => Boolean, top: TopK): Unit = {
+  /** Offers every row of partition `p` that `accept` keeps (by row id) to
+    * `top`, in the partition's order (NaN distances left out). */
+  def scan(p: Int, part: IvfPartition, accept: Long => Boolean, top: PartitionTopK): Unit = {
     val n = part.size
     index.storage match {
       case IvfStorage.Flat =>
@@ -107,8 +108,8 @@ final class IvfScorer(index: IvfIndex, query: Array[Float]) {
     }
   }
 
-  private def offer(top: TopK, id: Long, d: Float): Unit =
-    if (!d.isNaN && d <= top.bound) top.offer(Neighbour(id >>> 32, (id & 0xffffffffL).toInt, d))
+  private def offer(top: PartitionTopK, id: Long, d: Float): Unit =
+    if (!d.isNaN && d <= top.bound) top.offer(id, d)
 
   /** [subVector][centroid] distances of the (residual) query to the codebook. */
   private def pqTable(p: Int, pq: IvfStorage.Pq): Array[Float] = {
