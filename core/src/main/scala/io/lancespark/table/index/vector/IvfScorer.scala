@@ -127,15 +127,9 @@ final class IvfScorer(index: IvfIndex, query: Array[Float]) {
       var k = 0
       while (k < c) {
         val base = (s * c + k) * sd
-        var acc = 0.0f
-        var j = 0
-        if (dot) {
-          while (j < sd) { acc += q(s * sd + j) * cb(base + j); j += 1 }
-          table(s * c + k) = 1.0f - acc
-        } else {
-          while (j < sd) { val d = q(s * sd + j) - cb(base + j); acc += d * d; j += 1 }
-          table(s * c + k) = acc
-        }
+        table(s * c + k) =
+          if (dot) 1.0f - DistanceMetric.dot(q, s * sd, cb, base, sd)
+          else DistanceMetric.l2(q, s * sd, cb, base, sd)
         k += 1
       }
       s += 1
