@@ -142,3 +142,72 @@ def test_pq_approximate_distances_without_uncovered_fragments(spark, tmp_path):
     same((ids, dist), (t["id"].to_pylist(), t["_distance"].to_numpy()), "IVF_PQ without refine")
     exact = ((v[ids] - q) ** 2).sum(1)
     assert np.abs(exact - dist).max() > 1e-2, "PQ distances equal the exact ones: was the index read?"
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_pq_dot_many_queries_equal_pylance(spark, tmp_path, seed):
+    """IVF_PQ with the dot metric and few sub-vectors (rows sharing their codes tie exactly): 100
+    seeded queries a dataset, 300 in all (rows deleted before and after the build, a fragment
+    appended after it, random k / nprobes / refine_factor), searched by lance_knn in one SQL
+    query; each must be pylance's search (same row addresses in the same order up to ties, the
+    same distances). Which of the rows tied at a partition's k-th place pylance keeps decides the
+    result once they are re-scored exactly: one query in about 100 differed before that rule. One
+    query in about 1500 still differs (cause not found, docs/vector-search.md): at most one of the
+    100 may, holding 80% of pylance's rows."""
+    rng = np.random.default_rng(seed)
+    dim = int(rng.choice([8, 16, 32]))
+    subs = int(rng.choice([2, 4]))
+    centers = rng.standard_normal((8, dim)) * 3
+    n = 3000
+
+    def vecs(m):
+        return (centers[rng.integers(0, 8, m)] + rng.standard_normal((m, dim))).astype(np.float32)
+
+    def table(ids, v):
+        return pa.table({"id": pa.array(ids, pa.int64()),
+                         "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel(), pa.float32()), dim)})
+
+    path = str(tmp_path / f"pqdot{seed}.lance")
+    lance.write_dataset(table(np.arange(n), vecs(n)), path, max_rows_per_file=900)
+    lance.dataset(path).delete(f"id % 11 = {seed % 11}")
+    lance.dataset(path).create_index("emb", index_type="IVF_PQ", num_partitions=int(rng.integers(3, 8)),
+                                     num_sub_vectors=subs, metric="dot")
+    lance.write_dataset(table(np.arange(n, n + 300), vecs(300)), path, mode="append")
+    lance.dataset(path).delete("id % 13 = 4")
+    ds = lance.dataset(path)
+    queries = []
+    for i in range(100):
+        q = vecs(1)[0]
+        k = int(rng.choice([1, 5, 10]))
+        nprobes = int(rng.integers(1, 5))
+        refine = [None, 2][int(rng.integers(0, 2))]
+        queries.append((i, [float(x) for x in q], k, nprobes, refine))
+    qdf = spark.createDataFrame(queries, "qid INT, qv ARRAY<FLOAT>, k INT, nprobes INT, refine INT")
+    qdf.createOrReplaceTempView(f"pq_dot_queries_{seed}")
+    # lance_knn's k / nprobes / refine_factor are constants: one SELECT per combination, in one query
+    combos = sorted({(k, nprobes, refine or 0) for _, _, k, nprobes, refine in queries})
+    sql = " UNION ALL ".join(
+        f"SELECT qid, lance_knn('{path}', 'emb', qv, {k}, {nprobes}, {refine or 'NULL'}, 'dot') AS nn "
+        f"FROM pq_dot_queries_{seed} WHERE k = {k} AND nprobes = {nprobes} AND coalesce(refine, 0) = {refine}"
+        for k, nprobes, refine in combos)
+    rows = spark.sql(sql).collect()
+    ours = {r.qid: r.nn for r in rows}
+    assert len(ours) == 100
+    differing = []
+    for i, q, k, nprobes, refine in queries:
+        nearest = {"column": "emb", "q": np.array(q, np.float32), "k": k, "nprobes": nprobes, "metric": "dot"}
+        if refine:
+            nearest["refine_factor"] = refine
+        t = ds.to_table(nearest=nearest, columns=["id"], with_row_address=True)
+        expected = (t["_rowaddr"].to_pylist(), t["_distance"].to_numpy())
+        got = ([x["_rowaddr"] for x in ours[i]], np.array([x["_distance"] for x in ours[i]], np.float32))
+        what = f"seed {seed} dim={dim} subs={subs} query {i} k={k} nprobes={nprobes} refine={refine}"
+        try:
+            same(got, expected, what)
+        except AssertionError as e:
+            # the residual rare disagreement (docs/vector-search.md): most rows still pylance's
+            assert len(got[0]) == len(expected[0]) and len(set(got[0]) & set(expected[0])) >= 0.8 * len(expected[0]), e
+            differing.append(f"{what}: ours {got}, pylance {expected}")
+    for d in differing:
+        print("differs from pylance:", d)
+    assert len(differing) <= 1, differing

@@ -7,7 +7,7 @@ import org.apache.spark.sql.SparkSession
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.table.commit.CommitSettings
-import io.lancespark.table.index.vector.{IvfBuild, IvfBuildPlan, KMeansModel}
+import io.lancespark.table.index.vector.{IvfBuild, IvfBuildPlan, IvfPqEncoder, KMeansModel}
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** What each task of a vector index build needs; serialized to executors,
@@ -31,15 +31,23 @@ final case class VectorIndexTask(uri: String, hadoopConf: SerializableHadoopConf
     Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-ivf-assign-$fragmentId", 0, Long.MaxValue)) { a =>
       IvfBuild.assignFragment(plan(), model, fragmentId, a).map { case (p, addr, v) => ((p, addr), v) }
     }
+
+  /** IVF_PQ: one fragment's vectors assigned and encoded: ((partition, row address), PQ codes). */
+  def encode(encoder: IvfPqEncoder, fragmentId: Long): Vector[((Int, Long), Array[Byte])] =
+    Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-ivf-encode-$fragmentId", 0, Long.MaxValue)) { a =>
+      IvfBuild.encodeFragment(plan(), encoder, fragmentId, a).map { case (p, addr, code) => ((p, addr), code) }
+    }
 }
 
 /** A vector (IVF) index build as Spark jobs: the driver checks the request
   * (column, type, options, name) before any job; a first job samples each
   * fragment's vectors (seeded), the driver trains the centroids (k-means) on
-  * the sample; a second job assigns every live non-null vector to its
-  * nearest centroid on the executors and sorts the rows by (partition, row
-  * address) across them; the driver streams the sorted rows into the index
-  * writer and commits one CreateIndex. A failed build commits nothing and
+  * the sample (and for IVF_PQ the codebook); a second job assigns every live
+  * non-null vector to its nearest centroid on the executors (IVF_PQ: and
+  * encodes it there, with the broadcast centroids and codebook, so only
+  * the codes travel) and sorts the rows by (partition, row address) across
+  * them; the driver streams the sorted rows into the index writer and
+  * commits one CreateIndex. A failed build commits nothing and
   * removes its files. `rows` of the result: the vectors indexed (live, not null). */
 object VectorIndexBuildJob {
 
@@ -64,19 +72,34 @@ object VectorIndexBuildJob {
         .collect().sortBy(_._1).map(_._2).toVector
       val model = IvfBuild.train(plan, samples)
       val pq = IvfBuild.trainPq(plan, model, samples)
-      val bc = sc.broadcast(model)
       var indexed = 0L
-      val files = try {
-        val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
-        val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.assign(bc.value, id))
-          .sortByKey(ascending = true, parts)
-        Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
-          IvfBuild.write(plan, model, pq, sorted.toLocalIterator.map { case ((p, addr), v) =>
-            indexed += 1
-            (p, addr, v)
-          }, a)
-        }
-      } finally { bc.destroy() }
+      val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
+      val files = pq match {
+        case Some(q) =>
+          val bc = sc.broadcast(IvfPqEncoder(model, q, plan.metric))
+          try {
+            val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.encode(bc.value, id))
+              .sortByKey(ascending = true, parts)
+            Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
+              IvfBuild.writePq(plan, model, q, sorted.toLocalIterator.map { case ((p, addr), code) =>
+                indexed += 1
+                (p, addr, code)
+              }, a)
+            }
+          } finally { bc.destroy() }
+        case None =>
+          val bc = sc.broadcast(model)
+          try {
+            val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.assign(bc.value, id))
+              .sortByKey(ascending = true, parts)
+            Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
+              IvfBuild.write(plan, model, sorted.toLocalIterator.map { case ((p, addr), v) =>
+                indexed += 1
+                (p, addr, v)
+              }, a)
+            }
+          } finally { bc.destroy() }
+      }
       val committed = IvfBuild.commit(plan, CommitSettings())
       IndexBuildResult(plan.name, plan.indexType, plan.uuid, snapshot.version, committed.version,
         indexed, plan.fragments.getLongCardinality, files.map(_._2).sum)

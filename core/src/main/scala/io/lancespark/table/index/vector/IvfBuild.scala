@@ -86,6 +86,28 @@ final case class IvfBuildPlan(snapshot: Snapshot, field: LanceField, dim: Int, d
   def trainMetric: DistanceMetric = if (metric == DistanceMetric.Dot) DistanceMetric.Dot else DistanceMetric.L2
 }
 
+/** How an IVF_PQ index codes a vector of partition `p`, as the reference
+  * does: the residual to the partition's centroid (l2, cosine: over unit
+  * vectors) or the vector itself (dot), coded by `pq`. Serializable: the
+  * Spark build broadcasts it to the tasks that assign and encode. */
+final case class IvfPqEncoder(model: KMeansModel, pq: PqModel, metric: DistanceMetric) {
+  require(pq.dim == model.dim, s"PQ of dimension ${pq.dim} for centroids of dimension ${model.dim}")
+
+  /** The codes of `v` (from `offset`) in partition `p`; `residual` is scratch space of the dimension. */
+  def encode(p: Int, v: Array[Float], offset: Int, residual: Array[Float]): Array[Byte] = {
+    val dim = model.dim
+    val centred = metric != DistanceMetric.Dot
+    var d = 0
+    while (d < dim) {
+      residual(d) = v(offset + d) - (if (centred) model.centroids(p * dim + d) else 0f)
+      d += 1
+    }
+    val code = new Array[Byte](pq.m)
+    pq.encode(residual, 0, code, 0)
+    code
+  }
+}
+
 /** The build side of IVF vector indices: the plan (every check before any
   * work), the scans of a fragment's vectors (a sample for training, all for
   * assignment), k-means training, the writer and the CreateIndex commit
@@ -272,14 +294,41 @@ object IvfBuild {
     out.result()
   }
 
-  /** Writes the index's files from rows in (partition, row address) order;
-    * on a failure removes what it wrote. Each file's name and size. */
-  def write(plan: IvfBuildPlan, model: KMeansModel, pq: Option[PqModel], sorted: Iterator[(Int, Long, Array[Float])],
+  /** IVF_PQ: every live non-null vector of fragment `fragmentId` assigned
+    * and encoded (what each task of the Spark build computes): (partition,
+    * row address, PQ codes, one byte a sub-vector). */
+  def encodeFragment(plan: IvfBuildPlan, encoder: IvfPqEncoder, fragmentId: Long,
+                     allocator: BufferAllocator): Vector[(Int, Long, Array[Byte])] = {
+    val out = Vector.newBuilder[(Int, Long, Array[Byte])]
+    val residual = new Array[Float](plan.dim)
+    scanVectors(plan.snapshot, plan.field, plan.dim, fragmentId, plan.metric == DistanceMetric.Cosine, allocator) {
+      (addr, v, o) =>
+        val p = encoder.model.nearest(v, o, plan.trainMetric)
+        out += ((p, addr, encoder.encode(p, v, o, residual)))
+    }
+    out.result()
+  }
+
+  /** Writes an IVF_FLAT index's files from rows in (partition, row address)
+    * order; on a failure removes what it wrote. Each file's name and size. */
+  def write(plan: IvfBuildPlan, model: KMeansModel, sorted: Iterator[(Int, Long, Array[Float])],
             allocator: BufferAllocator): Seq[(String, Long)] = {
     val w = new IvfIndexWriter(plan.snapshot.storage, plan.uuid, model, plan.metric, plan.doubles, plan.fileVersion,
-      allocator, pq = pq)
+      allocator)
     try {
       sorted.foreach { case (p, addr, v) => w.add(p, addr, v) }
+      w.finish()
+    } catch { case e: Throwable => w.abort(); throw e }
+  }
+
+  /** Writes an IVF_PQ index's files from encoded rows in (partition, row
+    * address) order; on a failure removes what it wrote. Each file's name and size. */
+  def writePq(plan: IvfBuildPlan, model: KMeansModel, pq: PqModel, sorted: Iterator[(Int, Long, Array[Byte])],
+              allocator: BufferAllocator): Seq[(String, Long)] = {
+    val w = new IvfIndexWriter(plan.snapshot.storage, plan.uuid, model, plan.metric, plan.doubles, plan.fileVersion,
+      allocator, pq = Some(pq))
+    try {
+      sorted.foreach { case (p, addr, code) => w.addCode(p, addr, code) }
       w.finish()
     } catch { case e: Throwable => w.abort(); throw e }
   }
@@ -349,9 +398,16 @@ object IvfBuild {
       val samples = ids.map(id => sampleFragment(plan, id, fraction, allocator))
       val model = train(plan, samples)
       val pq = trainPq(plan, model, samples)
-      val rows = ids.flatMap(id => assignFragment(plan, model, id, allocator))
-        .sortWith((a, b) => a._1 < b._1 || (a._1 == b._1 && a._2 < b._2))
-      write(plan, model, pq, rows.iterator, allocator)
+      def before(a: (Int, Long, _), b: (Int, Long, _)): Boolean = a._1 < b._1 || (a._1 == b._1 && a._2 < b._2)
+      pq match {
+        case Some(q) =>
+          val enc = IvfPqEncoder(model, q, plan.metric)
+          writePq(plan, model, q, ids.flatMap(id => encodeFragment(plan, enc, id, allocator)).sortWith(before).iterator,
+            allocator)
+        case None =>
+          write(plan, model, ids.flatMap(id => assignFragment(plan, model, id, allocator)).sortWith(before).iterator,
+            allocator)
+      }
       (commit(plan, settings), model, pq)
     }
 }

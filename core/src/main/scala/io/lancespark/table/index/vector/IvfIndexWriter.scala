@@ -26,8 +26,12 @@ import io.lancespark.table.storage.DatasetStorage
   *    zero offsets and lengths and the k-means loss; schema metadata
   *    `lance:index` = `{"type":"IVF_FLAT","distance_type":...}`, `lance:ivf`
   *    = "1" and `lance:flat` (one empty string per partition).
-  * Rows come through `add` in non-decreasing partition order; for cosine the
-  * caller gives unit vectors. */
+  * With a [[PqModel]] (IVF_PQ), `auxiliary.idx` holds `_rowid` and
+  * `__pq_code` (each partition's codes transposed) and the codebook as
+  * global buffer 2.
+  * Rows come in non-decreasing partition order: IVF_FLAT's through `add`
+  * (for cosine the caller gives unit vectors), IVF_PQ's already encoded
+  * through `addCode` (the Spark build encodes on the executors). */
 final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansModel, metric: DistanceMetric,
                            doubles: Boolean, version: DataFileVersion, allocator: BufferAllocator,
                            batchSize: Int = 8192, pq: Option[PqModel] = None) {
@@ -57,8 +61,6 @@ final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansM
   // PQ: the current partition's row ids and codes (written transposed when it ends)
   private val partIds = new scala.collection.mutable.ArrayBuffer[Long]()
   private val partCodes = new java.io.ByteArrayOutputStream()
-  private val residual = new Array[Float](dim)
-  private val code = new Array[Byte](pq.map(_.m).getOrElse(0))
 
   private val ids = new Array[Long](batchSize)
   private val values = new Array[Float](batchSize * dim)
@@ -67,29 +69,10 @@ final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansM
   private var current = 0
   private var rows = 0L
 
-  /** The next row: its partition (not below the previous one's), row id and vector (from `offset`). */
+  /** IVF_FLAT: the next row: its partition (not below the previous one's), row id and vector (from `offset`). */
   def add(partition: Int, rowId: Long, vector: Array[Float], offset: Int = 0): Unit = {
-    if (partition < current || partition >= k)
-      throw new IllegalArgumentException(s"IVF index input out of order at row $rows: partition $partition after $current " +
-        s"(of $k)")
-    pq match {
-      case Some(q) =>
-        if (partition != current) flushPartition()
-        current = partition
-        val unitOrL2 = metric != DistanceMetric.Dot
-        var d = 0
-        while (d < dim) {
-          residual(d) = vector(offset + d) - (if (unitOrL2) model.centroids(partition * dim + d) else 0f)
-          d += 1
-        }
-        q.encode(residual, 0, code, 0)
-        partIds += rowId
-        partCodes.write(code, 0, code.length)
-        lengths(partition) += 1
-        rows += 1
-        return
-      case None => ()
-    }
+    if (pq.isDefined) throw new IllegalStateException("an IVF_PQ index takes encoded rows (addCode)")
+    checkOrder(partition)
     current = partition
     ids(buffered) = rowId
     System.arraycopy(vector, offset, values, buffered * dim, dim)
@@ -98,6 +81,24 @@ final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansM
     rows += 1
     if (buffered == batchSize) flush()
   }
+
+  /** IVF_PQ: the next row: its partition (not below the previous one's),
+    * row id and PQ codes (one byte a sub-vector, from `offset`; see [[IvfPqEncoder]]). */
+  def addCode(partition: Int, rowId: Long, code: Array[Byte], offset: Int = 0): Unit = {
+    val q = pq.getOrElse(throw new IllegalStateException("an IVF_FLAT index takes vectors (add)"))
+    checkOrder(partition)
+    if (partition != current) flushPartition()
+    current = partition
+    partIds += rowId
+    partCodes.write(code, offset, q.m)
+    lengths(partition) += 1
+    rows += 1
+  }
+
+  private def checkOrder(partition: Int): Unit =
+    if (partition < current || partition >= k)
+      throw new IllegalArgumentException(s"IVF index input out of order at row $rows: partition $partition after $current " +
+        s"(of $k)")
 
   def rowsAdded: Long = rows
 

@@ -31,8 +31,9 @@ final class IvfScorer(index: IvfIndex, query: Array[Float]) {
     case _ => Array.emptyIntArray
   }
 
-  /** Offers every row of partition `p` that `accept` keeps (by row id) to `top`. */
-  def scan(p: Int, part: IvfPartition, accept: Long => Boolean, top: TopK): Unit = {
+  /** Offers every row of partition `p` that `accept` keeps (by row id) to
+    * `top`, in the partition's order (NaN distances left out). */
+  def scan(p: Int, part: IvfPartition, accept: Long => Boolean, top: PartitionTopK): Unit = {
     val n = part.size
     index.storage match {
       case IvfStorage.Flat =>
@@ -107,8 +108,8 @@ final class IvfScorer(index: IvfIndex, query: Array[Float]) {
     }
   }
 
-  private def offer(top: TopK, id: Long, d: Float): Unit =
-    if (!d.isNaN && d <= top.bound) top.offer(Neighbour(id >>> 32, (id & 0xffffffffL).toInt, d))
+  private def offer(top: PartitionTopK, id: Long, d: Float): Unit =
+    if (!d.isNaN && d <= top.bound) top.offer(id, d)
 
   /** [subVector][centroid] distances of the (residual) query to the codebook. */
   private def pqTable(p: Int, pq: IvfStorage.Pq): Array[Float] = {
@@ -126,15 +127,9 @@ final class IvfScorer(index: IvfIndex, query: Array[Float]) {
       var k = 0
       while (k < c) {
         val base = (s * c + k) * sd
-        var acc = 0.0f
-        var j = 0
-        if (dot) {
-          while (j < sd) { acc += q(s * sd + j) * cb(base + j); j += 1 }
-          table(s * c + k) = 1.0f - acc
-        } else {
-          while (j < sd) { val d = q(s * sd + j) - cb(base + j); acc += d * d; j += 1 }
-          table(s * c + k) = acc
-        }
+        table(s * c + k) =
+          if (dot) 1.0f - DistanceMetric.dot(q, s * sd, cb, base, sd)
+          else DistanceMetric.l2(q, s * sd, cb, base, sd)
         k += 1
       }
       s += 1

@@ -19,8 +19,10 @@ import io.lancespark.table.storage.Snapshot
   *     more in rank order while fewer than k candidates were found);
   *  2. each partition scored ([[IvfScorer]]) over its eligible rows (rows of
   *     live fragments the index covers, not deleted, kept by the prefilter),
-  *     its best k * refine_factor kept; over all partitions the best
-  *     k * refine_factor (by distance, then row id);
+  *     its best k * refine_factor kept as the reference keeps them
+  *     ([[PartitionTopK]]: which rows tied at the k-th place stay is
+  *     pylance's choice); over all partitions the best k * refine_factor (by
+  *     distance, then row id);
   *  3. with refine_factor: those re-ranked by the exact distance of their
   *     vectors, best k; without: the best k;
   *  4. when live fragments are not covered by the index: their exact top k
@@ -58,7 +60,7 @@ object IvfSearch {
       while (i < maxProbes && (i < minProbes || found < query.k)) {
         val p = ranked(i)
         val part = first.getOrElse(p, ix.partition(p, allocator))
-        val top = new TopK(fetch)
+        val top = new PartitionTopK(fetch)
         scorer.scan(p, part, accept, top)
         val r = top.result
         found += r.size

@@ -42,32 +42,55 @@ object KMeans {
     while (i < k) { System.arraycopy(data, order(i) * dim, centroids, i * dim, dim); i += 1 }
 
     val assign = new Array[Int](n)
+    val dists = new Array[Float](n)
     var loss = Double.MaxValue
     var iter = 0
     var done = false
     while (!done && iter < maxIters) {
-      var newLoss = 0.0
-      var r = 0
-      while (r < n) {
-        val c = nearest(centroids, k, dim, data, r * dim, metric)
-        assign(r) = c
-        newLoss += dist(metric, centroids, c * dim, data, r * dim, dim)
-        r += 1
-      }
+      assignAll(data, n, dim, k, centroids, metric, assign, dists)
+      val newLoss = sum(dists)
       update(data, n, dim, k, assign, centroids, rng)
       iter += 1
       done = loss != Double.MaxValue && math.abs(loss - newLoss) <= tolerance * math.abs(loss)
       loss = newLoss
     }
     // the loss of the final centroids
-    var finalLoss = 0.0
-    var r = 0
-    while (r < n) {
-      val c = nearest(centroids, k, dim, data, r * dim, metric)
-      finalLoss += dist(metric, centroids, c * dim, data, r * dim, dim)
-      r += 1
-    }
+    assignAll(data, n, dim, k, centroids, metric, assign, dists)
+    val finalLoss = sum(dists)
     KMeansModel(k, dim, centroids, finalLoss)
+  }
+
+  /** Rows per task of the parallel assignment step. */
+  private val ChunkRows: Int = 2048
+
+  /** Each row's nearest centroid and its distance, rows cut in chunks
+    * assigned in parallel (the common fork-join pool); every row's result is
+    * what the sequential loop gives. */
+  private def assignAll(data: Array[Float], n: Int, dim: Int, k: Int, centroids: Array[Float], metric: DistanceMetric,
+                        assign: Array[Int], dists: Array[Float]): Unit = {
+    val chunks = (n + ChunkRows - 1) / ChunkRows
+    val work: java.util.function.IntConsumer = new java.util.function.IntConsumer {
+      def accept(ch: Int): Unit = {
+        var r = ch * ChunkRows
+        val end = math.min(n, r + ChunkRows)
+        while (r < end) {
+          val c = nearest(centroids, k, dim, data, r * dim, metric)
+          assign(r) = c
+          dists(r) = dist(metric, centroids, c * dim, data, r * dim, dim)
+          r += 1
+        }
+      }
+    }
+    if (chunks <= 1 || n.toLong * k * dim < 1000000L) (0 until chunks).foreach(work.accept)
+    else java.util.stream.IntStream.range(0, chunks).parallel().forEach(work)
+  }
+
+  /** The distances summed in row order (as doubles). */
+  private def sum(dists: Array[Float]): Double = {
+    var s = 0.0
+    var i = 0
+    while (i < dists.length) { s += dists(i); i += 1 }
+    s
   }
 
   private def update(data: Array[Float], n: Int, dim: Int, k: Int, assign: Array[Int], centroids: Array[Float],
@@ -179,15 +202,16 @@ object PqModel {
     val n = data.length / dim
     val sd = dim / m
     val cb = new Array[Float](m * Centroids * sd)
-    var s = 0
-    while (s < m) {
-      val sub = new Array[Float](n * sd)
-      var r = 0
-      while (r < n) { System.arraycopy(data, r * dim + s * sd, sub, r * sd, sd); r += 1 }
-      val km = KMeans.train(sub, sd, Centroids, DistanceMetric.L2, maxIters, KMeans.DefaultTolerance, seed + s)
-      System.arraycopy(km.centroids, 0, cb, s * Centroids * sd, Centroids * sd)
-      s += 1
-    }
+    // the sub-spaces are independent (each its own seeded k-means): trained in parallel
+    java.util.stream.IntStream.range(0, m).parallel().forEach(new java.util.function.IntConsumer {
+      def accept(s: Int): Unit = {
+        val sub = new Array[Float](n * sd)
+        var r = 0
+        while (r < n) { System.arraycopy(data, r * dim + s * sd, sub, r * sd, sd); r += 1 }
+        val km = KMeans.train(sub, sd, Centroids, DistanceMetric.L2, maxIters, KMeans.DefaultTolerance, seed + s)
+        System.arraycopy(km.centroids, 0, cb, s * Centroids * sd, Centroids * sd)
+      }
+    })
     PqModel(m, sd, cb)
   }
 }
