@@ -266,7 +266,8 @@ object IndexBuild {
                 allocator: BufferAllocator): Seq[(String, Long)] = {
     val w = writer(plan, allocator)
     try {
-      KeyRuns.merge(runs, codec, w)
+      // the merge in a thread of its own, the page encoding in this one
+      KeyRuns.piped(w, codec)(into => KeyRuns.merge(runs, codec, into))
       w.finish()
     } catch { case e: Throwable => w.abort(); throw e }
   }

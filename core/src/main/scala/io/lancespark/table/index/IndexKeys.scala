@@ -97,41 +97,45 @@ object KeyCodec {
 }
 
 /** A stable sort of (key, row address) pairs held in two arrays by key: a
-  * least-significant-digit radix sort (bytes; digits the keys all share are
-  * skipped). Pairs of equal keys keep their order, so pairs read in row
-  * address order come out ordered by (key, address). */
+  * least-significant-digit radix sort of the keys' offsets from their
+  * minimum, in 12-bit digits, as many as the keys' range needs (two for a
+  * range under 2^24). Pairs of equal keys keep their order, so pairs read in
+  * row address order come out ordered by (key, address). */
 object KeySort {
+  private val Bits = 12
+  private val Buckets = 1 << Bits
 
   /** Sorts `keys(0 until n)` (signed order), moving `addrs` along. */
   def sort(keys: Array[Long], addrs: Array[Long], n: Int): Unit = if (n > 1) {
     if (n < 64) insertion(keys, addrs, n)
     else {
-      val counts = new Array[Int](8 * 256)
-      var i = 0
-      while (i < n) {
-        val k = keys(i) ^ Long.MinValue // unsigned order = signed order of the keys
-        var d = 0
-        while (d < 8) { counts(d * 256 + ((k >>> (8 * d)).toInt & 0xff)) += 1; d += 1 }
-        i += 1
-      }
+      var min = keys(0); var max = keys(0)
+      var i = 1
+      while (i < n) { val k = keys(i); if (k < min) min = k; if (k > max) max = k; i += 1 }
+      val range = max - min // as unsigned: the offsets k - min are in [0, range]
+      val bits = 64 - java.lang.Long.numberOfLeadingZeros(range)
+      val digits = (bits + Bits - 1) / Bits
       var src = keys; var srcA = addrs
-      var dst = new Array[Long](n); var dstA = new Array[Long](n)
-      val starts = new Array[Int](256)
+      var dst: Array[Long] = null; var dstA: Array[Long] = null
+      val counts = new Array[Int](Buckets)
       var d = 0
-      while (d < 8) {
-        val base = d * 256
-        val trivial = (0 until 256).exists(b => counts(base + b) == n)
+      while (d < digits) {
+        val shift = d * Bits
+        java.util.Arrays.fill(counts, 0)
+        i = 0
+        while (i < n) { counts((((src(i) - min) >>> shift).toInt) & (Buckets - 1)) += 1; i += 1 }
+        var sum = 0; var b = 0
+        var trivial = false
+        while (b < Buckets) { val c = counts(b); if (c == n) trivial = true; counts(b) = sum; sum += c; b += 1 }
         if (!trivial) {
-          var sum = 0; var b = 0
-          while (b < 256) { starts(b) = sum; sum += counts(base + b); b += 1 }
-          val shift = 8 * d
+          if (dst == null) { dst = new Array[Long](n); dstA = new Array[Long](n) }
           i = 0
           while (i < n) {
             val k = src(i)
-            val b2 = (((k ^ Long.MinValue) >>> shift).toInt & 0xff)
-            val at = starts(b2)
+            val b2 = (((k - min) >>> shift).toInt) & (Buckets - 1)
+            val at = counts(b2)
             dst(at) = k; dstA(at) = srcA(i)
-            starts(b2) = at + 1
+            counts(b2) = at + 1
             i += 1
           }
           val t = src; src = dst; dst = t

@@ -269,24 +269,24 @@ object KeyRuns {
       val bufA = Array.fill(k)(new Array[Long](4096))
       val len = new Array[Int](k)
       val pos = new Array[Int](k)
+      val head = new Array[Long](k) // each source's current key
       // a binary heap of sources by (current key, source)
       val heap = new Array[Int](k)
       var size = 0
-      def less(a: Int, b: Int): Boolean = {
-        val ka = bufK(a)(pos(a)); val kb = bufK(b)(pos(b))
-        ka < kb || (ka == kb && a < b)
-      }
       def down(at0: Int): Unit = {
         var at = at0
         val x = heap(at)
+        val hx = head(x)
         var done = false
         while (!done) {
           val l = 2 * at + 1
           if (l >= size) done = true
           else {
             val r = l + 1
-            val c = if (r < size && less(heap(r), heap(l))) r else l
-            if (less(heap(c), x)) { heap(at) = heap(c); at = c } else done = true
+            val c = if (r < size && (head(heap(r)) < head(heap(l)) ||
+              (head(heap(r)) == head(heap(l)) && heap(r) < heap(l)))) r else l
+            val hc = head(heap(c))
+            if (hc < hx || (hc == hx && heap(c) < x)) { heap(at) = heap(c); at = c } else done = true
           }
         }
         heap(at) = x
@@ -294,7 +294,7 @@ object KeyRuns {
       var s = 0
       while (s < k) {
         len(s) = sources(s).readPairs(bufK(s), bufA(s))
-        if (len(s) > 0) { heap(size) = s; size += 1 }
+        if (len(s) > 0) { heap(size) = s; size += 1; head(s) = bufK(s)(0) }
         s += 1
       }
       var i = size / 2 - 1
@@ -302,16 +302,90 @@ object KeyRuns {
       var o = 0
       while (size > 0) {
         val top = heap(0)
-        outK(o) = bufK(top)(pos(top)); outA(o) = bufA(top)(pos(top)); o += 1
-        if (o == Block) { writer.addKeys(codec, outK, outA, o); o = 0 }
-        pos(top) += 1
-        if (pos(top) == len(top)) {
-          len(top) = sources(top).readPairs(bufK(top), bufA(top)); pos(top) = 0
-          if (len(top) == 0) { size -= 1; heap(0) = heap(size) }
+        val ks = bufK(top); val as = bufA(top)
+        var p = pos(top)
+        // the top source's keys up to the next source's head go out in a row
+        val limit = if (size == 1) Long.MaxValue else {
+          val a = heap(1); val b = if (size > 2) heap(2) else a
+          if (head(b) < head(a) || (head(b) == head(a) && b < a)) head(b) else head(a)
         }
+        val second = if (size == 1) -1 else {
+          val a = heap(1); val b = if (size > 2) heap(2) else a
+          if (head(b) < head(a) || (head(b) == head(a) && b < a)) b else a
+        }
+        var go = true
+        while (go) {
+          outK(o) = ks(p); outA(o) = as(p); o += 1; p += 1
+          if (o == Block) { writer.addKeys(codec, outK, outA, o); o = 0 }
+          go = p < len(top) && (ks(p) < limit || (ks(p) == limit && top < second))
+        }
+        pos(top) = p
+        if (p == len(top)) {
+          len(top) = sources(top).readPairs(bufK(top), bufA(top)); pos(top) = 0
+          if (len(top) == 0) { size -= 1; heap(0) = heap(size) } else head(top) = bufK(top)(0)
+        } else head(top) = ks(p)
         if (size > 0) down(0)
       }
       if (o > 0) writer.addKeys(codec, outK, outA, o)
     }
   }
+
+  /** Feeds `writer` from `produce` (e.g. a merge) running in a thread of its
+    * own, through a short queue of blocks: the production of the sorted pairs
+    * and the writer's page encoding overlap. Errors of either side end both
+    * and are thrown here. */
+  def piped(writer: SortedIndexWriter, codec: KeyCodec)(produce: SortedIndexWriter => Unit): Unit = {
+    val queue = new java.util.concurrent.ArrayBlockingQueue[Piece](4)
+    val proxy = new SortedIndexWriter {
+      private var nulls = new Array[Long](Block)
+      private var nullCount = 0
+      private var count = 0L
+      private def flushNulls(): Unit = if (nullCount > 0) {
+        queue.put(Nulls(nulls, nullCount)); nulls = new Array[Long](Block); nullCount = 0
+      }
+      def add(value: Any, addr: Long): Unit = {
+        if (value == null) {
+          nulls(nullCount) = addr; nullCount += 1
+          if (nullCount == Block) flushNulls()
+        } else { flushNulls(); queue.put(One(value, addr)) }
+        count += 1
+      }
+      override def addKeys(c: KeyCodec, keys: Array[Long], addrs: Array[Long], n: Int): Unit = {
+        flushNulls()
+        queue.put(Keys(c, java.util.Arrays.copyOf(keys, n), java.util.Arrays.copyOf(addrs, n)))
+        count += n
+      }
+      def finish(): Seq[(String, Long)] = { flushNulls(); queue.put(End); Nil }
+      def rowsAdded: Long = count
+      def abort(): Unit = ()
+    }
+    val producer = new Thread(new Runnable {
+      def run(): Unit =
+        try { produce(proxy); proxy.finish(); () }
+        catch {
+          case _: InterruptedException => ()
+          case e: Throwable => try queue.put(Failed(e)) catch { case _: InterruptedException => () }
+        }
+    }, "lance-index-merge")
+    producer.setDaemon(true)
+    producer.start()
+    try {
+      var done = false
+      while (!done) queue.take() match {
+        case Keys(c, k, a) => writer.addKeys(c, k, a, k.length)
+        case Nulls(a, n) => var i = 0; while (i < n) { writer.add(null, a(i)); i += 1 }
+        case One(v, a) => writer.add(v, a)
+        case Failed(e) => throw e
+        case End => done = true
+      }
+      producer.join()
+    } catch { case e: Throwable => producer.interrupt(); throw e }
+  }
+
+  private sealed trait Piece
+  private final case class Keys(codec: KeyCodec, keys: Array[Long], addrs: Array[Long]) extends Piece
+  private final case class Nulls(addrs: Array[Long], n: Int) extends Piece
+  private final case class One(value: Any, addr: Long) extends Piece
+  private final case class Failed(e: Throwable) extends Piece
+  private case object End extends Piece
 }

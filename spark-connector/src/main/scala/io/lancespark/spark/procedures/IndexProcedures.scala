@@ -189,20 +189,31 @@ object IndexBuildJob {
       n
     }.getOrElse(default)
 
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
+
   private def keyedBuild(spark: SparkSession, plan: IndexBuildPlan, task: IndexScanTask,
                          codec: KeyCodec): Seq[(String, Long)] = {
     val total = plan.snapshot.fragments.map(_.physicalRows).sum
     val localRows = positiveConf(spark, LocalRowsKey, DefaultLocalRows, 0L)
     Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
-      if (total <= localRows) IndexBuild.writeInMemory(plan, a)
-      else {
+      val t0 = System.nanoTime()
+      def ms(t: Long): Long = (System.nanoTime() - t) / 1000000L
+      if (total <= localRows) {
+        val files = IndexBuild.writeInMemory(plan, a)
+        log.info(s"index ${plan.name} (${plan.indexType.name}) over $total rows built on the driver in ${ms(t0)} ms")
+        files
+      } else {
         val sc = spark.sparkContext
         val groups = KeyRuns.plan(plan.snapshot, sc.defaultParallelism, positiveConf(spark, RunRowsKey, DefaultRunRows, 1L))
         val uuid = plan.uuid
         val written = try sc.parallelize(groups.zipWithIndex, math.max(1, groups.size))
             .map { case (g, i) => task.sortRun(uuid, i, g, codec) }.collect().sortBy(_._1)
           catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, uuid); throw e }
-        IndexBuild.writeFromRunFiles(plan, codec, written.map(_._1).toVector, a)
+        val t1 = System.nanoTime()
+        val files = IndexBuild.writeFromRunFiles(plan, codec, written.map(_._1).toVector, a)
+        log.info(s"index ${plan.name} (${plan.indexType.name}) over $total rows: ${groups.size} sorted runs in " +
+          s"${(t1 - t0) / 1000000L} ms, merged and written in ${ms(t1)} ms")
+        files
       }
     }
   }
