@@ -197,10 +197,12 @@ object IndexBuild {
     }
 
   /** Writes (does not commit) the index `plan` builds from its column read
-    * and sorted in this process: a keyed column as one sorted run of
-    * primitive keys ([[KeyRuns]]), others as sorted (value, address) pairs.
+    * and sorted in this process: a keyed column as sorted runs of primitive
+    * keys ([[KeyRuns]]; a run per core, of at least `rowsPerThread` rows,
+    * each read and sorted in a thread), merged; others as sorted (value,
+    * address) pairs.
     * Returns the files written with their sizes. */
-  def writeInMemory(plan: IndexBuildPlan, allocator: BufferAllocator): Seq[(String, Long)] =
+  def writeInMemory(plan: IndexBuildPlan, allocator: BufferAllocator, rowsPerThread: Long = 250000L): Seq[(String, Long)] =
     if (ZoneIndexWriter.zoned(plan.indexType)) {
       val params = ZoneIndexWriter.params(plan.indexType, plan.options, plan.where)
       val zones = plan.snapshot.fragments.iterator.flatMap(f =>
@@ -208,9 +210,14 @@ object IndexBuild {
       ZoneIndexWriter.write(plan, params, zones, allocator)
     } else keyCodec(plan) match {
       case Some(codec) =>
-        val run = try KeyRuns.read(plan.snapshot, plan.field.id, codec, KeyRuns.chunks(plan.snapshot, Long.MaxValue),
-          allocator) catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
-        writeRuns(plan, codec, Vector(KeyRuns.source(run)), allocator)
+        // a run per core (runs of at least `rowsPerThread` rows), read and sorted in threads of their own
+        val total = plan.snapshot.fragments.map(_.physicalRows).sum
+        val threads = math.max(1L, math.min(Runtime.getRuntime.availableProcessors().toLong,
+          total / math.max(1L, rowsPerThread))).toInt
+        val groups = KeyRuns.plan(plan.snapshot, threads, Long.MaxValue)
+        val runs = try KeyRuns.parallel(groups.map(g => () => KeyRuns.read(plan.snapshot, plan.field.id, codec, g, allocator)))
+          catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
+        writeRuns(plan, codec, runs.map(KeyRuns.source), allocator)
       case None =>
         val pairs = ArrayBuffer.empty[(Any, Long)]
         plan.snapshot.fragments.sortBy(_.id).foreach(f =>

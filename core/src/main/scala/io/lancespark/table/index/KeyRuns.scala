@@ -50,7 +50,8 @@ object KeyRuns {
   def plan(snapshot: Snapshot, cores: Int, maxRunRows: Long): Vector[Vector[RowChunk]] = {
     val total = snapshot.fragments.map(_.physicalRows).sum
     val c = math.max(1, cores)
-    val need = math.max(1L, (total + maxRunRows - 1) / math.max(1L, maxRunRows))
+    val m = math.max(1L, maxRunRows)
+    val need = math.max(1L, total / m + (if (total % m == 0) 0L else 1L))
     val runs = math.min(Int.MaxValue.toLong, ((need + c - 1) / c) * c).toInt
     group(chunks(snapshot, math.max(1L, (total + runs - 1) / runs)), runs)
   }
@@ -61,6 +62,23 @@ object KeyRuns {
                  allocator: BufferAllocator): (Long, Long) = {
     val sorted = read(snapshot, fieldId, codec, chunks, allocator)
     (sorted.rows, write(snapshot.storage, runPath(uuid, run), sorted))
+  }
+
+  /** The results of `work`, each computed in a thread of its own (the first
+    * here); the first error is thrown once all have ended. */
+  def parallel[T](work: Vector[() => T]): Vector[T] = if (work.size <= 1) work.map(_()) else {
+    val results = new Array[Any](work.size)
+    val errors = new java.util.concurrent.ConcurrentLinkedQueue[Throwable]()
+    val threads = work.indices.drop(1).map { i =>
+      val t = new Thread(new Runnable {
+        def run(): Unit = try results(i) = work(i)() catch { case e: Throwable => errors.add(e); () }
+      }, s"lance-index-read-$i")
+      t.setDaemon(true); t.start(); t
+    }
+    try results(0) = work(0)() catch { case e: Throwable => errors.add(e) }
+    threads.foreach(_.join())
+    if (!errors.isEmpty) throw errors.peek()
+    results.toVector.map(_.asInstanceOf[T])
   }
 
   /** Groups `chunks` (in order) into `runs` consecutive groups of about equal rows. */

@@ -134,11 +134,13 @@ class KeyedBuildSuite extends AnyFunSuite {
   private val columns = Seq("id" -> BuiltIndexType.BTree, "v" -> BuiltIndexType.BTree, "k" -> BuiltIndexType.Bitmap,
     "b" -> BuiltIndexType.BTree, "d" -> BuiltIndexType.BTree, "ts" -> BuiltIndexType.BTree)
 
+  /** runRows: None = in memory, one thread; Some(0) = in memory, a thread per core; else in spilled runs. */
   private def buildAll(d: Path, runRows: Option[Long]): Unit = columns.foreach { case (c, t) =>
     val plan = IndexBuild.plan(open(d), c, t, None)
     Using.resource(new RootAllocator()) { a =>
       runRows match {
-        case None => IndexBuild.writeInMemory(plan, a)
+        case None => IndexBuild.writeInMemory(plan, a, rowsPerThread = Long.MaxValue)
+        case Some(0L) => IndexBuild.writeInMemory(plan, a, rowsPerThread = 1L)
         case Some(r) => IndexBuild.writeInRuns(plan, IndexBuild.keyCodec(plan).get, r, a)
       }
     }
@@ -148,11 +150,11 @@ class KeyedBuildSuite extends AnyFunSuite {
   }
 
   Seq("2.0", "2.2").foreach { version =>
-    test(s"indices built in spilled runs equal those sorted in memory, and pylance uses them ($version)") {
+    test(s"indices built in spilled runs or in threads equal those sorted in memory, and pylance uses them ($version)") {
       val base = table(version)
       val mem = copy(base)
       buildAll(mem, None)
-      val runTables = Seq(1000L, 4500L, 7000L).map { r => val t = copy(base); buildAll(t, Some(r)); t }
+      val runTables = Seq(0L, 1000L, 4500L, 7000L).map { r => val t = copy(base); buildAll(t, Some(r)); t }
       val out = py(
         """import sys, os, lance, hashlib
           |from lance.file import LanceFileReader
@@ -166,20 +168,20 @@ class KeyedBuildSuite extends AnyFunSuite {
           |            out[ix["name"] + "/" + f] = repr((t.num_rows, t.schema.remove_metadata(), sorted((t.schema.metadata or {}).items()), t.to_pydict()))  # repr: NaN equals NaN
           |    return out
           |mem = files(sys.argv[1])
-          |for p in sys.argv[2:5]:
+          |for p in sys.argv[2:6]:
           |    other = files(p)
           |    print("SAME", sorted(mem) == sorted(other), [k for k in mem if mem[k] != other.get(k)], len(mem))
           |rows = {}
           |for p in [sys.argv[1], sys.argv[2]]:
           |    ds = lance.dataset(p)
-          |    for f in sys.argv[5:]:
+          |    for f in sys.argv[6:]:
           |        plan = ds.scanner(filter=f, columns=["id", "k"]).explain_plan(True)
           |        a = sorted(map(str, ds.to_table(filter=f, columns=["id", "k"]).to_pylist()))
           |        b = sorted(map(str, ds.to_table(filter=f, columns=["id", "k"], use_scalar_index=False).to_pylist()))
           |        print("FILTER", f, "|", "ScalarIndexQuery" in plan, "|", a == b, len(a))
           |""".stripMargin, (Seq(mem.toString) ++ runTables.map(_.toString) ++ filters): _*)
       val lines = out.linesIterator.toSeq
-      assert(lines.filter(_.startsWith("SAME")) == Seq.fill(3)("SAME True [] 11"), out)
+      assert(lines.filter(_.startsWith("SAME")) == Seq.fill(4)("SAME True [] 11"), out)
       val results = lines.filter(_.startsWith("FILTER "))
       assert(results.size == 2 * filters.size, out)
       results.foreach { l =>
