@@ -167,7 +167,13 @@ object IndexBuildJob {
         }
       } else IndexBuild.keyCodec(plan) match {
         case Some(codec) => keyedBuild(spark, plan, task, codec)
-        case None => sortedBuild(sc, plan, task, ids)
+        case None =>
+          // boxed (value, address) pairs: on the driver up to a quarter of the keyed columns' rows
+          if (plan.snapshot.fragments.map(_.physicalRows).sum <= positiveConf(spark, LocalRowsKey, DefaultLocalRows, 0L) / 4)
+            Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
+              IndexBuild.writeInMemory(plan, a)
+            }
+          else sortedBuild(sc, plan, task, ids)
       }
       val committed = IndexBuild.commit(plan, io.lancespark.table.commit.CommitSettings())
       IndexBuildResult(plan.name, indexType.name, plan.uuid, snapshot.version, committed.version,
