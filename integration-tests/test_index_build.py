@@ -28,6 +28,24 @@ def wh(spark, tmp_path_factory):
     return wh
 
 
+@pytest.fixture(params=["driver", "job"])
+def build_path(request, spark):
+    """Both ways a BTREE/BITMAP over a keyed column is built: on the driver (small tables, the
+    default here) and as a Spark job of sorted runs (forced: no local rows, runs of 250 rows, so
+    several runs per fragment and several fragments per run are merged)."""
+    keys = ("spark.lance.index.build.localRows", "spark.lance.index.build.runRows")
+    if request.param == "job":
+        spark.conf.set(keys[0], "0")
+        spark.conf.set(keys[1], "250")
+    yield request.param
+    for k in keys:
+        spark.conf.unset(k)
+
+
+def _jobs(spark) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
 def _ids(rows) -> list:
     return sorted(r[0] for r in rows)
 
@@ -58,7 +76,7 @@ def _check_spark(spark, df, path: str, must_select: bool = True) -> None:
             assert m["fragmentsDecidedByIndex"] > 0, (f, m)
 
 
-def test_create_index_on_a_spark_written_table(spark, wh):
+def test_create_index_on_a_spark_written_table(spark, wh, build_path):
     spark.sql("DROP TABLE IF EXISTS lance.db.ib")
     spark.sql("CREATE TABLE lance.db.ib (id BIGINT, s STRING) USING lance")
     words = ["a", "b", "c", "dd", None]
@@ -72,7 +90,10 @@ def test_create_index_on_a_spark_written_table(spark, wh):
     before = lance.dataset(path).version
     frags = sorted(f.fragment_id for f in lance.dataset(path).get_fragments())
     assert len(frags) >= 4
+    jobs = _jobs(spark)
     r = spark.sql("CALL lance.system.create_index(table => 'db.ib', column => 'id', index_type => 'btree')").first()
+    # the job path runs a job (its sorted runs); the driver path none
+    assert (_jobs(spark) > jobs) == (build_path == "job")
     assert (r.name, r.index_type, r.read_version, r.new_version) == ("id_idx", "btree", before, before + 1)
     assert r.rows_indexed == lance.dataset(path).count_rows() and r.fragments_covered == len(frags)
     r2 = spark.sql("CALL lance.system.create_index(table => 'lance.db.ib', column => 's', "
@@ -104,7 +125,7 @@ def test_create_index_on_a_spark_written_table(spark, wh):
     assert [i["name"] for i in lance.dataset(path).list_indices()] == ["id_idx"]
 
 
-def test_create_index_on_a_pylance_written_table(spark, tmp_path):
+def test_create_index_on_a_pylance_written_table(spark, tmp_path, build_path):
     path = str(tmp_path / "py.lance")
     rnd = random.Random(11)
     ids = list(range(1200))
@@ -250,7 +271,7 @@ def test_zonemap_and_bloomfilter_bad_input(spark, tmp_path):
                                   "array_contains(t, 'y')", "array_has_any(t, ['z'])"], {"t_idx"})
 
 
-def test_optimize_indices_covers_appended_fragments(spark, tmp_path):
+def test_optimize_indices_covers_appended_fragments(spark, tmp_path, build_path):
     path = str(tmp_path / "opt.lance")
     rnd = random.Random(5)
     ids = list(range(6000))

@@ -25,27 +25,82 @@ final class BTreeIndexWriter(storage: DatasetStorage, uuid: String, valueType: A
     new Field("values", FieldType.nullable(valueType), null),
     new Field("ids", FieldType.notNullable(new ArrowType.Int(64, false)), null)), Map.empty, version)
 
-  private val values = new ArrayBuffer[Any](batchSize)
+  /** Keyed values ([[KeyCodec]]) are buffered as keys, others as values. */
+  private val codec: Option[KeyCodec] = KeyCodec.of(valueType)
+  private val pageKeys: Array[Long] = if (codec.isDefined) new Array[Long](batchSize) else null
+  private val pageValues: Array[Any] = if (codec.isDefined) null else new Array[Any](batchSize)
   private val ids = new Array[Long](batchSize)
+  private var size = 0
+  private var pageNulls = 0 // the page's nulls: its first rows
   private val mins = ArrayBuffer.empty[Any]
   private val maxs = ArrayBuffer.empty[Any]
   private val nullCounts = ArrayBuffer.empty[Long]
+  private var seen = false // a non-null value was added
+  private var lastKey = 0L
   private var last: Any = null
   private var rows = 0L
 
+  private def outOfOrder(value: Any, before: Any): Nothing =
+    throw new IllegalArgumentException(s"index input out of order at row $rows: $value after $before")
+
   def add(value: Any, addr: Long): Unit = {
-    if (rows > 0 && IndexValues.ordering.compare(last, value) > 0)
-      throw new IllegalArgumentException(s"index input out of order at row $rows: $value after $last")
-    ids(values.size) = addr
-    values += value
-    last = value
+    if (value == null) {
+      if (seen) outOfOrder(null, codec.fold(last)(_.value(lastKey)))
+      ids(size) = addr
+      if (pageValues != null) pageValues(size) = null
+      pageNulls += 1
+    } else codec match {
+      case Some(c) =>
+        val k = c.keyOf(value)
+        if (seen && k < lastKey) outOfOrder(value, c.value(lastKey))
+        pageKeys(size) = k; ids(size) = addr
+        lastKey = k; seen = true
+      case None =>
+        if (seen && IndexValues.ordering.compare(last, value) > 0) outOfOrder(value, last)
+        pageValues(size) = value; ids(size) = addr
+        last = value; seen = true
+    }
+    size += 1
     rows += 1
-    if (values.size == batchSize) flush()
+    if (size == batchSize) flush()
   }
 
-  private def flush(): Unit = if (values.nonEmpty) {
-    val n = values.size
-    val v = IndexValues.vector("values", valueType, values.toIndexedSeq, allocator)
+  override def addKeys(keyCodec: KeyCodec, keys: Array[Long], addrs: Array[Long], n: Int): Unit =
+    if (!codec.contains(keyCodec)) super.addKeys(keyCodec, keys, addrs, n)
+    else {
+      var i = 0
+      while (i < n) {
+        val take = math.min(n - i, batchSize - size)
+        var prev = if (seen) lastKey else Long.MinValue
+        var j = i
+        while (j < i + take) {
+          if (keys(j) < prev) outOfOrder(keyCodec.value(keys(j)), keyCodec.value(prev))
+          prev = keys(j); j += 1
+        }
+        System.arraycopy(keys, i, pageKeys, size, take)
+        System.arraycopy(addrs, i, ids, size, take)
+        size += take; rows += take; i += take
+        lastKey = prev; seen = true
+        if (size == batchSize) flush()
+      }
+    }
+
+  private def flush(): Unit = if (size > 0) {
+    val n = size
+    val v = codec match {
+      case Some(c) =>
+        val out = new Field("values", FieldType.nullable(valueType), null).createVector(allocator)
+        try {
+          out.setInitialCapacity(n)
+          out.allocateNew()
+          // the first pageNulls rows stay null (validity cleared by allocateNew)
+          var i = pageNulls
+          while (i < n) { c.set(out, i, pageKeys(i)); i += 1 }
+          out.setValueCount(n)
+          out
+        } catch { case e: Throwable => out.close(); throw e }
+      case None => IndexValues.vector("values", valueType, pageValues.take(n).toIndexedSeq, allocator)
+    }
     val idv = new UInt8Vector(new Field("ids", FieldType.notNullable(new ArrowType.Int(64, false)), null), allocator)
     try {
       idv.allocateNew(n)
@@ -54,10 +109,15 @@ final class BTreeIndexWriter(storage: DatasetStorage, uuid: String, valueType: A
       idv.setValueCount(n)
       data.write(Seq(v, idv))
     } finally { v.close(); idv.close() }
-    mins += values.head
-    maxs += values.last
-    nullCounts += values.count(_ == null).toLong
-    values.clear()
+    def at(i: Int): Any = if (i < pageNulls) null else codec match {
+      case Some(c) => c.value(pageKeys(i))
+      case None => pageValues(i)
+    }
+    mins += at(0)
+    maxs += at(n - 1)
+    nullCounts += pageNulls.toLong
+    size = 0
+    pageNulls = 0
   }
 
   def finish(): Seq[(String, Long)] = {
@@ -95,6 +155,13 @@ final class BTreeIndexWriter(storage: DatasetStorage, uuid: String, valueType: A
 trait SortedIndexWriter {
   /** The next pair; values must not decrease ([[IndexValues.ordering]]). */
   def add(value: Any, addr: Long): Unit
+  /** The next `n` pairs of non-null values as keys of `codec` (not
+    * decreasing); the same as adding their values one by one, which writers
+    * of keyed columns do in bulk. */
+  def addKeys(codec: KeyCodec, keys: Array[Long], addrs: Array[Long], n: Int): Unit = {
+    var i = 0
+    while (i < n) { add(codec.value(keys(i)), addrs(i)); i += 1 }
+  }
   /** Writes the remaining files; each file's name and size. */
   def finish(): Seq[(String, Long)]
   def rowsAdded: Long

@@ -36,9 +36,46 @@ final class BitmapIndexWriter(storage: DatasetStorage, uuid: String, valueType: 
       if (c > 0) throw new IllegalArgumentException(s"index input out of order at row $rows: $value after $last")
       if (c != 0) close()
     }
-    current.getOrElseUpdate((addr >>> 32).toInt, new RoaringBitmap()).add((addr & 0xffffffffL).toInt)
+    keyed = false
+    put(addr)
     last = value
     rows += 1
+  }
+
+  // keys of a keyed column in bulk: the value is made once per distinct key
+  private var keyed = false
+  private var lastKey = 0L
+
+  override def addKeys(codec: KeyCodec, keys: Array[Long], addrs: Array[Long], n: Int): Unit = {
+    var i = 0
+    while (i < n) {
+      val k = keys(i)
+      if (!(keyed && k == lastKey)) {
+        val value = codec.value(k)
+        if (rows > 0) {
+          val c = if (keyed) java.lang.Long.compare(lastKey, k) else IndexValues.ordering.compare(last, value)
+          if (c > 0) throw new IllegalArgumentException(s"index input out of order at row $rows: $value after $last")
+          if (c != 0) close()
+        }
+        last = value; lastKey = k; keyed = true
+      }
+      put(addrs(i))
+      rows += 1
+      i += 1
+    }
+  }
+
+  // the bitmap of the fragment last added to (rows come mostly fragment by fragment)
+  private var lastFragment = -1
+  private var lastBitmap: RoaringBitmap = null
+
+  private def put(addr: Long): Unit = {
+    val frag = (addr >>> 32).toInt
+    if (frag != lastFragment || lastBitmap == null) {
+      lastBitmap = current.getOrElseUpdate(frag, new RoaringBitmap())
+      lastFragment = frag
+    }
+    lastBitmap.add((addr & 0xffffffffL).toInt)
   }
 
   /** Ends the current key. */
@@ -46,6 +83,7 @@ final class BitmapIndexWriter(storage: DatasetStorage, uuid: String, valueType: 
     keys += last
     bitmaps += BitmapIndexWriter.serialize(current)
     current = mutable.TreeMap.empty
+    lastBitmap = null
   }
 
   def finish(): Seq[(String, Long)] = {

@@ -192,20 +192,92 @@ object IndexBuild {
     * index: the build without Spark, for tables whose column fits in memory. */
   def buildInMemory(plan: IndexBuildPlan, settings: CommitSettings = CommitSettings()): Snapshot =
     Using.resource(new RootAllocator()) { allocator =>
-      if (ZoneIndexWriter.zoned(plan.indexType)) {
-        val params = ZoneIndexWriter.params(plan.indexType, plan.options, plan.where)
-        val zones = plan.snapshot.fragments.iterator.flatMap(f =>
-          ZoneIndexWriter.fragmentZones(plan.snapshot, plan.field.id, f.id, plan.indexType, params, allocator))
-        ZoneIndexWriter.write(plan, params, zones, allocator)
-      } else {
-        val pairs = ArrayBuffer.empty[(Any, Long)]
-        plan.snapshot.fragments.foreach(f =>
-          scanFragment(plan.snapshot, plan.field.id, f.id, allocator)((v, a) => pairs += (v -> a)))
-        val sorted = pairs.sortWith((a, b) => IndexValues.ordering.compare(a._1, b._1) < 0)
-        write(plan, sorted.iterator, allocator)
-      }
+      writeInMemory(plan, allocator)
       commit(plan, settings)
     }
+
+  /** Writes (does not commit) the index `plan` builds from its column read
+    * and sorted in this process: a keyed column as sorted runs of primitive
+    * keys ([[KeyRuns]]; a run per core, of at least `rowsPerThread` rows,
+    * each read and sorted in a thread), merged; others as sorted (value,
+    * address) pairs.
+    * Returns the files written with their sizes. */
+  def writeInMemory(plan: IndexBuildPlan, allocator: BufferAllocator, rowsPerThread: Long = 250000L): Seq[(String, Long)] =
+    if (ZoneIndexWriter.zoned(plan.indexType)) {
+      val params = ZoneIndexWriter.params(plan.indexType, plan.options, plan.where)
+      val zones = plan.snapshot.fragments.iterator.flatMap(f =>
+        ZoneIndexWriter.fragmentZones(plan.snapshot, plan.field.id, f.id, plan.indexType, params, allocator))
+      ZoneIndexWriter.write(plan, params, zones, allocator)
+    } else keyCodec(plan) match {
+      case Some(codec) =>
+        // a run per core (runs of at least `rowsPerThread` rows), read and sorted in threads of their own
+        val total = plan.snapshot.fragments.map(_.physicalRows).sum
+        val threads = math.max(1L, math.min(Runtime.getRuntime.availableProcessors().toLong,
+          total / math.max(1L, rowsPerThread))).toInt
+        val groups = KeyRuns.plan(plan.snapshot, threads, Long.MaxValue)
+        val runs = try KeyRuns.parallel(groups.map(g => () => KeyRuns.read(plan.snapshot, plan.field.id, codec, g, allocator)))
+          catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
+        writeRuns(plan, codec, runs.map(KeyRuns.source), allocator)
+      case None =>
+        val pairs = ArrayBuffer.empty[(Any, Long)]
+        plan.snapshot.fragments.sortBy(_.id).foreach(f =>
+          scanFragment(plan.snapshot, plan.field.id, f.id, allocator)((v, a) => pairs += (v -> a)))
+        val ordering: Ordering[(Any, Long)] = Ordering.Tuple2(IndexValues.ordering, Ordering.Long)
+        write(plan, pairs.sorted(ordering).iterator, allocator)
+    }
+
+  /** Writes (does not commit) the index `plan` builds over a keyed column
+    * from the run files `runs` (numbers, in row address order) its tasks
+    * wrote, merged as they are read; then removes the run files. On a failure
+    * removes the index's files. */
+  def writeFromRunFiles(plan: IndexBuildPlan, codec: KeyCodec, runs: Seq[Int],
+                        allocator: BufferAllocator): Seq[(String, Long)] = {
+    val storage = plan.snapshot.storage
+    try {
+      val sources = ArrayBuffer.empty[KeyRuns.Source]
+      try {
+        runs.foreach(i => sources += KeyRuns.open(storage, KeyRuns.runPath(plan.uuid, i)))
+        writeRuns(plan, codec, sources.toVector, allocator)
+      } finally sources.foreach(_.close())
+    } catch { case e: Throwable => IndexFileWriter.removeDir(storage, plan.uuid); throw e }
+    finally removeRuns(plan)
+  }
+
+  /** Removes the run files of `plan`'s build (best effort). */
+  def removeRuns(plan: IndexBuildPlan): Unit =
+    try { plan.snapshot.storage.fs.delete(plan.snapshot.storage.resolve(KeyRuns.buildDir(plan.uuid), "index build runs"), true); () }
+    catch { case _: Exception => () }
+
+  /** The build of a keyed column in sorted runs of at most `maxRunRows`
+    * rows spilled to files and merged, in this process: what the Spark job
+    * does with a task per run. Writes, does not commit. */
+  def writeInRuns(plan: IndexBuildPlan, codec: KeyCodec, maxRunRows: Long, allocator: BufferAllocator): Seq[(String, Long)] = {
+    val groups = KeyRuns.plan(plan.snapshot, 1, maxRunRows)
+    try groups.zipWithIndex.foreach { case (g, i) =>
+      KeyRuns.sortToFile(plan.snapshot, plan.field.id, codec, plan.uuid, i, g, allocator)
+    } catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
+    writeFromRunFiles(plan, codec, groups.indices, allocator)
+  }
+
+  /** The codec of the keys a sorted build of `plan` (BTREE, BITMAP,
+    * LABEL_LIST) sorts, when its column (a list's elements for LABEL_LIST) is keyed. */
+  def keyCodec(plan: IndexBuildPlan): Option[KeyCodec] =
+    if (ZoneIndexWriter.zoned(plan.indexType)) None
+    else if (plan.indexType == BuiltIndexType.LabelList) plan.field.children.headOption.flatMap(c => KeyCodec.of(c.arrowType))
+    else KeyCodec.of(plan.field.arrowType)
+
+  /** Writes the index's files from sorted runs (in row address order),
+    * merged as they are read; on a failure removes what it wrote. Returns
+    * the files written with their sizes. */
+  def writeRuns(plan: IndexBuildPlan, codec: KeyCodec, runs: IndexedSeq[KeyRuns.Source],
+                allocator: BufferAllocator): Seq[(String, Long)] = {
+    val w = writer(plan, allocator)
+    try {
+      // the merge in a thread of its own, the page encoding in this one
+      KeyRuns.piped(w, codec)(into => KeyRuns.merge(runs, codec, into))
+      w.finish()
+    } catch { case e: Throwable => w.abort(); throw e }
+  }
 
   /** Writes the index's files from pairs in [[IndexValues.ordering]]; on a
     * failure removes what it wrote. Returns the files written with their sizes. */
@@ -222,44 +294,68 @@ object IndexBuild {
     * in row order, given to `emit`. */
   def scanFragment(snapshot: Snapshot, fieldId: Int, fragmentId: Long, allocator: BufferAllocator)
                   (emit: (Any, Long) => Unit): Unit = {
-    val f = snapshot.fragments.find(_.id == fragmentId).getOrElse(
-      throw new IllegalStateException(s"${snapshot.storage.uri} (version ${snapshot.version}) has no fragment $fragmentId"))
-    val top = snapshot.schema.fields.find(t => t.id == fieldId || contains(t, fieldId)).getOrElse(
-      throw new IllegalStateException(s"${snapshot.storage.uri} (version ${snapshot.version}) has no field id $fieldId"))
-    val path = IndexCatalog.path(snapshot.schema.fields, fieldId).getOrElse(Vector.empty).drop(1)
-    Using.resource(new FragmentScanner(snapshot.storage, snapshot.version, f, Seq(top), allocator,
-        ref => DataFiles.open(snapshot.storage, snapshot.schema, ref))) { scanner =>
-      var from = 0L
-      while (from < f.physicalRows) {
-        val until = math.min(f.physicalRows, from + 65536)
-        Using.resource(scanner.read(from, until)) { batch =>
-          val v = path.foldLeft(batch.vectors.head: org.apache.arrow.vector.ValueVector)((acc, name) =>
-            acc.asInstanceOf[org.apache.arrow.vector.complex.StructVector].getChild(name))
-          val offsets = batch.offsets
-          var i = 0
-          v match {
-            case l: org.apache.arrow.vector.complex.BaseListVector =>
-              // a list column (LABEL_LIST): one pair per element of each non-null list
-              val items = l.getChildrenFromFields.get(0)
-              while (i < batch.rowCount) {
-                if (!l.isNull(i)) {
-                  var j = l.getElementStartIndex(i)
-                  val end = l.getElementEndIndex(i)
-                  while (j < end) { emit(IndexValues.get(items, j), (f.id << 32) | offsets(i).toLong); j += 1 }
-                }
-                i += 1
-              }
-            case _ =>
-              while (i < batch.rowCount) {
-                emit(IndexValues.get(v, i), (f.id << 32) | offsets(i).toLong)
-                i += 1
-              }
+    val physical = fragment(snapshot, fragmentId).physicalRows
+    scanBatches(snapshot, fieldId, fragmentId, 0L, physical, allocator) { (v, selection, offsets, n) =>
+      val base = fragmentId << 32
+      var i = 0
+      v match {
+        case l: org.apache.arrow.vector.complex.BaseListVector =>
+          // a list column (LABEL_LIST): one pair per element of each non-null list
+          val items = l.getChildrenFromFields.get(0)
+          while (i < n) {
+            val row = if (selection == null) i else selection(i)
+            if (!l.isNull(row)) {
+              var j = l.getElementStartIndex(row)
+              val end = l.getElementEndIndex(row)
+              while (j < end) { emit(IndexValues.get(items, j), base | offsets(i).toLong); j += 1 }
+            }
+            i += 1
           }
-        }
-        from = until
+        case _ =>
+          while (i < n) {
+            emit(IndexValues.get(v, if (selection == null) i else selection(i)), base | offsets(i).toLong)
+            i += 1
+          }
       }
     }
   }
+
+  private def fragment(snapshot: Snapshot, fragmentId: Long) = snapshot.fragments.find(_.id == fragmentId).getOrElse(
+    throw new IllegalStateException(s"${snapshot.storage.uri} (version ${snapshot.version}) has no fragment $fragmentId"))
+
+  /** Physical rows [from, until) of fragment `fragmentId` of `snapshot`, in
+    * batches of field `fieldId`'s vector (its column, or the child of a
+    * struct): `visit(vector, selection, offsets, n)` for each batch of `n`
+    * live rows, row i being the vector's position `selection(i)` (or i when
+    * `selection` is null) at physical offset `offsets(i)`. Only the column's
+    * top-level field is read; storage reads of the next batch overlap the
+    * decoding of this one. */
+  def scanBatches(snapshot: Snapshot, fieldId: Int, fragmentId: Long, from: Long, until: Long,
+                  allocator: BufferAllocator)
+                 (visit: (org.apache.arrow.vector.ValueVector, Array[Int], Array[Int], Int) => Unit): Unit = {
+    val f = fragment(snapshot, fragmentId)
+    val top = snapshot.schema.fields.find(t => t.id == fieldId || contains(t, fieldId)).getOrElse(
+      throw new IllegalStateException(s"${snapshot.storage.uri} (version ${snapshot.version}) has no field id $fieldId"))
+    val path = IndexCatalog.path(snapshot.schema.fields, fieldId).getOrElse(Vector.empty).drop(1)
+    val end = math.min(until, f.physicalRows)
+    Using.resource(new FragmentScanner(snapshot.storage, snapshot.version, f, Seq(top), allocator,
+        ref => DataFiles.open(snapshot.storage, snapshot.schema, ref))) { scanner =>
+      var at = math.max(0L, from)
+      while (at < end) {
+        val stop = math.min(end, at + ScanBatchRows)
+        val next = if (stop < end) Some((stop, math.min(end, stop + ScanBatchRows))) else None
+        Using.resource(scanner.readView(at, stop, next)) { batch =>
+          val v = path.foldLeft(batch.vectors.head: org.apache.arrow.vector.ValueVector)((acc, name) =>
+            acc.asInstanceOf[org.apache.arrow.vector.complex.StructVector].getChild(name))
+          visit(v, batch.selection.orNull, batch.offsets, batch.rowCount)
+        }
+        at = stop
+      }
+    }
+  }
+
+  /** Physical rows read per batch by a build's scan. */
+  val ScanBatchRows: Long = 65536L
 
   private def contains(f: LanceField, id: Int): Boolean = f.children.exists(c => c.id == id || contains(c, id))
 }

@@ -13,8 +13,8 @@ import org.apache.spark.storage.StorageLevel
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.procedures.LanceProcedure._
 import io.lancespark.spark.read.ArrowAllocators
-import io.lancespark.table.index.{BuiltIndexType, IndexBuild, IndexBuildPlan, IndexCatalog, IndexValues, ZoneIndexWriter,
-  ZoneParams, ZoneRow}
+import io.lancespark.table.index.{BuiltIndexType, IndexBuild, IndexBuildPlan, IndexCatalog, IndexFileWriter, IndexValues,
+  KeyCodec, KeyRuns, RowChunk, ZoneIndexWriter, ZoneParams, ZoneRow}
 import io.lancespark.table.index.vector.VectorIndexTypes
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
@@ -95,6 +95,18 @@ final case class IndexScanTask(uri: String, hadoopConf: SerializableHadoopConf, 
     out.result()
   }
 
+  /** Reads `chunks` (in row address order) of the column as keys, sorts
+    * them and writes them as run `run` of the build of index `uuid`; the
+    * run's number, rows and file size. */
+  def sortRun(uuid: String, run: Int, chunks: Vector[RowChunk], codec: KeyCodec): (Int, Long, Long) = {
+    val storage = DatasetStorage(uri, hadoopConf.value)
+    val snapshot = Dataset.open(storage, Some(version))
+    Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-run-$run", 0, Long.MaxValue)) { a =>
+      val (rows, bytes) = KeyRuns.sortToFile(snapshot, fieldId, codec, uuid, run, chunks, a)
+      (run, rows, bytes)
+    }
+  }
+
   /** The zones of one fragment for a ZONEMAP or BLOOMFILTER index. */
   def zones(fragmentId: Long, indexType: BuiltIndexType, params: ZoneParams): Vector[ZoneRow] = {
     val snapshot = Dataset.open(DatasetStorage(uri, hadoopConf.value), Some(version))
@@ -105,11 +117,25 @@ final case class IndexScanTask(uri: String, hadoopConf: SerializableHadoopConf, 
 }
 
 /** An index build as one Spark job: the driver checks the request (column,
-  * type, name) before any work; tasks read each fragment's (value, row
-  * address) pairs, which a range-partitioned sort orders across the
-  * executors in the index's order (nulls first); the driver streams the
-  * sorted partitions in order into the index writer and commits. A failed
-  * build commits nothing and removes its files. */
+  * type, name) before any work, then
+  *  - BTREE, BITMAP, LABEL_LIST over a keyed column ([[KeyCodec]]: integers,
+  *    floats, dates, timestamps, booleans): tasks read chunks of fragments
+  *    (the indexed column only, with its row addresses) into primitive
+  *    arrays, sort them and write each as a sorted run file under the
+  *    index's directory; the driver merges the runs as it reads them
+  *    (streaming, a block of each run in memory) into the index writer,
+  *    removes the runs and commits. Tables of at most
+  *    `spark.lance.index.build.localRows` physical rows (default 2,000,000)
+  *    are read and sorted by the driver alone (no job: its fixed costs
+  *    outweigh the work). Runs hold at most `spark.lance.index.build.runRows`
+  *    rows (default 4,000,000; at least one run per core).
+  *  - other columns (strings, binaries, decimals): tasks read each fragment's
+  *    (value, row address) pairs, which a range-partitioned sort orders
+  *    across the executors in the index's order (nulls first); the driver
+  *    streams the sorted partitions in order into the index writer.
+  *  - ZONEMAP, BLOOMFILTER: a task per fragment computes its zones; the
+  *    driver writes them in fragment order.
+  * A failed build commits nothing and removes its files. */
 object IndexBuildJob {
 
   def run(spark: SparkSession, storage: DatasetStorage, column: String, indexType: BuiltIndexType,
@@ -134,15 +160,68 @@ object IndexBuildJob {
       val files = if (ZoneIndexWriter.zoned(indexType)) {
         // zones are per fragment in row order: a task per fragment, the driver writes them in fragment order
         val params = ZoneIndexWriter.params(indexType, options, plan.where)
-        val zones = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.zones(id, indexType, params))
+        // one job (zones are small: a row per 8,192 rows), not a job per fragment
+        val zones = sc.parallelize(ids, math.max(1, ids.size)).map(id => task.zones(id, indexType, params)).collect()
         Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) {
-          a => ZoneIndexWriter.write(plan, params, zones.toLocalIterator, a)
+          a => ZoneIndexWriter.write(plan, params, zones.iterator.flatMap(_.iterator), a)
         }
-      } else sortedBuild(sc, plan, task, ids)
+      } else IndexBuild.keyCodec(plan) match {
+        case Some(codec) => keyedBuild(spark, plan, task, codec)
+        case None =>
+          // boxed (value, address) pairs: on the driver up to a quarter of the keyed columns' rows
+          if (plan.snapshot.fragments.map(_.physicalRows).sum <= positiveConf(spark, LocalRowsKey, DefaultLocalRows, 0L) / 4)
+            Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
+              IndexBuild.writeInMemory(plan, a)
+            }
+          else sortedBuild(sc, plan, task, ids)
+      }
       val committed = IndexBuild.commit(plan, io.lancespark.table.commit.CommitSettings())
       IndexBuildResult(plan.name, indexType.name, plan.uuid, snapshot.version, committed.version,
         snapshot.countRows, plan.fragments.getLongCardinality, files.map(_._2).sum)
     } finally sc.setJobDescription(description)
+  }
+
+  /** Physical rows up to which a keyed build runs on the driver alone. */
+  val LocalRowsKey: String = "spark.lance.index.build.localRows"
+  /** The most rows of one sorted run of a keyed build. */
+  val RunRowsKey: String = "spark.lance.index.build.runRows"
+  val DefaultLocalRows: Long = 2000000L
+  val DefaultRunRows: Long = 4000000L
+
+  private def positiveConf(spark: SparkSession, key: String, default: Long, min: Long): Long =
+    spark.conf.getOption(key).map { v =>
+      val n = try v.trim.toLong catch { case _: NumberFormatException => -1L }
+      if (n < min) throw new IllegalArgumentException(s"$key must be an integer of at least $min, not '$v'")
+      n
+    }.getOrElse(default)
+
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  private def keyedBuild(spark: SparkSession, plan: IndexBuildPlan, task: IndexScanTask,
+                         codec: KeyCodec): Seq[(String, Long)] = {
+    val total = plan.snapshot.fragments.map(_.physicalRows).sum
+    val localRows = positiveConf(spark, LocalRowsKey, DefaultLocalRows, 0L)
+    Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
+      val t0 = System.nanoTime()
+      def ms(t: Long): Long = (System.nanoTime() - t) / 1000000L
+      if (total <= localRows) {
+        val files = IndexBuild.writeInMemory(plan, a)
+        log.info(s"index ${plan.name} (${plan.indexType.name}) over $total rows built on the driver in ${ms(t0)} ms")
+        files
+      } else {
+        val sc = spark.sparkContext
+        val groups = KeyRuns.plan(plan.snapshot, sc.defaultParallelism, positiveConf(spark, RunRowsKey, DefaultRunRows, 1L))
+        val uuid = plan.uuid
+        val written = try sc.parallelize(groups.zipWithIndex, math.max(1, groups.size))
+            .map { case (g, i) => task.sortRun(uuid, i, g, codec) }.collect().sortBy(_._1)
+          catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, uuid); throw e }
+        val t1 = System.nanoTime()
+        val files = IndexBuild.writeFromRunFiles(plan, codec, written.map(_._1).toVector, a)
+        log.info(s"index ${plan.name} (${plan.indexType.name}) over $total rows: ${groups.size} sorted runs in " +
+          s"${(t1 - t0) / 1000000L} ms, merged and written in ${ms(t1)} ms")
+        files
+      }
+    }
   }
 
   private def sortedBuild(sc: org.apache.spark.SparkContext, plan: IndexBuildPlan, task: IndexScanTask,
