@@ -153,11 +153,18 @@ abstract class ContainerReader(
 
   /** The batch's reads: those of every range, merged where they overlap or
     * lie close (a chunk several ranges need is read once). */
-  private def issue(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], arena: Int, pool: Executor): BatchReads = {
-    arenas(arena).reset()
+  private def issue(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], arena: Int, pool: Executor,
+                    before: Option[BatchReads], beforeDone: Boolean): BatchReads = {
     val planned = fields.flatMap(f => ranges.flatMap { case (from, until) => plan(f, from, until) })
-    new BatchReads(fields, ranges, CoalescedReads.start(source, planned, arenas(arena), pool), arena)
+    // a chunk the batch before read too (a batch of scattered rows ends inside it) is carried over
+    // (copied now if its reads are done, before this arena is reset; else once they are)
+    val donor = before.filter(b => b.fields == fields && (beforeDone || b.arena != arena))
+    new BatchReads(fields, ranges,
+      CoalescedReads.startAfter(source, planned, arenas(arena), pool, donor.map(_.reads), beforeDone), arena)
   }
+
+  /** The last batch decoded, whose reads are complete (and still in its arena until the next `issue` into it). */
+  private var previous: Option[BatchReads] = None
 
   override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] =
     read(fields, from, until, allocator, None)
@@ -196,13 +203,14 @@ abstract class ContainerReader(
       case other =>
         val t0 = System.nanoTime()
         other.foreach(_.reads.awaitAll())
-        val issued = issue(fields, ranges, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller)
+        val issued = issue(fields, ranges, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller,
+          previous.filter(_.fields == fields), beforeDone = true)
         waitedNanos += System.nanoTime() - t0 // reads made here, or waited for
         issued
     }
     ahead = next.map(_.filter(r => r._2 > r._1))
       .filter(rs => rs.nonEmpty && rs.forall { case (f, u) => f >= 0 && u <= numRows })
-      .map(rs => issue(fields, rs, 1 - current.arena, ReadPool.executor))
+      .map(rs => issue(fields, rs, 1 - current.arena, ReadPool.executor, Some(current), beforeDone = false))
     val batch = new BatchOutput
     try {
       decode(fields, ranges, allocator, current.reads, batch)
@@ -218,6 +226,9 @@ abstract class ContainerReader(
     } finally {
       current.reads.awaitAll()
       waitedNanos += current.reads.waitNanos
+      // the next batch, issued ahead, carries over the bytes it shares with this one
+      ahead.foreach(a => if (a.reads.carriedRanges.nonEmpty) a.reads.carry(current.reads))
+      previous = Some(current)
       source.attributeReads()
     }
   }
