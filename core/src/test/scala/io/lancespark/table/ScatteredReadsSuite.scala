@@ -15,7 +15,8 @@ import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage, Snapshot
 /** Reads of many scattered row ranges of a fragment in one call
   * (`FragmentScanner.read(ranges)`, what a scan of rows an index or row
   * addresses selected makes): the rows are pylance's rows at those addresses
-  * (deleted ones left out), for every file version pylance writes and for
+  * (deleted ones left out), for every file version pylance writes (0.1 files
+  * read range by range, their rows copied together) and for
   * flat, string and list columns; and, each page or chunk being fetched once
   * per call, the bytes read for a scattered selection are at most those of a
   * full scan of the same columns (a selection read range by range fetched
@@ -108,6 +109,18 @@ class ScatteredReadsSuite extends AnyFunSuite {
       if (until > from) { b += ((from, until)); last = until }
     }
     b.result()
+  }
+
+  test("scattered ranges of a 0.1 (legacy) fragment read in one call are pylance's rows") {
+    val (dir, want) = table("legacy")
+    val snap = Dataset.open(DatasetStorage(dir.toString, new Configuration()), None)
+    val rnd = new Random(1)
+    for (round <- 0 until 3) {
+      val rs = ranges(rnd, Seq(1, 60, 1500)(round), Seq(1, 3, 40)(round))
+      val expected = rs.flatMap { case (a, b) => (a.toInt until b.toInt) }.filter(o => want(o) != "-")
+        .map(o => o -> want(o)).toVector
+      assert(readAll(snap, rs)._1 == expected, s"round $round: ${rs.size} ranges")
+    }
   }
 
   for (version <- Seq("2.0", "2.1", "2.2")) {
