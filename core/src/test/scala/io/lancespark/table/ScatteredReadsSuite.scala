@@ -78,8 +78,10 @@ class ScatteredReadsSuite extends AnyFunSuite {
       val sc = scanner(snap, allocator)
       try {
         val b = sc.read(ranges)
-        try ((0 until b.rowCount).map(i => b.offsets(i) -> show(b, i)).toVector, sc.bytesRead)
-        finally b.close()
+        val rows: Vector[(Int, String)] =
+          try { (0 until b.rowCount).map(i => b.offsets(i) -> show(b, i)).toVector }
+          finally b.close()
+        (rows, sc.bytesRead)
       } finally sc.close()
     } finally allocator.close()
   }
