@@ -23,6 +23,20 @@ trait DataFileReader extends AutoCloseable {
   def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
            next: Option[(Long, Long)]): Seq[FieldVector] = read(fields, from, until, allocator)
 
+  /** Rows of several ranges of the fields (sorted, disjoint [from, until)
+    * pairs), as one vector per field holding the ranges' rows one after the
+    * other. A reader that decodes a unit of storage (page, chunk) for a range
+    * fetches and decodes it once for all the ranges of the call that need it;
+    * `next` says which ranges the caller reads next (see `read`). This one
+    * reads each range and copies the rows together (readers of older file
+    * versions). */
+  def readRanges(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
+                 next: Option[IndexedSeq[(Long, Long)]]): Seq[FieldVector] =
+    if (ranges.size == 1) read(fields, ranges.head._1, ranges.head._2, allocator, next.filter(_.size == 1).map(_.head))
+    else io.lancespark.format.arrow.VectorConcat.concat(fields,
+      ranges.iterator.filter(r => r._2 > r._1).map { case (f, u) => () => read(fields, f, u, allocator) }.toVector,
+      allocator)
+
   /** For a vector the last `read` returned: its rows' dictionary items when
     * they all come from one page dictionary (the vector holds the values too). */
   def dictionaryOf(vector: FieldVector): Option[DictionaryColumn] = None

@@ -63,9 +63,12 @@ abstract class ContainerReader(
     * as the page metadata tells; fields it cannot plan for plan nothing. */
   protected def plan(field: LanceField, from: Long, until: Long): Seq[PlannedRead]
 
-  /** Decodes rows [from, until) of the fields from `reads` (the batch's
-    * planned reads), handing each vector to `batch` as soon as it is made. */
-  protected def decode(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
+  /** Decodes the rows of `ranges` (sorted, disjoint, none empty) of the
+    * fields from `reads` (the batch's planned reads, those of every range),
+    * one vector per field holding the ranges' rows one after the other,
+    * handing each vector to `batch` as soon as it is made. A page or chunk
+    * that holds rows of several ranges is decoded once for them. */
+  protected def decode(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
                        reads: CoalescedReads, batch: BatchOutput): Unit
 
   /** Whether an exception a decoder throws means the bytes are corrupt. */
@@ -127,7 +130,7 @@ abstract class ContainerReader(
   private val arenas = Array(new ReadArena, new ReadArena)
 
   /** The reads of a batch, issued before its decode. */
-  private final class BatchReads(val fields: Seq[LanceField], val from: Long, val until: Long,
+  private final class BatchReads(val fields: Seq[LanceField], val ranges: IndexedSeq[(Long, Long)],
                                  val reads: CoalescedReads, val arena: Int)
 
   /** The next batch's reads, issued while the current one decodes. */
@@ -148,11 +151,20 @@ abstract class ContainerReader(
 
   // ---------------------------------------------------------- reading
 
-  private def issue(fields: Seq[LanceField], from: Long, until: Long, arena: Int, pool: Executor): BatchReads = {
-    arenas(arena).reset()
-    new BatchReads(fields, from, until,
-      CoalescedReads.start(source, fields.flatMap(plan(_, from, until)), arenas(arena), pool), arena)
+  /** The batch's reads: those of every range, merged where they overlap or
+    * lie close (a chunk several ranges need is read once). */
+  private def issue(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], arena: Int, pool: Executor,
+                    before: Option[BatchReads], beforeDone: Boolean): BatchReads = {
+    val planned = fields.flatMap(f => ranges.flatMap { case (from, until) => plan(f, from, until) })
+    // a chunk the batch before read too (a batch of scattered rows ends inside it) is carried over
+    // (copied now if its reads are done, before this arena is reset; else once they are)
+    val donor = before.filter(b => b.fields == fields && (beforeDone || b.arena != arena))
+    new BatchReads(fields, ranges,
+      CoalescedReads.startAfter(source, planned, arenas(arena), pool, donor.map(_.reads), beforeDone), arena)
   }
+
+  /** The last batch decoded, whose reads are complete (and still in its arena until the next `issue` into it). */
+  private var previous: Option[BatchReads] = None
 
   override def read(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] =
     read(fields, from, until, allocator, None)
@@ -167,20 +179,41 @@ abstract class ContainerReader(
                     next: Option[(Long, Long)]): Seq[FieldVector] = {
     if (from < 0 || until < from || until > numRows)
       fail(s"rows [$from, $until) are outside the file's $numRows rows")
+    readChecked(fields, Vector((from, until)), allocator, next.map(Vector(_)))
+  }
+
+  /** Rows of several ranges at once: their reads planned and issued
+    * together, so that a page or chunk holding rows of several ranges is
+    * fetched (and decoded) once; otherwise as `read`. */
+  override def readRanges(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
+                          next: Option[IndexedSeq[(Long, Long)]]): Seq[FieldVector] = {
+    var last = 0L
+    ranges.foreach { case (from, until) =>
+      if (from < last || until < from || until > numRows)
+        fail(s"rows [$from, $until) are outside the file's $numRows rows or not after the ranges before them")
+      last = until
+    }
+    readChecked(fields, ranges.filter(r => r._2 > r._1), allocator, next)
+  }
+
+  private def readChecked(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
+                          next: Option[IndexedSeq[(Long, Long)]]): Seq[FieldVector] = {
     val current = ahead match {
-      case Some(a) if a.from == from && a.until == until && a.fields == fields => a
+      case Some(a) if a.ranges == ranges && a.fields == fields => a
       case other =>
         val t0 = System.nanoTime()
         other.foreach(_.reads.awaitAll())
-        val issued = issue(fields, from, until, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller)
+        val issued = issue(fields, ranges, 0, if (next.isDefined) ReadPool.executor else ReadPool.caller,
+          previous.filter(_.fields == fields), beforeDone = true)
         waitedNanos += System.nanoTime() - t0 // reads made here, or waited for
         issued
     }
-    ahead = next.filter { case (f, u) => f >= 0 && f < u && u <= numRows }
-      .map { case (f, u) => issue(fields, f, u, 1 - current.arena, ReadPool.executor) }
+    ahead = next.map(_.filter(r => r._2 > r._1))
+      .filter(rs => rs.nonEmpty && rs.forall { case (f, u) => f >= 0 && u <= numRows })
+      .map(rs => issue(fields, rs, 1 - current.arena, ReadPool.executor, Some(current), beforeDone = false))
     val batch = new BatchOutput
     try {
-      decode(fields, from, until, allocator, current.reads, batch)
+      decode(fields, ranges, allocator, current.reads, batch)
       batch.vectors.toSeq
     } catch {
       case e: Throwable =>
@@ -193,6 +226,9 @@ abstract class ContainerReader(
     } finally {
       current.reads.awaitAll()
       waitedNanos += current.reads.waitNanos
+      // the next batch, issued ahead, carries over the bytes it shares with this one
+      ahead.foreach(a => if (a.reads.carriedRanges.nonEmpty) a.reads.carry(current.reads))
+      previous = Some(current)
       source.attributeReads()
     }
   }

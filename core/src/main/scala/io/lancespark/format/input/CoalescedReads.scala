@@ -26,11 +26,65 @@ final class CoalescedReads private (
     source: RandomAccessSource,
     arena: ReadArena,
     first: Vector[CoalescedReads.Extent],
-    second: CompletableFuture[Vector[CoalescedReads.Extent]])
+    second: CompletableFuture[Vector[CoalescedReads.Extent]],
+    carried: Vector[ByteRange])
     extends ByteReader {
   import CoalescedReads._
 
   override def path: String = source.path
+
+  /** The bytes of the `carried` ranges (sorted), once [[carry]] has copied
+    * them from the batch before; a range without them is read directly. */
+  private val carriedBytes = new Array[ByteBuffer](carried.size)
+
+  /** Copies the bytes of the carried ranges from `from` (the reads of the
+    * batch before, complete), which this batch then does not read again. */
+  def carry(from: ByteReader): Unit = {
+    var i = 0
+    while (i < carried.size) {
+      val r = carried(i)
+      carriedBytes(i) = try copy(from.read(r.position, r.length)) catch { case NonFatal(_) => null }
+      i += 1
+    }
+  }
+
+  /** Like `carry`, with bytes already copied (in the order of `carriedRanges`). */
+  private[input] def carryCopies(bytes: Vector[ByteBuffer]): Unit =
+    bytes.indices.foreach(i => if (i < carriedBytes.length) carriedBytes(i) = bytes(i))
+
+  /** Ranges of this batch's planned reads the batch before also read. */
+  def carriedRanges: Vector[ByteRange] = carried
+
+  /** The first round's merged reads. */
+  def extents: Vector[ByteRange] = first.map(_.range)
+
+  /** Whether [position, position + length) lies inside one of the first round's merged reads. */
+  def covers(position: Long, length: Long): Boolean = find(first, position, length).isDefined
+
+  private def fromCarried(position: Long, length: Long): Option[ByteBuffer] = {
+    var lo = 0
+    var hi = carried.size - 1
+    var best = -1
+    while (lo <= hi) {
+      val mid = (lo + hi) >>> 1
+      if (carried(mid).position <= position) { best = mid; lo = mid + 1 } else hi = mid - 1
+    }
+    // ranges may overlap: look back over those starting at or before position
+    var i = best
+    var out: Option[ByteBuffer] = None
+    while (out.isEmpty && i >= 0) {
+      val r = carried(i)
+      val b = carriedBytes(i)
+      if (b != null && position + length <= r.end) {
+        val d = b.duplicate()
+        val off = (position - r.position).toInt
+        d.position(off).limit(off + length.toInt)
+        out = Some(d.slice().order(ByteOrder.LITTLE_ENDIAN))
+      }
+      i -= 1
+    }
+    out
+  }
 
   private val waited = new AtomicLong
 
@@ -39,9 +93,14 @@ final class CoalescedReads private (
   def waitNanos: Long = waited.get
 
   override def read(position: Long, length: Long): ByteBuffer =
-    find(first, position, length).orElse(find(secondRound, position, length)) match {
+    find(first, position, length) match {
       case Some(e) => e.slice(position, length, waited)
-      case None => timed(waited)(source.read(position, length, arena))
+      case None =>
+        (if (carried.isEmpty) None else fromCarried(position, length)).getOrElse(
+          find(secondRound, position, length) match {
+            case Some(e) => e.slice(position, length, waited)
+            case None => timed(waited)(source.read(position, length, arena))
+          })
     }
 
   /** The second round's reads, once planned; none if the first round failed
@@ -143,7 +202,41 @@ object CoalescedReads {
   /** Plans and issues the reads of one batch on `pool` ([[ReadPool.caller]]:
     * the calling thread reads them all before this returns). */
   def start(source: RandomAccessSource, planned: Seq[PlannedRead], arena: ReadArena,
-            pool: Executor = ReadPool.executor): CoalescedReads = {
+            pool: Executor = ReadPool.executor): CoalescedReads = start0(source, planned, arena, pool, Vector.empty)
+
+  /** Like `start`, after resetting `arena`; planned reads (without follow-ups) that lie inside
+    * `before`'s first-round reads (the batch before, sharing a page chunk
+    * with this one) are not read again: their bytes are carried over, copied
+    * from `before` by [[CoalescedReads.carry]] once its reads are complete
+    * (now, if they are: `beforeDone`). */
+  def startAfter(source: RandomAccessSource, planned: Seq[PlannedRead], arena: ReadArena, pool: Executor,
+                 before: Option[CoalescedReads], beforeDone: Boolean): CoalescedReads = {
+    val carried: Vector[ByteRange] = before.toVector.flatMap { b =>
+      planned.iterator.filter(p => (p.andThen eq PlannedRead.Nothing) && p.range.length > 0 &&
+        b.covers(p.range.position, p.range.length)).map(_.range).toVector
+    }.distinct.sortBy(_.position)
+    // copied before `arena` is reset: `before` may have read into it
+    val copies: Vector[ByteBuffer] =
+      if (beforeDone) before.toVector.flatMap(b => carried.map(r => copy(b.read(r.position, r.length)))) else Vector.empty
+    arena.reset()
+    val kept = if (carried.isEmpty) planned else {
+      val set = carried.toSet
+      planned.filterNot(p => (p.andThen eq PlannedRead.Nothing) && set.contains(p.range))
+    }
+    val out = start0(source, kept, arena, pool, carried)
+    if (beforeDone) out.carryCopies(copies)
+    out
+  }
+
+  private def copy(b: ByteBuffer): ByteBuffer = {
+    val out = ByteBuffer.allocate(b.remaining()).order(ByteOrder.LITTLE_ENDIAN)
+    out.put(b.duplicate())
+    out.flip()
+    out
+  }
+
+  private def start0(source: RandomAccessSource, planned: Seq[PlannedRead], arena: ReadArena,
+            pool: Executor, carried: Vector[ByteRange]): CoalescedReads = {
     val first = issue(source, coalesce(planned.map(_.range), source.coalesceGap), arena, pool)
     val followUps = planned.filter(_.andThen ne PlannedRead.Nothing)
     // the second round is planned by the thread that completes the first
@@ -159,7 +252,7 @@ object CoalescedReads {
         val needed = more.filter(r => r.position >= 0 && r.end <= source.size && find(first, r.position, r.length).isEmpty)
         issue(source, coalesce(needed, source.coalesceGap), arena, pool)
       })
-    new CoalescedReads(source, arena, first, second)
+    new CoalescedReads(source, arena, first, second, carried)
   }
 
   /** Runs the reads of `ranges` (sorted) in about [[GroupsPerRound]] groups of

@@ -97,40 +97,44 @@ final class V20FileReader private (
     }
   }
 
-  /** Fills `vec` (created from `field.toArrow`) with items [from, until) of
-    * the field, the batch's pages read from `input`. */
-  private def fill(field: LanceField, vec: FieldVector, from: Long, until: Long, input: ByteReader): Unit = {
+  /** Fills `vec` (created from `field.toArrow`) with the items of `ranges`
+    * (sorted, disjoint) of the field, one range after the other, the batch's
+    * pages read from `input`. */
+  private def fill(field: LanceField, vec: FieldVector, ranges: IndexedSeq[(Long, Long)], input: ByteReader): Unit = {
     val loader = new VectorLoader(vec.getAllocator,
       p => fail(s"field '${field.name}' (id ${field.id}): $p"))
+    def all(col: V20Column): Vector[Slice] = ranges.iterator.flatMap { case (from, until) =>
+      slices(field, col, from, until, input) }.toVector
     if (field.isStruct) {
       val sv = structVector(field, vec)
-      loader.loadStruct(sv, until - from)
+      loader.loadStruct(sv, ranges.iterator.map { case (from, until) => until - from }.sum)
       val kids = structChildren(field, sv)
-      field.children.zip(kids).foreach { case (f, v) => fill(f, v, from, until, input) }
+      field.children.zip(kids).foreach { case (f, v) => fill(f, v, ranges, input) }
     } else if (field.isList) {
       if (field.children.size != 1) fail(s"list field '${field.name}' (id ${field.id}) has ${field.children.size} children, not 1")
       val col = columnOf(field)
-      val ss = slices(field, col, from, until, input)
       val itemBase = col.listItemBases.getOrElse(
         fail(s"column ${col.index} (field '${field.name}', id ${field.id}) has pages that are not list pages"))
-      val pagesOf = col.pagesOverlapping(from, until)
-      val itemRanges = ss.zip(pagesOf).flatMap { case (s, p) =>
-        listBlock(s.block).map { l =>
-          val base = itemBase(p.index) + l.firstItem
-          (base + l.offsets(s.start.toInt), base + l.offsets((s.start + s.count).toInt))
+      // each range's list slices and the items they span
+      val parts = ranges.map { case (from, until) =>
+        val ss = slices(field, col, from, until, input)
+        val itemRanges = ss.zip(col.pagesOverlapping(from, until)).flatMap { case (s, p) =>
+          listBlock(s.block).map { l =>
+            val base = itemBase(p.index) + l.firstItem
+            (base + l.offsets(s.start.toInt), base + l.offsets((s.start + s.count).toInt))
+          }
         }
+        itemRanges.zip(itemRanges.drop(1)).foreach { case (a, b) =>
+          if (a._2 != b._1) fail(s"list field '${field.name}': item ranges of consecutive pages are not contiguous")
+        }
+        (ss, if (itemRanges.isEmpty) (0L, 0L) else (itemRanges.head._1, itemRanges.last._2))
       }
-      itemRanges.zip(itemRanges.drop(1)).foreach { case (a, b) =>
-        if (a._2 != b._1) fail(s"list field '${field.name}': item ranges of consecutive pages are not contiguous")
-      }
-      loader.loadList(vec, ss)
-      val (ia, ib) = if (itemRanges.isEmpty) (0L, 0L) else (itemRanges.head._1, itemRanges.last._2)
-      fill(field.children.head, listItems(field, vec), ia, ib, input)
+      loader.loadList(vec, parts.flatMap(_._1))
+      fill(field.children.head, listItems(field, vec), parts.map(_._2).filter(r => r._2 > r._1), input)
     } else if (field.metadata.get("lance-encoding:blob").contains("true")) {
-      loader.loadLeaf(vec, blobValues(field, slices(field, columnOf(field), from, until, input)))
+      loader.loadLeaf(vec, blobValues(field, all(columnOf(field))))
     } else {
-      val col = columnOf(field)
-      loader.loadLeaf(vec, slices(field, col, from, until, input))
+      loader.loadLeaf(vec, all(columnOf(field)))
     }
   }
 
@@ -169,12 +173,12 @@ final class V20FileReader private (
     case other => fail(s"a list page decodes to ${other.getClass.getSimpleName}")
   }
 
-  override protected def decode(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
+  override protected def decode(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
                                 reads: CoalescedReads, batch: BatchOutput): Unit =
     fields.foreach { f =>
       val vec = f.toArrow.createVector(allocator)
       batch.add(vec)
-      fill(f, vec, from, until, reads)
+      fill(f, vec, ranges, reads)
     }
 }
 

@@ -98,11 +98,17 @@ final class V21FileReader private (
       }
     }
 
-  /** Rows [from, until) of a leaf: its levels and visible values. */
-  private def decodeLeaf(leaf: LeafColumn, from: Long, until: Long, io: PageIO): LeafRun = {
-    val runs = overlapping(pages(leaf), from, until).map { p =>
-      pageDecoded()
-      p.decode(math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first, io)
+  /** The rows of `ranges` of a leaf, one after the other: their levels and
+    * visible values. A page is counted decoded once however many ranges it
+    * serves (a mini-block page decodes each chunk once for them: [[PageIO]]). */
+  private def decodeLeaf(leaf: LeafColumn, ranges: IndexedSeq[(Long, Long)], io: PageIO): LeafRun = {
+    val ps = pages(leaf)
+    val seen = mutable.BitSet.empty
+    val runs = ranges.flatMap { case (from, until) =>
+      overlapping(ps, from, until).map { p =>
+        if (seen.add(p.meta.index)) pageDecoded()
+        p.decode(math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first, io)
+      }
     }
     if (runs.isEmpty) new LeafRun(new Levels(null, null, 0), Vector.empty) else LeafRun.concat(runs)
   }
@@ -300,19 +306,20 @@ final class V21FileReader private (
           s"blob field '${field.name}', row $row of the batch: cannot open the file of its value ($what): ${e.getMessage}", e)
     }
 
-  override protected def decode(fields: Seq[LanceField], from: Long, until: Long, allocator: BufferAllocator,
+  override protected def decode(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
                                 reads: CoalescedReads, batch: BatchOutput): Unit = {
     dictionaries.clear()
     val io = new PageIO(reads, source)
+    val rows = ranges.iterator.map { case (from, until) => until - from }.sum
     fields.foreach { f =>
       batch.at(s"field '${f.name}' (id ${f.id}): ")
-      val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, from, until, io))).toMap
+      val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, ranges, io))).toMap
       val vec = f.toArrow.createVector(allocator)
       batch.add(vec)
-      dictionaryColumn(f, leaves, until - from).foreach(d => dictionaries.put(vec, d))
+      dictionaryColumn(f, leaves, rows).foreach(d => dictionaries.put(vec, d))
       val loader = new VectorLoader(vec.getAllocator, p => fail(s"field '${f.name}' (id ${f.id}): $p"))
       val top = leaves.values.head.layers.head.count
-      if (top != until - from) fail(s"field '${f.name}' (id ${f.id}): decoded $top rows, expected ${until - from}")
+      if (top != rows) fail(s"field '${f.name}' (id ${f.id}): decoded $top rows, expected $rows")
       fill(f, vec, 0, leaves, loader)
     }
   }

@@ -56,7 +56,8 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     indexSelection.flatMap(_.ranges(p.plan.fragment.id.toInt)) match {
       case None => p
       case Some(selected) =>
-        val may = p.plan.mayMatch.intersect(ScanPlanner.coalesce(selected, p.plan.fragment.physicalRows))
+        // exactly the selected rows: a batch reads many ranges at once, each page or chunk once
+        val may = p.plan.mayMatch.intersect(selected)
         p.copy(plan = p.plan.copy(mayMatch = may, allMatch = p.plan.allMatch.intersect(may)),
           byIndex = Some(selected.count), prunedByIndex = p.plan.mayMatch.nonEmpty && may.isEmpty)
     }

@@ -91,11 +91,32 @@ final class FragmentScanner(
   /** Like `read`, but the rows dropped (deleted, or not selected by the
     * filter) stay in the vectors: the batch's `selection` names the rows kept,
     * which a reader can then read in place instead of copying them. */
-  def readView(from: Long, until: Long, next: Option[(Long, Long)]): FragmentBatch = {
-    val n = (until - from).toInt
+  def readView(from: Long, until: Long, next: Option[(Long, Long)]): FragmentBatch =
+    readView(Vector((from, until)), next.map(Vector(_)))
+
+  /** Like `readView(from, until, next)` for the rows of several ranges
+    * (sorted, disjoint) at once: the batch's vectors hold their rows one after
+    * the other (its `offsets` say which physical row each is), and every page
+    * or chunk that holds rows of several of them is fetched and decoded once
+    * (a scan of rows an index selected reads each page once, not once per
+    * selected row). `next`: the ranges the caller reads next. */
+  def readView(ranges: IndexedSeq[(Long, Long)], next: Option[IndexedSeq[(Long, Long)]]): FragmentBatch = {
     val bytesBefore = bytesRead
-    try readRange(from, until, n, next)
+    try readRanges(ranges, next)
     finally largestRead = math.max(largestRead, bytesRead - bytesBefore)
+  }
+
+  /** Like `read(from, until)` for the rows of several ranges (see `readView`). */
+  def read(ranges: IndexedSeq[(Long, Long)]): FragmentBatch = {
+    val b = readView(ranges, None)
+    b.selection match {
+      case None => b
+      case Some(rows) =>
+        val keep = b.offsets
+        val selected = b.vectors.map(v => VectorSelection.select(v, rows, allocator))
+        new FragmentBatch(selected, () => keep, keep.length,
+          b.vectors.indices.map(i => b.dictionary(i).map(_.column.select(rows, 0))))
+    }
   }
 
   private var largestRead: Long = 0L
@@ -107,7 +128,8 @@ final class FragmentScanner(
     * for one `read` call, or the readers' reusable read buffers if larger. */
   def batchReadMemory: Long = math.max(largestRead, readers.values.map(_.scratchBytes).sum)
 
-  private def readRange(from: Long, until: Long, n: Int, next: Option[(Long, Long)]): FragmentBatch = {
+  private def readRanges(ranges: IndexedSeq[(Long, Long)], next: Option[IndexedSeq[(Long, Long)]]): FragmentBatch = {
+    val n = ranges.iterator.map { case (from, until) => until - from }.sum.toInt
     val read: Seq[(FieldVector, Option[DictionaryColumn])] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)
@@ -115,7 +137,11 @@ final class FragmentScanner(
         // what it stores, then give the vector the whole type (the added sub-fields NULL)
         val stored = fs.map(f => FragmentScanner.storedPart(f, ref))
         val file = reader(ref)
-        fs.zip(stored).zip(file.read(stored, from, until, allocator, next)).map { case ((f, part), v) =>
+        val vectors =
+          if (ranges.size == 1 && next.forall(_.size == 1))
+            file.read(stored, ranges.head._1, ranges.head._2, allocator, next.map(_.head))
+          else file.readRanges(stored, ranges, allocator, next)
+        fs.zip(stored).zip(vectors).map { case ((f, part), v) =>
           if (part eq f) f -> (v -> file.dictionaryOf(v)) else f -> (FragmentScanner.widen(f, v, allocator) -> None)
         }
       case (None, group) => group.map { case (f, _) => f -> (nulls(f, n) -> None) }
@@ -129,22 +155,38 @@ final class FragmentScanner(
       finally extra.foreach(_.close())
     }
     val dictionaries = read.take(fields.size).map(_._2)
-    val noDeletes = deleted.isEmpty || deleted.rangeCardinality(from, until) == 0
-    if (noDeletes && matches.forall(_.cardinality() == n)) new FragmentBatch(out, () => consecutive(from, n), n, dictionaries)
-    else {
+    val noDeletes = deleted.isEmpty || ranges.forall { case (from, until) => deleted.rangeCardinality(from, until) == 0 }
+    if (noDeletes && matches.forall(_.cardinality() == n)) new FragmentBatch(out, () => consecutive(ranges, n), n, dictionaries)
+    else if (ranges.size == 1) {
+      val (from, until) = ranges.head
       val keep = keptOffsets(from, until, noDeletes, matches)
       val base = from.toInt
       val rows = new Array[Int](keep.length)
       var i = 0
       while (i < keep.length) { rows(i) = keep(i) - base; i += 1 }
       new FragmentBatch(out, () => keep, keep.length, dictionaries, Some(rows))
+    } else {
+      val all = consecutive(ranges, n)
+      val rows = new mutable.ArrayBuilder.ofInt
+      var i = 0
+      while (i < n) {
+        if (matches.forall(_.get(i)) && (noDeletes || !deleted.contains(all(i)))) rows += i
+        i += 1
+      }
+      val kept = rows.result()
+      val keep = kept.map(all(_))
+      new FragmentBatch(out, () => keep, keep.length, dictionaries, Some(kept))
     }
   }
 
-  private def consecutive(from: Long, n: Int): Array[Int] = {
+  /** The physical offsets of the ranges' rows, in order. */
+  private def consecutive(ranges: IndexedSeq[(Long, Long)], n: Int): Array[Int] = {
     val all = new Array[Int](n)
     var i = 0
-    while (i < n) { all(i) = from.toInt + i; i += 1 }
+    ranges.foreach { case (from, until) =>
+      var r = from.toInt
+      while (r < until) { all(i) = r; i += 1; r += 1 }
+    }
     all
   }
 

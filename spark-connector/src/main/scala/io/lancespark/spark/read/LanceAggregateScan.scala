@@ -101,8 +101,8 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
           batches.currentPiece.cuts.find(c => c >= from && c < until) match {
             case None => aggregator.add(byName, dictionaries, rows)
             case Some(cut) =>
-              // rows are positions in the batch, in order, the batch's first at `from`
-              val at = (cut - from).toInt
+              // rows are positions in the batch's vectors, which hold the rows of its ranges in order
+              val at = batches.positionsBefore(cut)
               val (before, after) = rows.partition(_ < at)
               if (before.nonEmpty) aggregator.add(byName, dictionaries, before)
               if (after.nonEmpty) pending = Some((byName, dictionaries, after))

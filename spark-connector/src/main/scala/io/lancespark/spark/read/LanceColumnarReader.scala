@@ -34,26 +34,38 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
   /** Reads on the read pool ahead of the decode: asked for, or storage that is not local. */
   private val readAhead: Boolean = factory.read.readAhead.getOrElse(!storage.isLocal)
 
-  private val ranges = piece.ranges.iterator.buffered
+  private val ranges = piece.ranges.iterator
   private var range: (Long, Long) = (0L, 0L)
   private var position: Long = 0L
   private var returned: Long = 0L
   private var current: Option[(FragmentBatch, ColumnarBatch)] = None
-  private var span: (Long, Long) = (0L, 0L)
+  private var batchRanges: IndexedSeq[(Long, Long)] = Vector.empty
+  /** The next batch's ranges, taken (and their reads issued) ahead of it. */
+  private var pending: Option[IndexedSeq[(Long, Long)]] = None
 
   /** The physical rows [from, until) of the fragment that [[get]]'s batch was
-    * read from (its rows are the kept ones among them, in order). */
-  def currentSpan: (Long, Long) = span
+    * read from (its rows are the kept ones among the rows of [[currentRanges]], in order). */
+  def currentSpan: (Long, Long) =
+    if (batchRanges.isEmpty) (0L, 0L) else (batchRanges.head._1, batchRanges.last._2)
+
+  /** The ranges of physical rows [[get]]'s batch was read from, in order. */
+  def currentRanges: IndexedSeq[(Long, Long)] = batchRanges
+
+  /** How many of the rows read for [[get]]'s batch (positions in its
+    * vectors) lie before physical row `row`. */
+  def positionsBefore(row: Long): Int =
+    batchRanges.iterator.map { case (from, until) => math.max(0L, math.min(until, row) - from) }.sum.toInt
 
   override def next(): Boolean = {
     closeCurrent()
     var found = false
-    while (!found && limit.forall(returned < _) && (position < range._2 || ranges.hasNext)) {
-      if (position >= range._2) { range = ranges.next(); position = range._1 }
-      val end = math.min(range._2, position + batchRows)
-      val batch = scanner.readView(position, end, if (readAhead) following(end) else None)
-      span = (position, end)
-      position = end
+    while (!found && limit.forall(returned < _)) {
+      val taken = pending.getOrElse(take())
+      pending = None
+      if (taken.isEmpty) return false
+      if (readAhead) pending = Some(take()).filter(_.nonEmpty)
+      val batch = scanner.readView(taken, pending)
+      batchRanges = taken
       if (batch.rowCount > 0) {
         current = Some(batch -> toColumnar(batch))
         returned += batch.rowCount
@@ -63,12 +75,25 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
     found
   }
 
-  /** The batch after the one ending at `end`, if any. */
-  private def following(end: Long): Option[(Long, Long)] =
-    if (limit.exists(returned >= _)) None
-    else if (end < range._2) Some((end, math.min(range._2, end + batchRows)))
-    else if (ranges.hasNext) Some((ranges.head._1, math.min(ranges.head._2, ranges.head._1 + batchRows)))
-    else None
+  /** The next batch's rows: the piece's next ranges, at most [[batchRows]]
+    * rows (fewer when a LIMIT needs fewer) in at most
+    * [[LanceColumnarReader.MaxRanges]] ranges. A batch of many short ranges
+    * (rows an index or row addresses selected) is read in one call, which
+    * fetches and decodes each page or chunk holding its rows once. */
+  private def take(): IndexedSeq[(Long, Long)] = {
+    val cap: Long = limit.fold(batchRows.toLong)(l =>
+      math.min(batchRows.toLong, math.max(l - returned, LanceColumnarReader.LimitBatchRows)))
+    val out = Vector.newBuilder[(Long, Long)]
+    var rows = 0L
+    var count = 0
+    while (rows < cap && count < LanceColumnarReader.MaxRanges && (position < range._2 || ranges.hasNext)) {
+      if (position >= range._2) { range = ranges.next(); position = range._1 }
+      val end = math.min(range._2, position + (cap - rows))
+      if (end > position) { out += ((position, end)); rows += end - position; count += 1 }
+      position = end
+    }
+    out.result()
+  }
 
   override def get(): ColumnarBatch = current.map(_._2).getOrElse(throw new NoSuchElementException)
 
@@ -138,4 +163,14 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
     scanner.close()
     allocator.close()
   }
+}
+
+object LanceColumnarReader {
+  /** Most ranges of rows read in one batch: bounds the bytes a batch of
+    * scattered rows holds in memory (about one chunk per range and column). */
+  val MaxRanges: Int = 1024
+
+  /** With a pushed LIMIT, a batch still reads up to this many rows (rows the
+    * filter drops would otherwise make many tiny batches). */
+  val LimitBatchRows: Long = 1024L
 }

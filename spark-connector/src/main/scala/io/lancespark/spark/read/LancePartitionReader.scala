@@ -43,6 +43,9 @@ final class LancePartitionReader(factory: LanceReaderFactory, partition: LanceIn
   def currentPiece: FragmentPiece = reader.map(_.piece).getOrElse(throw new NoSuchElementException)
   def currentSpan: (Long, Long) = reader.map(_.currentSpan).getOrElse(throw new NoSuchElementException)
 
+  /** How many of the rows read for [[get]]'s batch lie before physical row `row` (see [[LanceColumnarReader.positionsBefore]]). */
+  def positionsBefore(row: Long): Int = reader.map(_.positionsBefore(row)).getOrElse(throw new NoSuchElementException)
+
   private def closeReader(): Unit = reader.foreach { r =>
     reader = None
     finished = LancePartitionReader.merge(finished, r.currentMetricsValues())

@@ -184,6 +184,11 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     * many entries it has, and its values. */
   private final class Chunk(val rep: Array[Int], val defs: Array[Int], val entries: Int, val values: Block)
 
+  /** Chunks [first, first + chunks.length) as one decode made them. */
+  private final class Decoded(first: Int, chunks: Array[Chunk]) {
+    def chunk(c: Int): Option[Chunk] = if (c >= first && c - first < chunks.length) Some(chunks(c - first)) else None
+  }
+
   private def decodeChunk(bytes: ByteBuffer, values: Int, dictionary: Option[DictionaryValues], cctx: CodecContext,
                           i: Int): Chunk = {
     val size = bytes.remaining()
@@ -257,7 +262,8 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     if (leaf.maxRep > 0 && repIndexDepth == 0) fail(path, "a page of lists without a repetition index")
     val (a, b) = chunks(s, from, until)
     val chunkBuf = meta.buffers(1)
-    val all = io.input.read(chunkBuf.position + s.offset(a), s.offset(b) + s.size(b) - s.offset(a))
+    // chunks the batch's previous range of rows decoded are not read nor decoded again
+    val before: Option[Decoded] = io.recall(this).collect { case d: Decoded => d }
     // the chunks' levels together (canonical), and their values
     val decoded = new Array[Chunk](b - a + 1)
     var entries = 0
@@ -265,14 +271,15 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     var withDef = false
     var c = a
     while (c <= b) {
-      val ch = decodeChunk(Codec.slice(all, (s.offset(c) - s.offset(a)).toInt, s.size(c)), s.values(c), s.dictionary,
-        cctx, c)
+      val ch = before.flatMap(_.chunk(c)).getOrElse(
+        decodeChunk(io.input.read(chunkBuf.position + s.offset(c), s.size(c)), s.values(c), s.dictionary, cctx, c))
       decoded(c - a) = ch
       entries += ch.entries
       withRep |= ch.rep != null
       withDef |= ch.defs != null
       c += 1
     }
+    io.keep(this, new Decoded(a, decoded))
     val lv = {
       val rep = if (withRep) new Array[Int](entries) else null
       val defs = if (withDef) new Array[Int](entries) else null

@@ -15,8 +15,19 @@ import io.lancespark.proto.encodings21.{CompressiveEncoding, PageLayout, RepDefL
 
 /** Where a page decode gets bytes: `input` for the batch's planned reads,
   * `source` for the page's own metadata (chunk sizes, repetition index,
-  * dictionary), read once per page. */
-final class PageIO(val input: ByteReader, val source: RandomAccessSource)
+  * dictionary), read once per page. One per batch: it also keeps what each
+  * page decoded last in the batch (a mini-block page's chunks), which the
+  * page's decode of the batch's next range of rows reuses instead of
+  * decoding it again (a batch's ranges come in order, so only the last
+  * decode can hold rows of the next). */
+final class PageIO(val input: ByteReader, val source: RandomAccessSource) {
+  private val last = new java.util.IdentityHashMap[StructuralPage, AnyRef]()
+
+  /** What `page` kept of its last decode in this batch, if anything. */
+  def recall(page: StructuralPage): Option[AnyRef] = Option(last.get(page))
+
+  def keep(page: StructuralPage, decoded: AnyRef): Unit = { last.put(page, decoded); () }
+}
 
 /** A page as a layout's writer encodes it: its buffers, its layout and rows. */
 private[v21] final case class EncodedPage(buffers: Seq[Array[Byte]], layout: PageLayout, rows: Long)
