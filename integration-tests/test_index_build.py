@@ -313,3 +313,32 @@ def test_optimize_indices_covers_appended_fragments(spark, tmp_path, build_path)
     assert list(r.rebuilt) == [] and r.new_version == r.read_version
     with pytest.raises(Exception, match="no index named 'nope'"):
         spark.sql(f"CALL lance.system.optimize_indices(table => '{path}', index => 'nope')").collect()
+
+
+def test_python_table_handle_builds_lists_and_drops(spark, tmp_path):
+    """LanceTable.create_index / indices / optimize_indices / drop_index (SQL under the hood):
+    pylance sees the same indices and uses the one built."""
+    from lance_spark.tables import LanceTable
+
+    path = str(tmp_path / "handle.lance")
+    t = pa.table({"id": pa.array(range(3000), pa.int64()), "s": [f"v{i % 5}" for i in range(3000)]})
+    lance.write_dataset(t, path, max_rows_per_file=1000)
+    h = LanceTable.forPath(spark, path)
+    r = h.create_index("id", "btree")
+    assert r["name"] == "id_idx" and r["fragments_covered"] == 3
+    h.create_index("s", "bitmap", name="s_bm")
+    h.create_index("id", "zonemap", name="id_zm", rows_per_zone=256)
+    listed = {row["name"]: row for row in h.indices().collect()}
+    assert set(listed) == {i["name"] for i in lance.dataset(path).list_indices()} == {"id_idx", "s_bm", "id_zm"}
+    assert listed["s_bm"]["index_type"] == "Bitmap" and listed["s_bm"]["columns"] == ["s"]
+    _check_pylance_uses(path, {"id_idx"})
+    lance.write_dataset(t.slice(0, 10), path, mode="append")
+    assert h.indices().where("name = 'id_idx'").first()["unindexed_fragments"] == [3]
+    out = h.optimize_indices(index="id_idx")
+    assert out["rebuilt"] == ["id_idx"]
+    assert sorted(next(i for i in lance.dataset(path).list_indices() if i["name"] == "id_idx")["fragment_ids"]) == \
+        [0, 1, 2, 3]
+    h.drop_index("s_bm")
+    assert {i["name"] for i in lance.dataset(path).list_indices()} == {"id_idx", "id_zm"}
+    with pytest.raises(Exception, match="s_bm"):
+        h.drop_index("s_bm")

@@ -414,6 +414,20 @@ def cmd_vacuum(args) -> int:
     return 0
 
 
+def cmd_indices(args) -> int:
+    ds = _reader().dataset(args.path, version=args.version)
+    found = ds.list_indices()
+    if args.json:
+        print(json.dumps([{**i.__dict__, "created_at": i.created_at.isoformat() if i.created_at else None}
+                          for i in found], indent=2))
+        return 0
+    for i in found:
+        missing = f"\tunindexed fragments {_ranges(i.unindexed_fragments)}" if i.unindexed_fragments else ""
+        print(f"{i.name}\t{i.index_type}\t{','.join(i.columns)}\tfragments {_ranges(i.fragments) or 'none'}"
+              f"\tbuilt at version {i.dataset_version}{missing}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lance-spark", description=__doc__)
     p.add_argument("--version-info", action="version", version=f"lance-spark {__version__}")
@@ -445,6 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep tagged old versions instead of failing (error_if_tagged_old_versions=false)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_vacuum)
+
+    s = sub.add_parser("indices", help="one line per index: name, type, columns, fragments covered, version built at")
+    s.add_argument("path")
+    s.add_argument("--version", type=int, default=None, help="dataset version (default: latest)")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_indices)
 
     s = sub.add_parser("verify", help="check every version, data file and deletion file; exit 1 on problems")
     s.add_argument("path")

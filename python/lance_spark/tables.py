@@ -1,5 +1,6 @@
 """A small handle on a Lance table for maintenance from PySpark, like
-``delta.tables.DeltaTable``: compaction, history, tags, restore and vacuum, each running
+``delta.tables.DeltaTable``: compaction, history, tags, restore, vacuum, indices and column
+additions, each running
 the connector's SQL procedures (``CALL lance.system.*``) and metadata tables
 (``lance.<table>.history``, ``.tags``, ``.fragments``)."""
 from __future__ import annotations
@@ -25,6 +26,13 @@ def _literal(value: Any) -> str:
         return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
     text = str(value).replace("\\", "\\\\").replace("'", "\\'")
     return f"'{text}'"
+
+
+def _option_text(value: Any) -> str:
+    """An index option's value as the procedure's string map takes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 class LanceTags:
@@ -190,6 +198,37 @@ class LanceTable:
             return self._call("update_columns", source=view)
         finally:
             self._spark.catalog.dropTempView(view)
+
+    def create_index(self, column: str, index_type: str = "btree", name: Optional[str] = None,
+                     **options: Any):
+        """Builds an index over ``column`` (``CALL <catalog>.system.create_index``): ``btree``,
+        ``bitmap``, ``zonemap``, ``bloomfilter``, ``label_list``, ``ivf_flat`` or ``ivf_pq``;
+        ``name`` defaults to ``<column>_idx``; ``options`` are the index's options (e.g.
+        ``num_partitions=16, metric="cosine"``), passed as strings. One commit pylance reads.
+        Returns the procedure's result row (name, index_type, uuid, read_version, new_version,
+        rows_indexed, fragments_covered, bytes_written)."""
+        args = [f"table => {_literal(self._table)}", f"column => {_literal(column)}",
+                f"index_type => {_literal(index_type)}"]
+        if name is not None:
+            args.append(f"name => {_literal(name)}")
+        if options:
+            pairs = ", ".join(f"{_literal(str(k))}, {_literal(_option_text(v))}" for k, v in options.items())
+            args.append(f"options => map({pairs})")
+        return self._spark.sql(f"CALL {self._catalog}.system.create_index({', '.join(args)})").collect()[0]
+
+    def drop_index(self, name: str):
+        """Removes the index ``name`` (one commit); returns the procedure's result row."""
+        return self._call("drop_index", name=name)
+
+    def optimize_indices(self, index: Optional[str] = None):
+        """Brings indices that miss appended fragments up to date (all, or ``index``); returns
+        the procedure's result row (rebuilt, up_to_date, read_version, new_version)."""
+        return self._call("optimize_indices", index=index)
+
+    def indices(self):
+        """Every index of the latest version: name, index_type, columns, fragments (covered),
+        unindexed_fragments, dataset_version, index_version, uuid, created_at."""
+        return self._spark.table(self._metadata_name("indices"))
 
     def vacuum(self, retain_hours: Optional[float] = None, *, older_than: Optional[_dt.datetime] = None,
                dry_run: bool = False, delete_unverified: bool = False,

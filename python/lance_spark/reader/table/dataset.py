@@ -145,6 +145,17 @@ class LanceDataset:
         return frags
 
     # -- data -------------------------------------------------------------------------------
+    def list_indices(self) -> List["IndexInfo"]:
+        """The indices this version lists (manifest index section): name, type, columns,
+        fragments covered and not, the version each was built at (index files are not read)."""
+        from .indices import list_indices
+        from .manifest import _read_message, table_pb2
+        section = None
+        if self.manifest.HasField("index_section"):
+            section = _read_message(self.manifest_path, self._manifest_bytes, self.manifest.index_section,
+                                    table_pb2.IndexSection(), "index section")
+        return list_indices(section, self.fields, [f.id for f in self.manifest.fragments], self.manifest_path)
+
     def deleted_offsets(self, frag: FragmentInfo) -> np.ndarray:
         d = frag.deletion_file
         if d is None:
