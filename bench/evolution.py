@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List
 
-from . import env
+from . import env, report
 
 WHERE = env.use_in_tree_package()
 
@@ -170,10 +170,7 @@ def main(argv: List[str] | None = None) -> int:
     finally:
         spark.stop()
     _report(Path(args.out), args, rounds, jar)
-    env.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    (env.RESULTS_DIR / f"{stamp}-evolution.json").write_text(json.dumps(
-        {"machine": env.machine(), "args": vars(args), "rounds": rounds}, indent=1, default=str))
+    report.save_run("evolution", {"args": vars(args), "rounds": rounds})
     return 0
 
 

@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
-from . import env
+from . import env, report
 
 WHERE = env.use_in_tree_package()
 BATCH = 250_000
@@ -196,11 +196,6 @@ def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int) -> List[Dict[s
 
 
 def _plot(lookups: List[Dict[str, Any]], build: Dict[str, List[float]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     bars: List[Tuple[str, float, float]] = []
     for rec in lookups:
         pq = statistics.median(rec["times"]["Parquet"])
@@ -210,20 +205,7 @@ def _plot(lookups: List[Dict[str, Any]], build: Dict[str, List[float]], path: Pa
     bars.append(("CREATE INDEX BTREE (key)\nSpark vs pylance",
                  statistics.median(build["Spark create_index"]) / statistics.median(build["pylance create_scalar_index"]),
                  1.5))
-    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.7 * len(bars)))
-    ys = list(range(len(bars)))[::-1]
-    ax.barh(ys, [b[1] for b in bars], color=["#55a868" if b[1] <= b[2] else "#c44e52" for b in bars], height=0.55)
-    for y, (_, ratio, target) in zip(ys, bars):
-        ax.text(ratio, y, f" {ratio:.3f}x", va="center", fontsize=8)
-        ax.plot([target] * 2, [y - 0.4, y + 0.4], color="black", linestyle="--", linewidth=1.2)
-    ax.axvline(1.0, color="grey", linewidth=0.8)
-    ax.set_yticks(ys, [b[0] for b in bars], fontsize=7)
-    ax.set_xscale("log")
-    ax.set_xlabel("time ratio (log scale; lower is better; dashed: the issue's target)")
-    ax.set_title("Scalar indices: lookups vs Spark on Parquet, builds vs pylance")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    report.target_bars(bars, path, 'Scalar indices: lookups vs Spark on Parquet, builds vs pylance', digits=3)
 
 
 def _report(out: Path, args, lookups, build, jar: str) -> None:
@@ -299,10 +281,7 @@ def main(argv: List[str] | None = None) -> int:
     finally:
         spark.stop()
     _report(Path(args.out), args, lookups, build, jar)
-    env.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    (env.RESULTS_DIR / f"{stamp}-indices.json").write_text(json.dumps(
-        {"machine": env.machine(), "args": vars(args), "lookups": lookups, "build": build}, indent=1, default=str))
+    report.save_run("indices", {"args": vars(args), "lookups": lookups, "build": build})
     return 0
 
 

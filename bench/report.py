@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .env import REPO, RESULTS_DIR
 
@@ -257,4 +257,40 @@ def write_markdown(results: Dict[str, Any], path: Path, png: Optional[Path]) -> 
           "- This is a measuring tool, not a test: nothing fails on a missed target.", ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(L))
+    return path
+
+
+def target_bars(bars: List[Tuple[str, float, float]], path: Path, title: str, digits: int = 3) -> None:
+    """A horizontal bar per (label, ratio, target) on a log scale, green where the ratio meets
+    its target (dashed), red where not: the plot of the issue-target benchmarks."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.7 * len(bars)))
+    ys = list(range(len(bars)))[::-1]
+    ax.barh(ys, [b[1] for b in bars], color=["#55a868" if b[1] <= b[2] else "#c44e52" for b in bars], height=0.55)
+    for y, (_, ratio, target) in zip(ys, bars):
+        ax.text(ratio, y, f" {ratio:.{digits}f}x", va="center", fontsize=8)
+        ax.plot([target] * 2, [y - 0.4, y + 0.4], color="black", linestyle="--", linewidth=1.2)
+    ax.axvline(1.0, color="grey", linewidth=0.8)
+    ax.set_yticks(ys, [b[0] for b in bars], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("time ratio (log scale; lower is better; dashed: the issue's target)")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+
+def save_run(kind: str, payload: Dict[str, Any]) -> Path:
+    """Writes one run's figures as bench/results/<time>-<kind>.json (with the machine's facts)."""
+    from datetime import datetime
+
+    from .env import machine
+
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{kind}.json"
+    path.write_text(json.dumps({"machine": machine(), **payload}, indent=1, default=str))
     return path

@@ -33,7 +33,6 @@ pylance's, with recall@10 within 0.02 of pylance's index. Nothing here asserts o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -43,7 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-from . import env
+from . import env, report
 
 os.environ.setdefault("LANCE_LOG", "error")   # pylance's deprecation notes on every search
 WHERE = env.use_in_tree_package()
@@ -257,26 +256,8 @@ def _batch_knn(spark, paths: Dict[str, Path], args) -> Dict[str, Any]:
 
 
 def _plot(res: Dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     bars = _ratios(res)
-    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.7 * len(bars)))
-    ys = list(range(len(bars)))[::-1]
-    ax.barh(ys, [b[1] for b in bars], color=["#55a868" if b[1] <= b[2] else "#c44e52" for b in bars], height=0.55)
-    for y, (_, ratio, target) in zip(ys, bars):
-        ax.text(ratio, y, f" {ratio:.4f}x", va="center", fontsize=8)
-        ax.plot([target] * 2, [y - 0.4, y + 0.4], color="black", linestyle="--", linewidth=1.2)
-    ax.axvline(1.0, color="grey", linewidth=0.8)
-    ax.set_yticks(ys, [b[0] for b in bars], fontsize=7)
-    ax.set_xscale("log")
-    ax.set_xlabel("time ratio (log scale; lower is better; dashed: the issue's target)")
-    ax.set_title("Vector search from Spark")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    report.target_bars(bars, path, 'Vector search from Spark', digits=4)
 
 
 def _ratios(res: Dict[str, Any]) -> List[Tuple[str, float, float]]:
@@ -380,10 +361,7 @@ def main(argv: List[str] | None = None) -> int:
     finally:
         spark.stop()
     _report(Path(args.out), args, res, jar)
-    env.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    (env.RESULTS_DIR / f"{stamp}-vectors.json").write_text(json.dumps(
-        {"machine": env.machine(), "args": vars(args), "results": res}, indent=1, default=str))
+    report.save_run("vectors", {"args": vars(args), "results": res})
     return 0
 
 
