@@ -76,16 +76,16 @@ final class FragmentScanner(
 
   /** Like `read(from, until)`; `next` is the physical range the caller reads
     * next, whose storage reads then run while this one decodes. */
-  def read(from: Long, until: Long, next: Option[(Long, Long)]): FragmentBatch = {
-    val b = readView(from, until, next)
-    b.selection match {
-      case None => b
-      case Some(rows) =>
-        val keep = b.offsets
-        val selected = b.vectors.map(v => VectorSelection.select(v, rows, allocator))
-        new FragmentBatch(selected, () => keep, keep.length,
-          b.vectors.indices.map(i => b.dictionary(i).map(_.column.select(rows, 0))))
-    }
+  def read(from: Long, until: Long, next: Option[(Long, Long)]): FragmentBatch = compacted(readView(from, until, next))
+
+  /** `b` with only the rows of its selection (copied), if it has one. */
+  private def compacted(b: FragmentBatch): FragmentBatch = b.selection match {
+    case None => b
+    case Some(rows) =>
+      val keep = b.offsets
+      val selected = b.vectors.map(v => VectorSelection.select(v, rows, allocator))
+      new FragmentBatch(selected, () => keep, keep.length,
+        b.vectors.indices.map(i => b.dictionary(i).map(_.column.select(rows, 0))))
   }
 
   /** Like `read`, but the rows dropped (deleted, or not selected by the
@@ -107,17 +107,7 @@ final class FragmentScanner(
   }
 
   /** Like `read(from, until)` for the rows of several ranges (see `readView`). */
-  def read(ranges: IndexedSeq[(Long, Long)]): FragmentBatch = {
-    val b = readView(ranges, None)
-    b.selection match {
-      case None => b
-      case Some(rows) =>
-        val keep = b.offsets
-        val selected = b.vectors.map(v => VectorSelection.select(v, rows, allocator))
-        new FragmentBatch(selected, () => keep, keep.length,
-          b.vectors.indices.map(i => b.dictionary(i).map(_.column.select(rows, 0))))
-    }
-  }
+  def read(ranges: IndexedSeq[(Long, Long)]): FragmentBatch = compacted(readView(ranges, None))
 
   private var largestRead: Long = 0L
 
