@@ -67,8 +67,9 @@ object KMeans {
       val newLoss = sum(dists)
       update(data, n, dim, k, assign, centroids, rng, ws)
       iter += 1
-      // the reference's rule: stop once the loss changes by less than tolerance (relative)
-      done = loss != Double.MaxValue && math.abs(loss - newLoss) < tolerance * newLoss
+      // the reference's rule: stop once the loss changes by less than tolerance of itself
+      // (or not at all: a loss of 0 stops too)
+      done = loss != Double.MaxValue && math.abs(loss - newLoss) <= tolerance * newLoss
       loss = newLoss
     }
     // as the reference, the loss recorded is the last round's (of the centroids it assigned with)
