@@ -272,9 +272,10 @@ object IvfBuild {
         throw new IllegalArgumentException(s"${plan.where}: IVF_PQ needs at least 256 non-null vectors to train " +
           s"its codes; column '${plan.field.name}' has $n")
       if (plan.metric != DistanceMetric.Dot) {
+        val nearest = KMeans.assignments(model, data, plan.trainMetric)
         var r = 0
         while (r < n) {
-          val c = model.nearest(data, r * dim, plan.trainMetric)
+          val c = nearest(r)
           var d = 0
           while (d < dim) { data(r * dim + d) -= model.centroids(c * dim + d); d += 1 }
           r += 1
