@@ -56,8 +56,14 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     indexSelection.flatMap(_.ranges(p.plan.fragment.id.toInt)) match {
       case None => p
       case Some(selected) =>
-        // exactly the selected rows: a batch reads many ranges at once, each page or chunk once
-        val may = p.plan.mayMatch.intersect(selected)
+        // exactly the selected rows (a batch reads many ranges at once, each page or chunk
+        // once), unless they are dense: then nearly every page or chunk holds some, and reading
+        // the planned ranges whole (the filter evaluated on every row) costs less than reading
+        // range by range
+        val narrowed = p.plan.mayMatch.intersect(selected)
+        val ranges = narrowed.ranges.size.toLong
+        val dense = ranges >= ScanPlanner.DenseGap && ranges * ScanPlanner.DenseGap >= p.plan.mayMatch.count
+        val may = if (dense) p.plan.mayMatch else narrowed
         p.copy(plan = p.plan.copy(mayMatch = may, allMatch = p.plan.allMatch.intersect(may)),
           byIndex = Some(selected.count), prunedByIndex = p.plan.mayMatch.nonEmpty && may.isEmpty)
     }
@@ -154,6 +160,12 @@ object ScanPlanner {
     new ScanPlanner(snapshot, filter, useIndex)
   def apply(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean,
       restriction: Option[RowRestriction]): ScanPlanner = new ScanPlanner(snapshot, filter, useIndex, restriction)
+
+  /** Index-selected rows are read as the planned ranges whole when they make at
+    * least this many ranges in a fragment and at least one range per this many
+    * planned rows (about every page or chunk holds one; e.g. a BITMAP label on
+    * 1% of shuffled rows). */
+  val DenseGap: Long = 1024L
 
   /** Rows apart by at most this many are read as one range: reading a few
     * rows more costs less than another read request. */
