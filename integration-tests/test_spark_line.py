@@ -228,8 +228,31 @@ def test_label_list_index_in_scans(spark, tmp_path):
                         max_rows_per_file=200)
     lance.dataset(path).create_scalar_index("tags", "LABEL_LIST")
     ds = lance.dataset(path)
+    spark.conf.set("spark.lance.localScanRows", "0")   # a scan node to show the index (not a driver read)
+    try:
+        _label_list_queries(spark, path, ds)
+    finally:
+        spark.conf.unset("spark.lance.localScanRows")
+
+
+def _label_list_queries(spark, path, ds) -> None:
     for sf, pf in [("array_contains(tags, 't1')", "array_has_any(tags, ['t1'])"),
                    ("arrays_overlap(tags, array('u3', 'zz')) AND id > 100", "array_has_any(tags, ['u3', 'zz']) AND id > 100")]:
         df = spark.read.format("lance").load(path).where(sf).select("id")
         assert sorted(r[0] for r in df.collect()) == sorted(ds.to_table(filter=pf, columns=["id"])["id"].to_pylist())
         assert "indices=[tags_idx]" in df._jdf.queryExecution().executedPlan().toString(), sf
+
+
+def test_small_lookups_are_read_on_the_driver(spark, tmp_path):
+    """A BTREE point lookup leaves one row: read on the driver while planning (the session
+    extension's planner strategy and Spark's local relations, on every line), no job; pylance's rows."""
+    path = str(tmp_path / "lookup.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(5000), pa.int64()),
+                                  "s": pa.array([f"v{i}" for i in range(5000)])}), path, max_rows_per_file=2000)
+    lance.dataset(path).create_scalar_index("id", "BTREE")
+    df = spark.read.format("lance").load(path).where("id IN (7, 4321)").select("id", "s")
+    rows = sorted((r.id, r.s) for r in df.collect())
+    assert rows == sorted(zip(*lance.dataset(path).to_table(filter="id IN (7, 4321)", columns=["id", "s"])
+                               .to_pydict().values()))
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "LocalTableScan" in plan and "BatchScan" not in plan, plan
