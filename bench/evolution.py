@@ -47,7 +47,7 @@ def log(msg: str) -> None:
 
 
 def _emb_sql(dim: int) -> str:
-    return (f"transform(sequence(0, {dim - 1}), i -> CAST(hash(id, i, 17) / 2147483648.0 AS FLOAT)) "
+    return (f"transform(sequence(0, {dim - 1}), i -> CAST(hash(id, i, 17) * 4.656612873077393E-10D AS FLOAT)) "
             "AS emb")
 
 
