@@ -13,7 +13,9 @@ The table: ``--rows`` rows of ``id`` (BIGINT), ``label`` (STRING, 100 values) an
   WHEN MATCHED THEN UPDATE SET emb = s.emb`` with the same ``emb`` computed from Delta's ``id``:
   Delta's way of filling a new column for existing rows (it rewrites every data file).
 
-Each round starts from fresh copies of both tables (copied on disk, not timed); ``--reps``
+Broadcast joins are off (``spark.sql.autoBroadcastJoinThreshold=-1``): Spark estimates the
+MERGE's source from the few megabytes of the table it is computed from and would broadcast the
+whole gigabytes of embeddings. Each round starts from fresh copies of both tables (copied on disk, not timed); ``--reps``
 rounds, alternating which side goes first; medians. Bytes written: the growth of each table's
 directory (a Lance round adds files and keeps the old ones; a Delta round adds rewritten files and
 keeps the old ones until VACUUM, so the growth is what each wrote). The new column's own size is
@@ -150,7 +152,10 @@ def main(argv: List[str] | None = None) -> int:
     jar = env.ensure_jar()
     from lance_spark.testing import delta_settings, local_session
 
-    spark = local_session({**delta_settings(), "spark.sql.shuffle.partitions": str(args.shuffle_partitions)},
+    # no broadcast joins: the MERGE's source (the embeddings) is estimated from the table it is
+    # computed from (megabytes) and would be broadcast whole (gigabytes, past maxResultSize)
+    spark = local_session({**delta_settings(), "spark.sql.shuffle.partitions": str(args.shuffle_partitions),
+                           "spark.sql.autoBroadcastJoinThreshold": "-1"},
                           app="lance-spark-bench-evolution", cores=str(args.cores), driver_memory="6g")
     spark.sparkContext.setLogLevel("ERROR")
     root = Path(args.data).resolve()   # SQL names the tables by absolute path
