@@ -14,6 +14,15 @@ def warehouse(spark, tmp_path_factory):
     return wh
 
 
+@pytest.fixture(autouse=True)
+def _scans_as_jobs(spark):
+    """These tests look at scans' partitions and plans: small scans run as jobs here, not on the
+    driver (`localScanRows`, tested in test_local_scans.py)."""
+    spark.conf.set("spark.lance.localScanRows", "0")
+    yield
+    spark.conf.unset("spark.lance.localScanRows")
+
+
 def _partitions(df) -> int:
     return df.rdd.getNumPartitions()
 
