@@ -191,3 +191,39 @@ def test_bad_input(spark, data):
     assert "lance_vector_search" in err(lambda: spark.read.option("nearest.column", "emb")
                                         .option("nearest.vector", vec_str(q)).table(f"lance.`{data.path}`").collect())
     assert "k must be" in err(lambda: lance_spark.vector_search(spark, data.path, "emb", q.tolist(), k=0))
+
+
+@pytest.mark.parametrize("dim", [5, 8, 12, 16, 24, 40])
+def test_distances_are_pylances_to_the_bit(spark, tmp_path, dim):
+    """Exact (flat) l2 and dot distances, and the approximate distances of a pylance IVF_PQ index
+    (sub-vectors of 8 values: its distance tables), equal pylance's bit for bit: a one-ulp
+    difference reorders near-tied rows, and the top k then differs from pylance's. Pylance's
+    kernels differ for vectors of at most 16 values and longer ones (docs/vector-search.md)."""
+    rng = np.random.default_rng(dim)
+    n = 600
+    v = (rng.standard_normal((n, dim)) * 3).astype(np.float32)
+    path = str(tmp_path / f"bits{dim}.lance")
+    lance.write_dataset(_table(np.arange(n), v), path)
+    for metric in ["l2", "dot"]:
+        q = rng.standard_normal(dim).astype(np.float32)
+        d = Data.__new__(Data)
+        d.path, d.ds = path, lance.dataset(path)
+        ids, dist = by_options(spark, d, q, metric, k=n)
+        t = d.ds.to_table(nearest={"column": "emb", "q": q, "k": n, "metric": metric, "use_index": False})
+        ours = dict(zip(ids.tolist(), dist.view(np.uint32).tolist()))
+        theirs = dict(zip(t["id"].to_pylist(), t["_distance"].to_numpy().view(np.uint32).tolist()))
+        assert ours == theirs, f"flat {metric}, dim {dim}: {sum(ours[i] != theirs[i] for i in theirs)} of {n} distances differ"
+    if dim % 8 == 0:
+        for metric in ["l2", "dot"]:
+            ipath = str(tmp_path / f"bits{dim}{metric}.lance")
+            lance.write_dataset(_table(np.arange(n), v), ipath)
+            lance.dataset(ipath).create_index("emb", index_type="IVF_PQ", num_partitions=2,
+                                              num_sub_vectors=dim // 8, metric=metric)
+            d = Data.__new__(Data)
+            d.path, d.ds = ipath, lance.dataset(ipath)
+            q = rng.standard_normal(dim).astype(np.float32)
+            ids, dist = by_options(spark, d, q, metric, k=n, use_index=True, nprobes=2)
+            t = d.ds.to_table(nearest={"column": "emb", "q": q, "k": n, "metric": metric, "nprobes": 2})
+            ours = dict(zip(ids.tolist(), dist.view(np.uint32).tolist()))
+            theirs = dict(zip(t["id"].to_pylist(), t["_distance"].to_numpy().view(np.uint32).tolist()))
+            assert ours == theirs, f"IVF_PQ {metric}, dim {dim}: {sum(ours.get(i) != theirs[i] for i in theirs)} of {n} differ"

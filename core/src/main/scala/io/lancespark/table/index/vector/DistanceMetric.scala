@@ -31,12 +31,18 @@ object DistanceMetric {
   private val Lanes: Int = 16
 
   /** The dot product of `n` values of `a` (from `ao`) and `b` (from `bo`),
-    * rounded as the reference's float32 kernel rounds it (so that distances
-    * are pylance's to the bit, and ties and near-ties rank as there): 16
-    * lane sums over the whole 16-value chunks (lane i: products i, i + 16,
-    * ... in order), the lanes then added in order, and to that the tail
-    * (the values after the last whole chunk) summed in order. */
-  def dot(a: Array[Float], ao: Int, b: Array[Float], bo: Int, n: Int): Float = {
+    * rounded as pylance 14's float32 kernels round it (so that distances are
+    * pylance's to the bit, and ties and near-ties rank as there). Pylance's
+    * x86 wheels (an AVX2 + FMA baseline) compute every batch of distances
+    * (flat search, refine, centroids, PQ tables) with two kernels:
+    *  - up to 16 values: [[NarrowKernels]] (8 fused multiply-add lanes);
+    *  - more: 16 lane sums over the whole 16-value chunks (lane i: products
+    *    i, i + 16, ... in order), the lanes then added in order, and to that
+    *    the tail (the values after the last whole chunk) summed in order. */
+  def dot(a: Array[Float], ao: Int, b: Array[Float], bo: Int, n: Int): Float =
+    if (n <= NarrowKernels.MaxValues) NarrowKernels.dot(a, ao, b, bo, n) else dotWide(a, ao, b, bo, n)
+
+  private def dotWide(a: Array[Float], ao: Int, b: Array[Float], bo: Int, n: Int): Float = {
     val whole = n / Lanes * Lanes
     var tail = 0.0f
     var i = whole
@@ -85,9 +91,12 @@ object DistanceMetric {
     }
   }
 
-  /** The squared l2 distance of `n` values of `a` and `b`, rounded as the
-    * reference's float32 kernel (the lane order of [[dot]]). */
-  def l2(a: Array[Float], ao: Int, b: Array[Float], bo: Int, n: Int): Float = {
+  /** The squared l2 distance of `n` values of `a` and `b`, rounded as
+    * pylance's float32 kernels (the kernels and lane order of [[dot]]). */
+  def l2(a: Array[Float], ao: Int, b: Array[Float], bo: Int, n: Int): Float =
+    if (n <= NarrowKernels.MaxValues) NarrowKernels.l2(a, ao, b, bo, n) else l2Wide(a, ao, b, bo, n)
+
+  private def l2Wide(a: Array[Float], ao: Int, b: Array[Float], bo: Int, n: Int): Float = {
     val whole = n / Lanes * Lanes
     var tail = 0.0f
     var i = whole
