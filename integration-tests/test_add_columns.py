@@ -389,3 +389,63 @@ def test_dataframe_append_store_assignment(spark, tmp_path):
     assert pylance_rows(path, ["id", "x", "s"]) == expected
     assert spark_rows(spark, path, ["id", "x", "s"]) == expected
     lance.dataset(path).validate()
+
+
+def _stages_per_job(spark, group: str, fn) -> list[int]:
+    """Runs fn under a job group; the number of stages of each job it ran (more than one: a shuffle)."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        fn()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    return [len(tracker.getJobInfo(j).stageIds) for j in sorted(tracker.getJobIdsForGroup(group))]
+
+
+def test_a_source_computed_from_the_table_is_not_shuffled(spark, tmp_path):
+    """`SELECT _rowaddr, f(x) FROM t` at the version being extended is written where it is
+    computed (one stage, no shuffle): the scan's tasks are joined where a fragment continues from
+    one into the next (fragments cut by `splitRows`), also after a compaction. Another shape of source (here a union) is shuffled as before. Every case gives
+    pylance's rows and the expected values."""
+    spark.conf.set("spark.lance.localScanRows", "0")   # these small scans run as jobs
+    try:
+        path = str(tmp_path / "aligned.lance")
+        lance.write_dataset(base_table(0, 9000), path, max_rows_per_file=2000)
+        lance.dataset(path).delete("id % 7 = 2")
+        src = spark.read.format("lance").load(path).selectExpr("_rowaddr", "id * 3 AS x3")
+        src.createOrReplaceTempView("aligned_src")
+        stages = _stages_per_job(spark, "aligned", lambda: call_add_columns(spark, path, "aligned_src"))
+        assert stages and max(stages) == 1, f"stages per job: {stages}"
+        live = [i for i in range(9000) if i % 7 != 2]
+        assert pylance_rows(path, ["id", "x3"]) == [(i, 3 * i) for i in live]
+        # fragments cut over tasks, a filter: still one stage
+        split = (spark.read.format("lance").option("splitRows", "700").load(path)
+                 .where("id % 2 = 0").selectExpr("_rowaddr", "id + 1 AS y"))
+        assert split.rdd.getNumPartitions() > 5
+        split.createOrReplaceTempView("split_src")
+        stages = _stages_per_job(spark, "split", lambda: call_add_columns(spark, path, "split_src"))
+        assert max(stages) == 1, f"stages per job: {stages}"
+        assert pylance_rows(path, ["id", "y"]) == [(i, i + 1 if i % 2 == 0 else None) for i in live]
+        # after a compaction (a new fragment; the writer takes fragments in any order)
+        lance.dataset(path).delete("id < 3500 AND id % 3 != 0")
+        lance.dataset(path).optimize.compact_files(target_rows_per_fragment=1500, materialize_deletions_threshold=0.5)
+        assert len(lance.dataset(path).get_fragments()) == 4
+        src = spark.read.format("lance").option("splitRows", "900").load(path).selectExpr("_rowaddr", "concat(v, '!') AS w")
+        src.createOrReplaceTempView("compacted_src")
+        stages = _stages_per_job(spark, "compacted", lambda: call_add_columns(spark, path, "compacted_src"))
+        assert max(stages) == 1, f"stages per job: {stages}"
+        live = [i for i in live if not (i < 3500 and i % 3 != 0)]
+        assert pylance_rows(path, ["id", "x3", "w"]) == [(i, 3 * i, f"v{i}!") for i in live]
+        # a union is not a scan's rows in place: shuffled
+        t = spark.read.format("lance").load(path)
+        union = t.where("id < 4000").selectExpr("_rowaddr", "id - 1 AS z").union(
+            t.where("id >= 6000").selectExpr("_rowaddr", "id - 2 AS z"))
+        union.createOrReplaceTempView("union_src")
+        stages = _stages_per_job(spark, "union", lambda: call_add_columns(spark, path, "union_src"))
+        assert max(stages) > 1, f"stages per job: {stages}"
+        assert pylance_rows(path, ["id", "z"]) == [(i, i - 1 if i < 4000 else i - 2 if i >= 6000 else None) for i in live]
+        assert spark_rows(spark, path, ["id", "x3", "y", "w", "z"]) == pylance_rows(path, ["id", "x3", "y", "w", "z"])
+        lance.dataset(path).validate()
+    finally:
+        spark.conf.unset("spark.lance.localScanRows")

@@ -130,6 +130,19 @@ class MaintenanceSuite extends AnyFunSuite {
     assert(Dataset.open(s, None).countRows == 10)
   }
 
+  test("a commit's time given back in microseconds (truncated or rounded up) finds that commit") {
+    val s = fresh()
+    create(s); append(s, "b.lance", 5); append(s, "c.lance", 5)
+    val ts = History.list(s).find(_.version == 2).flatMap(_.timestamp).get
+    val down = ts.truncatedTo(java.time.temporal.ChronoUnit.MICROS)
+    val up = if (down == ts) ts else down.plusNanos(1000)
+    for (given <- Seq(ts, down, up)) {
+      assert(History.firstAtOrAfter(s, given).contains(2L), s"$given (commit at $ts)")
+      assert(History.lastAtOrBefore(s, given).contains(2L), s"$given (commit at $ts)")
+    }
+    assert(History.firstAtOrAfter(s, up.plusNanos(1000)).contains(3L))
+  }
+
   test("history: every version with operation, rows added and deleted, tags") {
     val s = fresh()
     create(s); append(s, "b.lance", 5); Restore.toVersion(s, 1)

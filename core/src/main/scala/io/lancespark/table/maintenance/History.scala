@@ -1,6 +1,7 @@
 package io.lancespark.table.maintenance
 
 import java.time.Instant
+import java.time.temporal.ChronoUnit
 
 import scala.jdk.CollectionConverters._
 
@@ -33,6 +34,22 @@ final case class VersionEntry(
 
 /** Every version of a dataset, oldest first. */
 object History {
+
+  /** The first version committed at or after `t`. Commit times have
+    * nanoseconds, a timestamp given back (by Spark, by pylance) has at most
+    * microseconds, truncated or rounded: a commit counts as at or after `t`
+    * when its time rounded up to the microsecond is. */
+  def firstAtOrAfter(storage: DatasetStorage, t: Instant): Option[Long] =
+    list(storage).filter(_.timestamp.exists(ts => !ceilMicros(ts).isBefore(t))).map(_.version).sorted.headOption
+
+  /** The last version committed at or before `t` (its time rounded down to the microsecond). */
+  def lastAtOrBefore(storage: DatasetStorage, t: Instant): Option[Long] =
+    list(storage).filter(_.timestamp.exists(ts => !ts.truncatedTo(ChronoUnit.MICROS).isAfter(t))).map(_.version).sorted.lastOption
+
+  private def ceilMicros(ts: Instant): Instant = {
+    val down = ts.truncatedTo(ChronoUnit.MICROS)
+    if (down == ts) ts else down.plusNanos(1000)
+  }
 
   def list(storage: DatasetStorage): Vector[VersionEntry] = {
     val (naming, versions) = Dataset.versions(storage)

@@ -81,12 +81,10 @@ final class ChangeFeed(val storage: DatasetStorage) {
   }
 
   /** The first version committed at or after `t`. */
-  def firstAtOrAfter(t: Instant): Option[Long] =
-    History.list(storage).filter(_.timestamp.exists(ts => !ts.isBefore(t))).map(_.version).sorted.headOption
+  def firstAtOrAfter(t: Instant): Option[Long] = History.firstAtOrAfter(storage, t)
 
   /** The last version committed at or before `t`. */
-  def lastAtOrBefore(t: Instant): Option[Long] =
-    History.list(storage).filter(_.timestamp.exists(ts => !ts.isAfter(t))).map(_.version).sorted.lastOption
+  def lastAtOrBefore(t: Instant): Option[Long] = History.lastAtOrBefore(storage, t)
 
   /** What version `v` changed. */
   def of(v: Long): CommitChanges = {

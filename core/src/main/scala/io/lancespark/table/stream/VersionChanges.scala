@@ -82,6 +82,5 @@ final class VersionChanges(storage: DatasetStorage) {
   }
 
   /** The first version committed at or after `t`; None if every version is older. */
-  def firstAtOrAfter(t: Instant): Option[Long] =
-    History.list(storage).filter(_.timestamp.exists(ts => !ts.isBefore(t))).map(_.version).sorted.headOption
+  def firstAtOrAfter(t: Instant): Option[Long] = History.firstAtOrAfter(storage, t)
 }

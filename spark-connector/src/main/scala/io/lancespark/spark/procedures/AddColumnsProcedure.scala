@@ -147,11 +147,23 @@ object AddColumnsJob {
     val description = sc.getLocalProperty("spark.job.description")
     sc.setJobDescription(s"lance $verb ${storage.uri} (version ${snapshot.version}, " +
       s"${newCols.map(_.name).mkString(", ")})")
-    try {
-      val rdd = arranged.queryExecution.toRdd
+    def write(rdd: org.apache.spark.rdd.RDD[InternalRow]): Unit =
       sc.runJob(rdd, (_: TaskContext, rows: Iterator[InternalRow]) =>
         task.writePartition(rows.map { r => if (countAt < 0 || !r.isNullAt(countAt)) rowsWithValues.add(1); r }),
         (_: Int, done: Seq[FragmentColumns]) => results ++= done)
+    try {
+      FragmentAlignedSource.rows(planned.keyed, storage.uri, snapshot.version) match {
+        case Some(aligned) =>
+          write(aligned)
+          // the plan promised each fragment to one task; should two have written one, shuffle after all
+          if (results.map(_.fragmentId).distinct.size != results.size) {
+            Commits.discardFiles(storage, results.map(_.file).toSeq)
+            results.clear()
+            rowsWithValues.reset()
+            write(arranged.queryExecution.toRdd)
+          }
+        case None => write(arranged.queryExecution.toRdd)
+      }
       val missing = (plan.fragments.keySet -- results.map(_.fragmentId)).toVector.sorted
       if (missing.nonEmpty) {
         val empty = sc.parallelize(missing, math.max(1, math.min(missing.size, sc.defaultParallelism)))

@@ -96,6 +96,14 @@ final class LanceScan(
   private[read] def partitions: Vector[Vector[FragmentPiece]] =
     PartitionPlanner.partitions(planner.plans, splitRows, limit.filter(_ => filter.isEmpty && labels.isEmpty).map(_.toLong))
 
+  /** The dataset and version this scan reads. */
+  private[spark] def source: (String, Long) = (snapshot.storage.uri, snapshot.version)
+
+  /** The fragment ids each input partition reads, piece after piece, in
+    * order: for writers that need each fragment's rows in one task
+    * (add_columns without a shuffle). */
+  private[spark] def fragmentsByPartition: Vector[Vector[Long]] = partitions.map(_.map(_.fragment.id))
+
   private def splitRows: Long = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, tableSchema))
 
   /** Partitions cut only at `clustering`'s cuts (see [[PartitionPlanner.clusteredPartitions]]). */

@@ -20,7 +20,8 @@ import io.lancespark.table.model.WrittenFragment
 
 /** What every task of an addition of columns needs; serialized to executors.
   * The rows it is given are `[_rowaddr, new columns...]` (`sparkSchema`
-  * without the key), sorted by row address within a task. */
+  * without the key), each fragment's rows together and by address within a
+  * task (fragments in any order). */
 final case class AddColumnsTask(
     uri: String,
     hadoopConf: SerializableHadoopConf,
@@ -30,19 +31,18 @@ final case class AddColumnsTask(
     filePrefix: String = "addcol-" + UUID.randomUUID().toString.take(8),
     deletedRow: Option[InternalRow] = None) {
 
-  /** Writes a file for each fragment that has rows in `rows` (sorted by
-    * address), and, with `alsoEmpty`, for those fragments besides. */
+  /** Writes a file for each fragment that has rows in `rows` (each
+    * fragment's rows together, by address), and, with `alsoEmpty`, for those fragments besides. */
   def writePartition(rows: Iterator[InternalRow], alsoEmpty: Seq[Long] = Nil): Seq[FragmentColumns] = {
     val storage = DatasetStorage(uri, hadoopConf.value)
     val written = scala.collection.mutable.ArrayBuffer.empty[FragmentColumns]
     val in = rows.buffered
     try {
-      var last = Long.MinValue
+      val seen = scala.collection.mutable.HashSet.empty[Long]
       while (in.hasNext) {
         val frag = AddColumnsTask.address(uri, in.head) >>> 32
-        if (frag <= last)  // the shuffle sorts by address: a fragment's rows are contiguous
+        if (!seen.add(frag))  // sorted by address, or read fragment after fragment: a fragment's rows are contiguous
           throw new IllegalStateException(s"$uri: rows of fragment $frag are not contiguous in the task's input")
-        last = frag
         written += FragmentColumns(frag, writeFragment(storage, frag, in))
       }
       alsoEmpty.foreach(f => written += FragmentColumns(f, writeFragment(storage, f, Iterator.empty.buffered)))
