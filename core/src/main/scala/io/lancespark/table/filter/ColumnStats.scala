@@ -18,7 +18,11 @@ object ColumnStats {
     * covers are unknown. `sketch`: the distinct values of the column in the
   * whole data file, when its writer left one. */
   final case class Pages(arrowType: ArrowType, pages: IndexedSeq[PageStat],
-                         sketch: Option[DistinctSketch] = None) extends ColumnStats
+                         sketch: Option[DistinctSketch] = None) extends ColumnStats {
+    /** The pages as the pruner evaluates them, prepared once for every
+      * filter on these statistics (they are cached and reused across queries). */
+    private[filter] lazy val prepared: StatsPruner.ColumnPages = StatsPruner.prepare(this)
+  }
   /** The column is in no data file of the fragment: every row reads as NULL. */
   case object Absent extends ColumnStats
 

@@ -98,8 +98,11 @@ object StatsPruner {
   // ------------------------------------------------------------ compiling
 
   /** One column's pages, sorted, with bounds converted once. */
-  private final class ColumnPages(val starts: Array[Long], val ends: Array[Long], val nulls: Array[Long],
+  private[filter] final class ColumnPages(val starts: Array[Long], val ends: Array[Long], val nulls: Array[Long],
                                   val rows: Array[Long], val bounds: Array[PageBounds]) {
+    /** Every page start and end, sorted, distinct. */
+    val cuts: Array[Long] = (starts ++ ends).distinct.sorted
+
     /** The page covering `row`, or -1. */
     def pageAt(row: Long): Int = {
       var lo = 0; var hi = starts.length - 1; var found = -1
@@ -111,7 +114,9 @@ object StatsPruner {
     }
   }
 
-  private def columnPages(p: ColumnStats.Pages): ColumnPages = {
+  private def columnPages(p: ColumnStats.Pages): ColumnPages = p.prepared
+
+  private[filter] def prepare(p: ColumnStats.Pages): ColumnPages = {
     val ps: IndexedSeq[PageStat] = p.pages.filter(_.numRows > 0).sortBy(_.firstRow)
     new ColumnPages(ps.map(_.firstRow).toArray, ps.map(s => s.firstRow + s.numRows).toArray,
       ps.map(_.nullCount).toArray, ps.map(_.numRows).toArray, ps.map(s => PageBounds.of(p.arrowType, s.min, s.max)).toArray)
@@ -191,11 +196,17 @@ object StatsPruner {
       case _ => None
     }).toMap
     val root = compile(filter, stats, cols.get)
-    val cuts = {
-      val b = Array.newBuilder[Long]
-      b += 0L; b += numRows
-      cols.values.foreach { cp => b ++= cp.starts; b ++= cp.ends }
-      b.result().filter(x => x >= 0 && x <= numRows).distinct.sorted
+    val cuts = cols.values.toList match {
+      case cp :: Nil if cp.cuts.nonEmpty && cp.cuts.head >= 0 && cp.cuts.last <= numRows =>
+        // one column's pages (a lookup's usual case): their cuts, prepared once, with 0 and numRows
+        val head = if (cp.cuts.head == 0L) Array.emptyLongArray else Array(0L)
+        val tail = if (cp.cuts.last == numRows) Array.emptyLongArray else Array(numRows)
+        head ++ cp.cuts ++ tail
+      case _ =>
+        val b = Array.newBuilder[Long]
+        b += 0L; b += numRows
+        cols.values.foreach { cp => b ++= cp.starts; b ++= cp.ends }
+        b.result().filter(x => x >= 0 && x <= numRows).distinct.sorted
     }
     var i = 0
     while (i + 1 < cuts.length) {

@@ -17,8 +17,8 @@ import io.lancespark.table.storage.DatasetStorage
   * and null count (`min`, `max`, `null_count`, `page_idx`). A leaf is
   * answered by the pages whose bounds admit it (the lookup as page
   * statistics of the page data), whose values are then tested exactly. */
-final class BTreeIndex private (storage: DatasetStorage, val entry: IndexEntry, lookup: ColumnStats.Pages,
-                                dataRows: Long, allocator: BufferAllocator) extends ScalarIndex {
+final class BTreeIndex private (storage: DatasetStorage, val entry: IndexEntry, private val lookup: ColumnStats.Pages,
+                                private val dataRows: Long, allocator: BufferAllocator) extends ScalarIndex {
   val column: Column = entry.fields.head
   private val Values: Column = Vector("values")
 
@@ -66,8 +66,25 @@ object BTreeIndex {
   val DefaultBatchSize = 4096L
   private val ReadRows = 65536L
 
-  /** The index's lookup read; None (and a log line) for a layout not read here. */
+  /** Lookups read recently, by dataset and index uuid (an index's files never
+    * change): a lookup is read once, not once a query. */
+  private val lookups = new java.util.LinkedHashMap[(String, String), (ColumnStats.Pages, Long)](16, 0.75f, true) {
+    override def removeEldestEntry(e: java.util.Map.Entry[(String, String), (ColumnStats.Pages, Long)]): Boolean = size() > 32
+  }
+
+  /** The index's lookup read (or reused); None (and a log line) for a layout not read here. */
   def open(storage: DatasetStorage, entry: IndexEntry, allocator: BufferAllocator): Option[BTreeIndex] = {
+    val key = (storage.uri, entry.uuid)
+    lookups.synchronized(Option(lookups.get(key))) match {
+      case Some((pages, rows)) => Some(new BTreeIndex(storage, entry, pages, rows, allocator))
+      case None =>
+        val opened = read(storage, entry, allocator)
+        opened.foreach(ix => lookups.synchronized(lookups.put(key, (ix.lookup, ix.dataRows))))
+        opened
+    }
+  }
+
+  private def read(storage: DatasetStorage, entry: IndexEntry, allocator: BufferAllocator): Option[BTreeIndex] = {
     val lookupFile = IndexFile.open(storage, entry, LookupFile)
     try {
       val md = lookupFile.metadata

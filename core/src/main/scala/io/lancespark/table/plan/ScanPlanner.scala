@@ -36,8 +36,21 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
 
   private lazy val planned: Vector[Planned] = {
     val fragments = snapshot.fragments.filter(f => f.numRows > 0 && restriction.forall(_.names(f.id)))
-    filter.foreach(f => FragmentStats.prefetch(snapshot.storage, f.columns, snapshot.schema, fragments))
-    fragments.map(plan).map(narrow).map(restrict)
+    // a fragment where the indices select few rows is planned from them alone: its page
+    // statistics could not narrow those rows further worth reading them (a lookup's cost)
+    val decided: Map[Long, RowRanges] = fragments.flatMap { f =>
+      indexSelection.flatMap(_.ranges(f.id.toInt)).filter(_.count * ScanPlanner.FewShare <= f.physicalRows).map(f.id -> _)
+    }.toMap
+    val rest = fragments.filterNot(f => decided.contains(f.id))
+    filter.foreach(f => FragmentStats.prefetch(snapshot.storage, f.columns, snapshot.schema, rest))
+    fragments.map { f =>
+      decided.get(f.id) match {
+        case Some(selected) =>
+          val may = selected.intersect(RowRanges.all(f.physicalRows))
+          Planned(FragmentPlan(f, may, RowRanges.of()), 0, 0, byIndex = Some(selected.count), prunedByIndex = may.isEmpty)
+        case None => narrow(plan(f))
+      }
+    }.map(restrict)
   }
 
   /** The planned ranges within the restriction's rows; nothing is then known
@@ -155,6 +168,10 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
 }
 
 object ScanPlanner {
+  /** A fragment where the indices select at most 1/64 of its rows is planned
+    * from the indices alone (no page statistics read). */
+  val FewShare: Long = 64L
+
   def apply(snapshot: Snapshot, filter: Option[Filter]): ScanPlanner = new ScanPlanner(snapshot, filter)
   def apply(snapshot: Snapshot, filter: Option[Filter], useIndex: Boolean): ScanPlanner =
     new ScanPlanner(snapshot, filter, useIndex)
