@@ -40,15 +40,19 @@ object History {
     * microseconds, truncated or rounded: a commit counts as at or after `t`
     * when its time rounded up to the microsecond is. */
   def firstAtOrAfter(storage: DatasetStorage, t: Instant): Option[Long] =
-    list(storage).filter(_.timestamp.exists(ts => !ceilMicros(ts).isBefore(t))).map(_.version).sorted.headOption
+    list(storage).filter(_.timestamp.exists(committedAtOrAfter(_, t))).map(_.version).sorted.headOption
 
   /** The last version committed at or before `t` (its time rounded down to the microsecond). */
   def lastAtOrBefore(storage: DatasetStorage, t: Instant): Option[Long] =
-    list(storage).filter(_.timestamp.exists(ts => !ts.truncatedTo(ChronoUnit.MICROS).isAfter(t))).map(_.version).sorted.lastOption
+    list(storage).filter(_.timestamp.exists(committedAtOrBefore(_, t))).map(_.version).sorted.lastOption
 
-  private def ceilMicros(ts: Instant): Instant = {
+  /** A commit at `ts` is at or before `t` when its time rounded down to the microsecond is. */
+  def committedAtOrBefore(ts: Instant, t: Instant): Boolean = !ts.truncatedTo(ChronoUnit.MICROS).isAfter(t)
+
+  /** A commit at `ts` is at or after `t` when its time rounded up to the microsecond is. */
+  def committedAtOrAfter(ts: Instant, t: Instant): Boolean = {
     val down = ts.truncatedTo(ChronoUnit.MICROS)
-    if (down == ts) ts else down.plusNanos(1000)
+    !(if (down == ts) ts else down.plusNanos(1000)).isBefore(t)
   }
 
   def list(storage: DatasetStorage): Vector[VersionEntry] = {

@@ -30,6 +30,6 @@ object Restore {
   /** The newest version committed at or before `at` (a bisection by manifest
     * time: [[VersionLookup.versionAt]]). */
   def versionAt(storage: DatasetStorage, at: Instant): Long =
-    VersionLookup.versionAt(storage, at, t => !t.truncatedTo(java.time.temporal.ChronoUnit.MICROS).isAfter(at))
+    VersionLookup.versionAt(storage, at, History.committedAtOrBefore(_, at))
       .getOrElse(throw new LanceFormatException(s"${storage.uri}: no version was committed at or before $at"))
 }

@@ -36,20 +36,19 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
 
   private lazy val planned: Vector[Planned] = {
     val fragments = snapshot.fragments.filter(f => f.numRows > 0 && restriction.forall(_.names(f.id)))
-    // a fragment where the indices select few rows is planned from them alone: its page
-    // statistics could not narrow those rows further worth reading them (a lookup's cost)
-    val decided: Map[Long, RowRanges] = fragments.flatMap { f =>
-      indexSelection.flatMap(_.ranges(f.id.toInt)).filter(_.count * ScanPlanner.FewShare <= f.physicalRows).map(f.id -> _)
-    }.toMap
-    val rest = fragments.filterNot(f => decided.contains(f.id))
-    filter.foreach(f => FragmentStats.prefetch(snapshot.storage, f.columns, snapshot.schema, rest))
-    fragments.map { f =>
-      decided.get(f.id) match {
-        case Some(selected) =>
-          val may = selected.intersect(RowRanges.all(f.physicalRows))
-          Planned(FragmentPlan(f, may, RowRanges.of()), 0, 0, byIndex = Some(selected.count), prunedByIndex = may.isEmpty)
-        case None => narrow(plan(f))
-      }
+    // each fragment's index selection, converted to ranges once; a fragment where the indices
+    // select few rows is planned from them alone: its page statistics could not narrow those
+    // rows further worth reading them (a lookup's cost)
+    val selections = fragments.map(f => f -> indexSelection.flatMap(_.ranges(f.id.toInt)))
+    def few(f: FragmentInfo, selected: Option[RowRanges]): Boolean =
+      selected.exists(_.count * ScanPlanner.FewShare <= f.physicalRows)
+    filter.foreach(fl => FragmentStats.prefetch(snapshot.storage, fl.columns, snapshot.schema,
+      selections.collect { case (f, sel) if !few(f, sel) => f }))
+    selections.map {
+      case (f, Some(selected)) if few(f, Some(selected)) =>
+        val may = selected.intersect(RowRanges.all(f.physicalRows))
+        Planned(FragmentPlan(f, may, RowRanges.of()), 0, 0, byIndex = Some(selected.count), prunedByIndex = may.isEmpty)
+      case (f, selected) => narrow(plan(f), selected)
     }.map(restrict)
   }
 
@@ -64,9 +63,9 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
       p.copy(plan = p.plan.copy(mayMatch = may, allMatch = RowRanges.of()))
   }
 
-  /** The planned ranges less the rows the indices rule out. */
-  private def narrow(p: Planned): Planned =
-    indexSelection.flatMap(_.ranges(p.plan.fragment.id.toInt)) match {
+  /** The planned ranges less the rows the indices rule out (`selection`: what they select in this fragment). */
+  private def narrow(p: Planned, selection: Option[RowRanges]): Planned =
+    selection match {
       case None => p
       case Some(selected) =>
         // exactly the selected rows (a batch reads many ranges at once, each page or chunk

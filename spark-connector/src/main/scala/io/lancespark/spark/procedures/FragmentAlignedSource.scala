@@ -10,6 +10,7 @@ import org.apache.spark.sql.types.LongType
 
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.read.LanceScan
+import io.lancespark.table.storage.DatasetStorage
 
 /** A source of new column values that needs no shuffle: one computed
   * row-by-row from a scan of the very version being extended (the usual
@@ -53,10 +54,7 @@ private[procedures] object FragmentAlignedSource {
 
   /** The same dataset, however its location was written (`/p`, `file:/p`, `file:///p/`). */
   private def sameDataset(a: String, b: String): Boolean = {
-    def normalized(u: String): String = {
-      val uri = new org.apache.hadoop.fs.Path(u).toUri
-      s"${Option(uri.getScheme).getOrElse("file")}://${Option(uri.getAuthority).getOrElse("")}${uri.getPath.stripSuffix("/")}"
-    }
+    def normalized(u: String): java.net.URI = new java.net.URI(DatasetStorage.normalize(u)).normalize()
     a == b || normalized(a) == normalized(b)
   }
 
