@@ -178,12 +178,16 @@ object ArrowFieldWriter {
 
   private final class ListWriter(v: ListVector, et: DataType, column: String) extends ArrowFieldWriter(v, column) {
     private val items = ArrowFieldWriter(v.getDataVector, et, s"$column.element")
+    private val bulk = BulkItems.of(v.getDataVector, et)
     override protected def setValue(in: SpecializedGetters, ordinal: Int, index: Int): Unit = {
       val a = in.getArray(ordinal)
       val start = v.startNewValue(index)
-      var k = 0
-      while (k < a.numElements()) { items.write(a, k, start + k); k += 1 }
-      v.endValue(index, a.numElements())
+      val n = a.numElements()
+      if (!bulk.exists(_.copy(a, start, n))) {
+        var k = 0
+        while (k < n) { items.write(a, k, start + k); k += 1 }
+      }
+      v.endValue(index, n)
     }
   }
 
@@ -201,14 +205,17 @@ object ArrowFieldWriter {
   private final class FixedSizeListWriter(v: FixedSizeListVector, et: DataType, column: String)
       extends ArrowFieldWriter(v, column) {
     private val items = ArrowFieldWriter(v.getDataVector, et, s"$column.element")
+    private val bulk = BulkItems.of(v.getDataVector, et)
     private val size = v.getListSize
     override protected def setValue(in: SpecializedGetters, ordinal: Int, index: Int): Unit = {
       val a = in.getArray(ordinal)
       if (a.numElements() != size)
         fail(s"a vector of ${a.numElements()} elements does not fit the fixed-size list of $size")
       val start = v.startNewValue(index)
-      var k = 0
-      while (k < size) { items.write(a, k, start + k); k += 1 }
+      if (!bulk.exists(_.copy(a, start, size))) {
+        var k = 0
+        while (k < size) { items.write(a, k, start + k); k += 1 }
+      }
     }
     override protected def setNull(index: Int): Unit = {
       v.setNull(index)

@@ -194,26 +194,34 @@ object OutOfLineBitpackingCodec {
     * last partial group packed (padded) only when that is strictly smaller
     * than storing it raw, so that the size tells a reader which it is. */
   def encodeLevels(levels: Array[Int], from: Int, n: Int, w: Int, out: ByteBuilder): Unit = {
-    val group = new Array[Long](FastLanes.GroupSize)
+    val size = FastLanes.GroupSize
+    val group = new Array[Long](size)
     val groupBytes = FastLanes.packedBytes(w)
-    val whole = n / FastLanes.GroupSize
-    val tail = n % FastLanes.GroupSize
+    val whole = n / size
+    val tail = n % size
     val packTail = tail > 0 && groupBytes < 2 * tail
     val groups = whole + (if (packTail) 1 else 0)
     val packed = new Array[Byte](groupBytes)
+    val zeros = new Array[Byte](groupBytes)
+    val words = new Array[Long](size)
     var g = 0
     while (g < groups) {
-      val take = math.min(FastLanes.GroupSize, n - g * FastLanes.GroupSize)
+      val take = math.min(size, n - g * size)
+      val base = from + g * size
+      var any = 0
       var i = 0
-      while (i < take) { group(i) = levels(from + g * FastLanes.GroupSize + i) & 0xffffL; i += 1 }
-      java.util.Arrays.fill(group, take, FastLanes.GroupSize, 0L)
-      FastLanes.pack(group, 16, w, packed, 0, FastLanes.localScratch())
-      out.put(packed, 0, groupBytes)
+      while (i < take) { val l = levels(base + i) & 0xffff; any |= l; group(i) = l.toLong; i += 1 }
+      if (any == 0) out.put(zeros, 0, groupBytes)  // (a group of zeros packs to zeros)
+      else {
+        java.util.Arrays.fill(group, take, size, 0L)
+        FastLanes.pack(group, 16, w, packed, 0, words)
+        out.put(packed, 0, groupBytes)
+      }
       g += 1
     }
     if (tail > 0 && !packTail) {
       var i = 0
-      while (i < tail) { out.putShort(levels(from + whole * FastLanes.GroupSize + i)); i += 1 }
+      while (i < tail) { out.putShort(levels(from + whole * size + i)); i += 1 }
     }
   }
 }

@@ -158,11 +158,14 @@ object FastLanes {
   /** Packs 1024 values (each below 2^w) of `t` bits into `w`-bit FastLanes
     * words, written little-endian into `dst` at byte `at` ([[packedBytes]] of
     * them): the inverse of [[unpack]]. */
-  def pack(values: Array[Long], t: Int, w: Int, dst: Array[Byte], at: Int, s: Scratch): Unit = {
+  def pack(values: Array[Long], t: Int, w: Int, dst: Array[Byte], at: Int, s: Scratch): Unit =
+    pack(values, t, w, dst, at, s.words)
+
+  /** As above, with `words` (at least [[GroupSize]] longs) for scratch. */
+  def pack(values: Array[Long], t: Int, w: Int, dst: Array[Byte], at: Int, words: Array[Long]): Unit = {
     if (w == 0) return
     val lanes = GroupSize / t
     val n = lanes * w
-    val words = s.words
     java.util.Arrays.fill(words, 0, n, 0L)
     val mask = if (w >= 64) -1L else (1L << w) - 1
     val wordMask = if (t == 64) -1L else (1L << t) - 1

@@ -331,8 +331,11 @@ private[v21] object MiniBlockPage {
     val totalValues = lb.values
     // the entry of each value (entries are values when there are no levels)
     val entryOf: Int => Int =
-      if (rep == null && defs == null) identity
-      else {
+      if (defs == null) {  // every entry valid: entry v is value v
+        if (entries != totalValues)
+          throw new LanceFormatException(s"${lb.where}: $entries value slots for $totalValues values")
+        identity
+      } else {
         val table = new Array[Int](totalValues + 1)
         var v = 0
         var e = 0

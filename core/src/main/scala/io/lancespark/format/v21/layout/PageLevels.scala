@@ -27,10 +27,11 @@ private[v21] object PageLevels {
     val n = lb.defs.size
     // the page's definition levels, their maximum and the valid entries, in
     // one loop over primitive ints (no boxing: this runs for every page)
-    val defs = new Array[Int](n)
+    val allValid = lb.nulls == 0  // (every entry's level 0: no loop, no array)
+    val defs = if (allValid) null else new Array[Int](n)
     var maxDef = 0
-    var validValues = 0
-    var i = 0
+    var validValues = if (allValid) n else 0
+    var i = if (allValid) n else 0
     while (i < n) {
       val d = map(lb.defs(i))
       defs(i) = d
@@ -56,8 +57,11 @@ private[v21] object PageLevels {
     val canonicalLevels = path.map { case LayerKind.Item => 1; case LayerKind.List => 2 }
     val bases = canonicalLevels.scanLeft(0)(_ + _)
     val seen = new Array[Boolean](bases.last + 1)
-    var i = 0
-    while (i < lb.defs.size) { seen(lb.defs(i)) = true; i += 1 }
+    if (lb.nulls == 0) seen(0) = lb.defs.size > 0
+    else {
+      var i = 0
+      while (i < lb.defs.size) { seen(lb.defs(i)) = true; i += 1 }
+    }
     val map = new Array[Int](bases.last + 1)
     var pb = 0
     val layers = path.indices.map { j =>

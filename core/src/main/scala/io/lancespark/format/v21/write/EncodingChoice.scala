@@ -74,8 +74,10 @@ private[v21] final class EncodingChoice(version: Int, codecs: WriteCodecs) {
         val src = lb.fixed.arr
         val n = lb.values
         val runs = if (codecs.rle && Set(1, 2, 4, 8).contains(w)) RleCodec.runs(src, 0, n, w, limit = n / 2) else n
+        // (not floats: their bits, sign and exponent on top, do not pack)
+        val floating = lb.field.arrowType.isInstanceOf[org.apache.arrow.vector.types.pojo.ArrowType.FloatingPoint]
         val packed =
-          if (codecs.bitpacking && Set(1, 2, 4, 8).contains(w)) InlineBitpackingCodec.packedBytes(src, n, w)
+          if (codecs.bitpacking && !floating && Set(1, 2, 4, 8).contains(w)) InlineBitpackingCodec.packedBytes(src, n, w)
           else Long.MaxValue
         val (plain, plainBytes) =
           if (runs < n / 2) (new RleValues(src, w), runs.toLong * (w + 1))

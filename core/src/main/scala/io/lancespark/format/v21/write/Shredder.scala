@@ -76,6 +76,7 @@ private[v21] final class Shredder(top: LanceField, leafOf: LanceField => LeafBuf
       lb.appendValues(v, a, b)
       lb.rows += b - a
     case node =>
+      denseVectors.clear()  // (vectors are refilled between batches)
       var i = a
       while (i < b) { walk(node, v, i, -1); i += 1 }
       node.leaves.foreach(_.rows += b - a)
@@ -95,6 +96,24 @@ private[v21] final class Shredder(top: LanceField, leafOf: LanceField => LeafBuf
     lb.entry(repOf(lb, cause), d)
     if (!empty && l.keepsSlot(node.depth) && !node.isInstanceOf[ListNode]) lb.placeholder()
   }
+
+  /** Whether a list's item vector holds no null (nor a kind of value that
+    * is placed one by one). */
+  private def dense(items: FieldVector): Boolean = {
+    // once per vector and batch: counting its nulls reads its whole validity
+    val known = denseVectors.get(items)
+    if (known != null) known.booleanValue()
+    else {
+      val d = items match {
+        case _: org.apache.arrow.vector.BaseFixedWidthVector | _: org.apache.arrow.vector.BaseVariableWidthVector |
+             _: org.apache.arrow.vector.BaseLargeVariableWidthVector => items.getNullCount == 0
+        case _ => false
+      }
+      denseVectors.put(items, java.lang.Boolean.valueOf(d))
+      d
+    }
+  }
+  private val denseVectors = new java.util.IdentityHashMap[FieldVector, java.lang.Boolean]()
 
   private def walk(node: Node, v: FieldVector, i: Int, cause: Int): Unit = node match {
     case Leaf(_, depth, lb) =>
@@ -122,7 +141,15 @@ private[v21] final class Shredder(top: LanceField, leafOf: LanceField => LeafBuf
           case other => throw new LanceFormatException(s"column '${l.field.name}' is a list but its vector is ${other.getClass.getSimpleName}")
         }
         if (end == start) absent(l, cause, empty = true)
-        else {
+        else if (l.child.isInstanceOf[Leaf] && dense(items)) {
+          // a list of values none of which is null (embeddings): levels and values in bulk
+          val lb = l.child.asInstanceOf[Leaf].buffer
+          val n = (end - start).toInt
+          lb.rep.add(repOf(lb, cause))
+          lb.rep.fill(levels(lb).newElementRep(l.depth), n - 1)
+          lb.defs.fill(0, n)
+          lb.appendValues(items, start.toInt, end.toInt)
+        } else {
           var j = start
           while (j < end) {
             walk(l.child, items, j.toInt, if (j == start) cause else l.depth)
