@@ -18,6 +18,11 @@ from Parquet keyed by ``id``, as when a model's output arrives from elsewhere: `
 gets them joined to the table's ``_rowaddr`` (a join, then its shuffle by fragment), Delta's
 MERGE reads them as its source.
 
+With ``--source rowaddr`` the precomputed embeddings are read from Parquet keyed by ``_rowaddr``
+(the issue's "DataFrame keyed by ``_rowaddr``": a model's output over ``SELECT _rowaddr, ...`` of
+the table, saved in the scan's order, made once and not timed): ``add_columns`` reads it as its
+source; Delta's MERGE reads the same values keyed by ``id`` (Delta has no row addresses).
+
 Broadcast joins are off (``spark.sql.autoBroadcastJoinThreshold=-1``): Spark estimates the
 MERGE's source from the few megabytes of the table it is computed from and would broadcast the
 whole gigabytes of embeddings. Each round starts from fresh copies of both tables (copied on disk, not timed); ``--reps``
@@ -27,7 +32,7 @@ keeps the old ones until VACUUM, so the growth is what each wrote). The new colu
 ``rows x dim x 4`` bytes (float32 values; they do not compress). Checked once: both tables then
 hold the same ``emb`` for a sample of ids, equal to the expression's values.
 
-    python -m bench.evolution [--rows 1000000] [--dim 384] [--reps 3] [--source expression|parquet]
+    python -m bench.evolution [--rows 1000000] [--dim 384] [--reps 3] [--source expression|parquet|rowaddr]
                               [--data bench-data/evolution]
                               [--out docs/benchmarks-evolution.md]
 
@@ -88,8 +93,20 @@ def _embeddings(spark, root: Path, rows: int, dim: int) -> Path:
     return path
 
 
+def _by_address(spark, base: Dict[str, Path], emb: Path, root: Path) -> Path:
+    """The embeddings keyed by the Lance table's ``_rowaddr`` (``--source rowaddr``), in address
+    order, as Parquet: made once from the id-keyed ones."""
+    path = root / (emb.name.replace(".parquet", "") + "-rowaddr.parquet")
+    if not (path / "_SUCCESS").exists():
+        log("keying the embeddings by the Lance table's _rowaddr")
+        table = spark.read.format("lance").load(str(base["lance"])).select("_rowaddr", "id")
+        table.join(spark.read.parquet(str(emb)), "id").select("_rowaddr", "emb").orderBy("_rowaddr") \
+            .write.mode("overwrite").parquet(str(path))
+    return path
+
+
 def _round(spark, base: Dict[str, Path], root: Path, dim: int, order: List[str],
-           emb: Path | None = None) -> Dict[str, Any]:
+           emb: Path | None = None, by_address: Path | None = None) -> Dict[str, Any]:
     work = {s: root / f"work.{s}" for s in base}
     for s in base:
         shutil.rmtree(work[s], ignore_errors=True)
@@ -100,7 +117,9 @@ def _round(spark, base: Dict[str, Path], root: Path, dim: int, order: List[str],
         t = time.perf_counter()
         if s == "lance":
             table = spark.read.format("lance").load(str(work[s]))
-            if emb is None:
+            if by_address is not None:   # the precomputed embeddings keyed by _rowaddr
+                spark.read.parquet(str(by_address)).createOrReplaceTempView("evo_src")
+            elif emb is None:
                 table.selectExpr("_rowaddr", _emb_sql(dim)).createOrReplaceTempView("evo_src")
             else:   # the precomputed embeddings keyed by id: joined to the table's _rowaddr
                 table.select("_rowaddr", "id").join(spark.read.parquet(str(emb)), "id") \
@@ -169,8 +188,9 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--shuffle-partitions", type=int, default=200)
-    ap.add_argument("--source", choices=["expression", "parquet"], default="expression",
-                    help="the new column computed from the table (default) or precomputed Parquet keyed by id")
+    ap.add_argument("--source", choices=["expression", "parquet", "rowaddr"], default="expression",
+                    help="the new column computed from the table (default), or precomputed Parquet keyed by "
+                         "id (joined to _rowaddr) or by _rowaddr")
     ap.add_argument("--data", default=str(env.REPO / "bench-data" / "evolution"))
     ap.add_argument("--out", default=str(env.REPO / "docs" / "benchmarks-evolution.md"))
     args = ap.parse_args(argv)
@@ -188,10 +208,11 @@ def main(argv: List[str] | None = None) -> int:
     rounds: List[Dict[str, Any]] = []
     try:
         base = _generate(spark, root, args.rows)
-        emb = _embeddings(spark, root, args.rows, args.dim) if args.source == "parquet" else None
+        emb = _embeddings(spark, root, args.rows, args.dim) if args.source != "expression" else None
+        by_address = _by_address(spark, base, emb, root) if args.source == "rowaddr" else None
         for r in range(args.reps):
             order = ["lance", "delta"] if r % 2 == 0 else ["delta", "lance"]
-            res = _round(spark, base, root, args.dim, order, emb)
+            res = _round(spark, base, root, args.dim, order, emb, by_address)
             if r == 0:
                 _check(spark, res["work"], args.dim, args.rows)
             del res["work"]

@@ -46,3 +46,27 @@ object SerializableHadoopConf {
     }
   }
 }
+
+/** Where a reader gets its Hadoop configuration: the session's broadcast (a
+  * Spark job's tasks), or the driver's own (a scan read on the driver while the
+  * query is planned, which needs no broadcast: making one per scan costs
+  * about a millisecond of a lookup's dozen). */
+sealed trait ConfSource extends Serializable {
+  def conf: Configuration
+}
+
+object ConfSource {
+  final case class Broadcasted(b: org.apache.spark.broadcast.Broadcast[SerializableHadoopConf]) extends ConfSource {
+    override def conf: Configuration = b.value.value
+  }
+
+  /** On the driver only (a configuration is not serializable). */
+  final case class OnDriver(c: SerializableHadoopConf) extends ConfSource {
+    override def conf: Configuration = c.value
+  }
+
+  /** The session's configuration as a broadcast. */
+  def broadcast(session: org.apache.spark.sql.SparkSession): ConfSource =
+    Broadcasted(SerializableHadoopConf.broadcast(session))
+}
+

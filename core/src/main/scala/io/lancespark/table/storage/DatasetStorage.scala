@@ -18,6 +18,9 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
 
   def uri: String = root.toString
 
+  /** The Hadoop configuration this storage was opened with. */
+  def configuration: Configuration = conf
+
   /** How this store creates a manifest only if absent (the commit point), or
     * why it cannot; asked only by writers, so reads work on any store. */
   lazy val atomicPut: Either[String, AtomicPut] = AtomicPut.forStore(fs, root, conf)

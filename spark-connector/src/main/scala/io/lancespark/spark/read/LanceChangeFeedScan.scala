@@ -9,7 +9,7 @@ import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.ConfSource
 import io.lancespark.spark.options.{ChangeFeedBound, ChangeFeedOptions, ReadConf}
 import io.lancespark.table.plan.{FragmentPiece, PartitionPlanner}
 import io.lancespark.table.storage.Snapshot
@@ -117,7 +117,7 @@ object ChangeFeedPlanning {
     val fields = dataSchema.fields.toSeq.map(f => snapshot.schema.field(f.name).getOrElse(
       throw new LanceFormatException(s"$uri: no column '${f.name}'")))
     ChangeFeedReaderFactory(LanceReaderFactory(uri, snapshot.version, snapshot.schema, fields, dataSchema, Nil,
-      dataSchema, snapshot.hasStableRowIds, read, SerializableHadoopConf.broadcast(SparkSession.active)))
+      dataSchema, snapshot.hasStableRowIds, read, ConfSource.broadcast(SparkSession.active)))
   }
 }
 

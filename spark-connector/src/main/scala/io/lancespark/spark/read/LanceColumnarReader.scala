@@ -18,7 +18,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
   private val fragment = piece.fragment
   private val allocator: BufferAllocator =
     ArrowAllocators.root.newChildAllocator(s"lance-fragment-${fragment.id}", 0, Long.MaxValue)
-  private val storage = DatasetStorage(factory.uri, factory.hadoopConf.value.value)
+  private val storage = DatasetStorage(factory.uri, factory.hadoopConf.conf)
   private val scanner = new FragmentScanner(storage, factory.version, fragment, factory.fields, allocator,
     ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields)
 

@@ -1,13 +1,12 @@
 package io.lancespark.spark.read
 
-import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
 import io.lancespark.schema.{LanceField, LanceSchema}
-import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.ConfSource
 import io.lancespark.spark.options.ReadConf
 
 /** Serialized to executors; creates columnar readers for Lance partitions.
@@ -24,7 +23,7 @@ final case class LanceReaderFactory(
     outputSchema: StructType,
     stableRowIds: Boolean,
     read: ReadConf,
-    hadoopConf: Broadcast[SerializableHadoopConf],
+    hadoopConf: ConfSource,
     filter: Option[io.lancespark.table.filter.Filter] = None,
     filterFields: Seq[LanceField] = Nil,
     limit: Option[Int] = None)

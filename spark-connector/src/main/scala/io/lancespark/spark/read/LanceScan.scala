@@ -14,7 +14,7 @@ import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
 import io.lancespark.table.index.LabelClause
 import io.lancespark.table.scan.BlobColumns
-import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.{ConfSource, SerializableHadoopConf}
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.storage.Snapshot
 import io.lancespark.table.plan.Clustering
@@ -122,12 +122,12 @@ final class LanceScan(
 
   /** Made once per scan: Spark asks each copy of the scan's plan node (each
     * its own batch) for it while it plans (to know whether the scan is columnar). */
-  private[read] lazy val readerFactory: LanceReaderFactory = {
-    val session = SparkSession.active
-    val conf = SerializableHadoopConf.broadcast(session)
+  private[read] lazy val readerFactory: LanceReaderFactory =
+    factoryWith(ConfSource.broadcast(SparkSession.active))
+
+  private def factoryWith(conf: ConfSource): LanceReaderFactory =
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
       metadataColumns, outputSchema, snapshot.hasStableRowIds, options, conf, filter, filterFields, limit)
-  }
 
   /** This scan's rows, read here on the driver, when the plan says they are
     * few: at most `localScanRows` rows planned (the row ranges left by the
@@ -149,11 +149,13 @@ final class LanceScan(
 
   private def readAll(): Vector[InternalRow] = {
     val toRow = UnsafeProjection.create(outputSchema)
+    val onDriver = factoryWith(ConfSource.OnDriver(
+      new SerializableHadoopConf(snapshot.storage.configuration)))
     val cap = limit.fold(Long.MaxValue)(_.toLong)
     val out = Vector.newBuilder[InternalRow]
     var n = 0L
     partitions.iterator.takeWhile(_ => n < cap).foreach { pieces =>
-      val reader = readerFactory.createColumnarReader(LanceInputPartition(pieces))
+      val reader = onDriver.createColumnarReader(LanceInputPartition(pieces))
       try {
         while (n < cap && reader.next()) {
           val it = reader.get().rowIterator()

@@ -8,7 +8,7 @@ import org.apache.spark.sql.connector.read.streaming.{Offset, ReadAllAvailable, 
 import org.apache.spark.sql.types.StructType
 
 import io.lancespark.schema.LanceField
-import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.ConfSource
 import io.lancespark.spark.options.{ReadConf, StreamConf, StreamStart}
 import io.lancespark.spark.read.{LanceInputPartition, LanceReaderFactory, LanceScan}
 import io.lancespark.table.model.FragmentInfo
@@ -132,7 +132,7 @@ final class LanceMicroBatchStream(start: Snapshot, tableSchema: StructType, fiel
 
   override def createReaderFactory(): PartitionReaderFactory =
     LanceReaderFactory(uri, start.version, start.schema, fields, dataSchema, Nil, outputSchema,
-      start.hasStableRowIds, read, SerializableHadoopConf.broadcast(SparkSession.active))
+      start.hasStableRowIds, read, ConfSource.broadcast(SparkSession.active))
 
   override def commit(end: Offset): Unit = ()
 
