@@ -406,7 +406,8 @@ def _stages_per_job(spark, group: str, fn) -> list[int]:
 def test_a_source_computed_from_the_table_is_not_shuffled(spark, tmp_path):
     """`SELECT _rowaddr, f(x) FROM t` at the version being extended is written where it is
     computed (one stage, no shuffle): the scan's tasks are joined where a fragment continues from
-    one into the next (fragments cut by `splitRows`), also after a compaction. Another shape of source (here a union) is shuffled as before. Every case gives
+    one into the next (fragments cut by `splitRows`), also after a compaction. A union is written
+    in pieces (each task's rows are in order), a repartitioned source is shuffled. Every case gives
     pylance's rows and the expected values."""
     spark.conf.set("spark.lance.localScanRows", "0")   # these small scans run as jobs
     try:
@@ -437,15 +438,81 @@ def test_a_source_computed_from_the_table_is_not_shuffled(spark, tmp_path):
         assert max(stages) == 1, f"stages per job: {stages}"
         live = [i for i in live if not (i < 3500 and i % 3 != 0)]
         assert pylance_rows(path, ["id", "x3", "w"]) == [(i, 3 * i, f"v{i}!") for i in live]
-        # a union is not a scan's rows in place: shuffled
+        # a union is not a scan's rows in place, but each task's rows are in order: written in
+        # pieces, a fragment's pieces from two tasks joined (one stage per job)
         t = spark.read.format("lance").load(path)
         union = t.where("id < 4000").selectExpr("_rowaddr", "id - 1 AS z").union(
             t.where("id >= 6000").selectExpr("_rowaddr", "id - 2 AS z"))
         union.createOrReplaceTempView("union_src")
         stages = _stages_per_job(spark, "union", lambda: call_add_columns(spark, path, "union_src"))
-        assert max(stages) > 1, f"stages per job: {stages}"
+        assert max(stages) == 1, f"stages per job: {stages}"
         assert pylance_rows(path, ["id", "z"]) == [(i, i - 1 if i < 4000 else i - 2 if i >= 6000 else None) for i in live]
-        assert spark_rows(spark, path, ["id", "x3", "y", "w", "z"]) == pylance_rows(path, ["id", "x3", "y", "w", "z"])
+        # a source that is itself shuffled (here by a repartition) is shuffled by fragment
+        shuffled = t.selectExpr("_rowaddr", "id + 5 AS r").repartition(3)
+        shuffled.createOrReplaceTempView("shuffled_src")
+        stages = _stages_per_job(spark, "shuffled", lambda: call_add_columns(spark, path, "shuffled_src"))
+        assert max(stages) > 1, f"stages per job: {stages}"
+        assert pylance_rows(path, ["id", "r"]) == [(i, i + 5) for i in live]
+        cols = ["id", "x3", "y", "w", "z", "r"]
+        assert spark_rows(spark, path, cols) == pylance_rows(path, cols)
         lance.dataset(path).validate()
     finally:
         spark.conf.unset("spark.lance.localScanRows")
+
+
+def _leftover_files(path: str) -> set[str]:
+    """Data files in the directory that no fragment of the latest version lists."""
+    listed = {f.path for frag in lance.dataset(path).get_fragments() for f in frag.metadata.files}
+    return {n for n in os.listdir(os.path.join(path, "data")) if n.endswith(".lance")} - listed
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_a_source_in_address_order_is_written_where_it_is_read(spark, tmp_path, version):
+    """The issue's shape: new values keyed by `_rowaddr` saved to Parquet in address order (a
+    model's output over a scan of the table), read back in splits that cut fragments. Each task
+    writes pieces of the fragments it reads, joined per fragment without decoding: no shuffle,
+    rows the source lacks and deleted rows NULL, old files untouched, no piece left behind;
+    pylance reads the values. A source in another order, or with a repeated address, falls back
+    to the shuffle (its error names the address)."""
+    path = str(tmp_path / "ordered.lance")
+    lance.write_dataset(base_table(0, 12000), path, max_rows_per_file=2500, data_storage_version=version)
+    lance.dataset(path).delete("id % 11 = 4")
+    before = data_files(path)
+    live = [i for i in range(12000) if i % 11 != 4]
+    src_path = str(tmp_path / "emb.parquet")
+    (spark.read.format("lance").load(path).where("id % 5 != 0")
+     .selectExpr("_rowaddr", "id", "transform(array_repeat(0, 8), (_, k) -> CAST(id * 10 + k AS FLOAT)) AS emb",
+                 "concat('s', CAST(id AS STRING)) AS s")
+     .coalesce(1).write.option("maxRecordsPerFile", 1700).parquet(src_path))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "65536")   # a split per file, as large files get
+    try:
+        src = spark.read.parquet(src_path)
+        assert src.rdd.getNumPartitions() >= 5
+        src.drop("id").createOrReplaceTempView("ordered_src")
+        stages = _stages_per_job(spark, "ordered", lambda: call_add_columns(spark, path, "ordered_src"))
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert stages and max(stages) == 1, f"stages per job: {stages}"
+    want = [(i, [float(i * 10 + k) for k in range(8)] if i % 5 else None, f"s{i}" if i % 5 else None) for i in live]
+    assert pylance_rows(path, ["id", "emb", "s"]) == want
+    assert spark_rows(spark, path, ["id", "emb", "s"]) == want
+    after = data_files(path)
+    assert {k: after[k] for k in before} == before
+    assert _leftover_files(path) == set()
+    lance.dataset(path).validate()
+
+    # rows in another order: pieces refused, shuffled by fragment
+    (spark.read.parquet(src_path).orderBy(F.rand(3)).selectExpr("_rowaddr", "id * 2 AS twice")
+     .coalesce(1).write.option("maxRecordsPerFile", 3000).parquet(str(tmp_path / "random.parquet")))
+    spark.read.parquet(str(tmp_path / "random.parquet")).createOrReplaceTempView("random_src")
+    stages = _stages_per_job(spark, "random", lambda: call_add_columns(spark, path, "random_src"))
+    assert max(stages) > 1, f"stages per job: {stages}"
+    assert pylance_rows(path, ["id", "twice"]) == [(i, 2 * i if i % 5 else None) for i in live]
+    assert _leftover_files(path) == set()
+
+    # a repeated address in an ordered source: the shuffle's error
+    dup = spark.read.parquet(src_path).selectExpr("_rowaddr", "id AS d")
+    dup.union(dup.limit(1)).coalesce(1).sortWithinPartitions("_rowaddr").createOrReplaceTempView("dup_src")
+    with pytest.raises(Exception, match="more than one row for _rowaddr"):
+        call_add_columns(spark, path, "dup_src")
+    assert _leftover_files(path) == set()

@@ -28,17 +28,24 @@ private[format] object FileTail {
   def write(pos: PositionedOutput, schema: LanceSchema, metadata: Map[String, ByteString], rows: Long,
             columns: Seq[Seq[ColumnMetadata.Page]], extraGlobals: Seq[Array[Byte]], major: Int, minor: Int,
             ownEncoding: Int => Option[ByteString] = _ => None): Long = {
+    val pb = PbSchema.newBuilder().addAllFields(schema.toProto.asJava).putAllMetadata(metadata.asJava).build()
+    writeColumns(pos, pb, rows, columns.zipWithIndex.map { case (ps, c) =>
+      val enc = ownEncoding(c).fold(columnEncoding)(direct("lance.encodings.ColumnEncoding", _))
+      ColumnMetadata.newBuilder().setEncoding(enc).addAllPages(ps.asJava).build()
+    }, extraGlobals, major, minor)
+  }
+
+  /** The tail with the schema message and each column's metadata as given. */
+  def writeColumns(pos: PositionedOutput, schema: PbSchema, rows: Long, columns: Seq[ColumnMetadata],
+                   extraGlobals: Seq[Array[Byte]], major: Int, minor: Int): Long = {
     val globals = scala.collection.mutable.ArrayBuffer.empty[(Long, Long)]
     globals += ((0L, 0L)) // the descriptor, written last
     extraGlobals.foreach(g => globals += ((pos.writeAligned(g, g.length), g.length.toLong)))
-    val fd = FileDescriptor.newBuilder()
-      .setSchema(PbSchema.newBuilder().addAllFields(schema.toProto.asJava).putAllMetadata(metadata.asJava))
-      .setLength(rows).build().toByteArray
+    val fd = FileDescriptor.newBuilder().setSchema(schema).setLength(rows).build().toByteArray
     globals(0) = (pos.writeAligned(fd, fd.length), fd.length.toLong)
     val cmStart = pos.position
-    val cmRegions = columns.zipWithIndex.map { case (ps, c) =>
-      val enc = ownEncoding(c).fold(columnEncoding)(direct("lance.encodings.ColumnEncoding", _))
-      val bytes = ColumnMetadata.newBuilder().setEncoding(enc).addAllPages(ps.asJava).build().toByteArray
+    val cmRegions = columns.map { cm =>
+      val bytes = cm.toByteArray
       val at = pos.position
       pos.write(bytes, bytes.length)
       (at, bytes.length.toLong)

@@ -141,6 +141,35 @@ object StatsStore {
     } finally reader.close()
   }
 
+  /** A file's statistics as written (bounds as raw bytes) and its sketches,
+    * for a writer that joins files ([[io.lancespark.format.FileConcat]]);
+    * None when it has none, or has them in a layout other than the one
+    * written now (they cannot be carried over as they are). */
+  private[format] def raw(file: FileContainer, allocator: BufferAllocator): Option[(Vector[RawStat], Map[Int, DistinctSketch])] = {
+    val bytes = globalBufferNamed(file, BufferKey, "page statistics").getOrElse(return None)
+    val reader = new ArrowStreamReader(new java.io.ByteArrayInputStream(bytes), allocator)
+    try {
+      val root = reader.getVectorSchemaRoot
+      val version = Option(root.getSchema.getCustomMetadata).flatMap(m => Option(m.get(VersionKey)))
+      if (!version.contains(Version)) return None
+      val out = Vector.newBuilder[RawStat]
+      while (reader.loadNextBatch()) {
+        def ints(name: String): IntVector = root.getVector(name).asInstanceOf[IntVector]
+        def longs(name: String): BigIntVector = root.getVector(name).asInstanceOf[BigIntVector]
+        def bins(name: String): VarBinaryVector = root.getVector(name).asInstanceOf[VarBinaryVector]
+        val (col, fid, pidx, first, num, nc, mins, maxs) = (ints("column_index"), ints("field_id"), ints("page_index"),
+          longs("first_row"), longs("num_rows"), longs("null_count"), bins("min_value"), bins("max_value"))
+        val vb = Option(root.getVector("value_bytes")).collect { case v: BigIntVector => v }
+        (0 until root.getRowCount).foreach { i =>
+          out += RawStat(col.get(i), fid.get(i), pidx.get(i), first.get(i), num.get(i),
+            if (nc.isNull(i)) -1L else nc.get(i), if (mins.isNull(i)) null else mins.get(i),
+            if (maxs.isNull(i)) null else maxs.get(i), vb.filterNot(_.isNull(i)).fold(-1L)(_.get(i)))
+        }
+      }
+      Some((out.result(), readSketches(file, allocator)))
+    } finally reader.close()
+  }
+
   /** The page statistics of a 2.x data file (any 2.x version), None if it has none. */
   def read(source: RandomAccessSource, allocator: BufferAllocator): Option[PageStatistics] =
     read(FileContainer.open(source, _ => true, "a 2.x file"), allocator)

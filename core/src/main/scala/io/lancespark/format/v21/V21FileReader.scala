@@ -386,6 +386,9 @@ object V21FileReader {
   /** A blob column of file version 2.2. */
   def isBlobV2(f: LanceField): Boolean = f.metadata.get("ARROW:extension:name").contains("lance.blob.v2")
 
+  /** A blob column of file version 2.1 (`lance-encoding:blob`). */
+  def isBlobV1(f: LanceField): Boolean = layout.BlobPage.isBlobV1(f)
+
   /** The fields of a field that have columns in 2.1+ files: the leaves. */
   def leaves(f: LanceField): Vector[LanceField] =
     if (f.metadata.get("lance-encoding:packed").isDefined || isBlobV2(f)) Vector(f)

@@ -80,6 +80,25 @@ object FragmentWriter {
       catch { case _: Exception => () }
   }
 
+  /** One new data file (named `<prefix>-<uuid>.lance`) holding the rows of
+    * the uncommitted data files `names` in order, each of the same columns
+    * at 2.1 or later (pieces of one fragment's file written by several
+    * tasks), joined without decoding ([[io.lancespark.format.FileConcat]]);
+    * the pieces are deleted once it is written. `like` names the pieces'
+    * field ids and column indices (any piece's). */
+  def join(storage: DatasetStorage, names: Seq[String], prefix: String, like: WrittenFragment): WrittenFragment = {
+    val name = s"$prefix-${UUID.randomUUID()}.lance"
+    val path = storage.dataFile(name)
+    val inputs = names.map(n => storage.open(storage.dataFile(n)))
+    val joined = try {
+      val out = storage.fs.create(path, false)
+      try io.lancespark.format.FileConcat.write(inputs, out, path.toString)
+      catch { case e: Throwable => try out.close() finally delete(storage, name); throw e }
+    } finally inputs.foreach(i => try i.close() catch { case _: Throwable => () })
+    names.foreach(delete(storage, _))
+    like.copy(path = name, physicalRows = joined.rows, sizeBytes = joined.size)
+  }
+
   /** Deletes the data files a failed job's tasks wrote (their names start with
     * the job's prefix), including those of tasks whose results never arrived. */
   def sweep(storage: DatasetStorage, prefix: String): Unit =

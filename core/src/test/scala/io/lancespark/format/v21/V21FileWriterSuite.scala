@@ -88,6 +88,55 @@ class V21FileWriterSuite extends AnyFunSuite with BeforeAndAfterAll with WriterT
       }
     }
 
+    test(s"2.$minor: files of consecutive rows joined without decoding read as one file; pylance reads it") {
+      val schema = LanceSchema.fromArrow(richArrow)
+      val n = 4000
+      val cols = richColumns(n, 5)
+      val cuts = Seq(0, 1300, 1301, 2900, n)  // (a piece of one row)
+      val parts = cuts.zip(cuts.drop(1)).zipWithIndex.map { case ((a, b), i) =>
+        val batches = Seq(vectors(schema, cols.map(_.slice(a, b))))
+        try write(s"piece$i-2.$minor", schema, minor, batches, 700, WriteCodecs())._1
+        finally batches.foreach(_.foreach(_.close()))
+      }
+      val name = s"joined-2.$minor"
+      val p = pylanceDir.resolve(s"$name.lance")
+      val joined = io.lancespark.format.FileConcat.write(parts.map(q => new LocalFileSource(q)), Files.newOutputStream(p),
+        p.toString)
+      assert(joined.rows == n && joined.size == Files.size(p))
+      withVectors(vectors(schema, cols)) { expected =>
+        val r = V21FileReader.openStandalone(new LocalFileSource(p))
+        try {
+          withVectors(r.read(r.fileSchema.fields, 0, r.numRows, allocator)) { got =>
+            got.zip(expected).zip(schema.fields).foreach { case ((g, e), lf) =>
+              firstMismatch(lf.name, values(g), values(e)).foreach(m => fail(s"$name: $m"))
+            }
+          }
+          // a slice across a join reads the same rows as the whole
+          withVectors(r.read(r.fileSchema.fields, 1250, 1350, allocator)) { got =>
+            withVectors(vectors(schema, cols.map(_.slice(1250, 1350)))) { want =>
+              got.zip(want).zip(schema.fields).foreach { case ((g, e), lf) =>
+                firstMismatch(lf.name, values(g), values(e)).foreach(m => fail(s"$name [1250, 1350): $m"))
+              }
+            }
+          }
+        } finally r.close()
+        writeIpc(pylanceDir.resolve(s"$name.arrow"), expected)
+      }
+      // the statistics follow the rows: each field's entries cover [0, n) in order, bounds as written
+      val joinedStats = io.lancespark.format.stats.StatsStore.read(new LocalFileSource(p), allocator).get
+      val pieceStats = parts.map(q => io.lancespark.format.stats.StatsStore.read(new LocalFileSource(q), allocator).get)
+      assert(joinedStats.pages.nonEmpty)
+      joinedStats.byField.foreach { case (fid, ps) =>
+        assert(ps.head.firstRow == 0 && ps.last.firstRow + ps.last.numRows == n, s"field $fid")
+        ps.zip(ps.drop(1)).foreach { case (a, b) => assert(a.firstRow + a.numRows == b.firstRow, s"field $fid") }
+        def show(x: Any): String = x match { case a: Array[Byte] => a.mkString(","); case o => o.toString }
+        def bounds(s: io.lancespark.format.stats.PageStat) = (s.nullCount, s.min.map(show), s.max.map(show))
+        assert(ps.map(bounds) == pieceStats.flatMap(_.forField(fid)).map(bounds), s"field $fid")
+        assert(joinedStats.sketchOf(fid).isDefined == pieceStats.forall(_.sketchOf(fid).isDefined))
+      }
+      pylanceReads(pylanceDir, name)
+    }
+
     test(s"2.$minor: null structs at any depth, lists of structs of lists") {
       val schema = LanceSchema.fromArrow(new Schema(Seq(
         f("st", ArrowType.Struct.INSTANCE, f("in", ArrowType.Struct.INSTANCE, f("v", int(32))),

@@ -162,6 +162,28 @@ object AddColumnsJob {
             rowsWithValues.reset()
             write(arranged.queryExecution.toRdd)
           }
+        case None if FragmentAlignedSource.mayBeInOrder(planned.keyed, plan) =>
+          // written where it is read, in pieces joined per fragment; shuffled if not in order after all
+          val pieces = mutable.ArrayBuffer.empty[Option[Seq[AddColumnsTask.Piece]]]
+          sc.runJob(planned.keyed.queryExecution.toRdd, (_: TaskContext, rows: Iterator[InternalRow]) =>
+            task.writePieces(rows.map { r => if (countAt < 0 || !r.isNullAt(countAt)) rowsWithValues.add(1); r }),
+            (_: Int, done: Option[Seq[AddColumnsTask.Piece]]) => pieces += done)
+          val written = pieces.flatten.flatten.toVector
+          val inOrder = pieces.forall(_.isDefined)  // (a task whose rows were not in order wrote nothing)
+          (if (inOrder) FragmentAlignedSource.arrangePieces(written, plan) else None) match {
+            case Some((whole, toJoin)) =>
+              results ++= whole
+              if (toJoin.nonEmpty) {
+                val jobs = sc.parallelize(toJoin, math.max(1, math.min(toJoin.size, sc.defaultParallelism * 2)))
+                sc.runJob(jobs, (_: TaskContext, fs: Iterator[(Long, Vector[AddColumnsTask.Piece])]) =>
+                  fs.map { case (f, ps) => task.joinPieces(f, ps) }.toVector,
+                  (_: Int, done: Vector[FragmentColumns]) => results ++= done)
+              }
+            case None =>
+              Commits.discardFiles(storage, written.map(_.file))
+              rowsWithValues.reset()
+              write(arranged.queryExecution.toRdd)
+          }
         case None => write(arranged.queryExecution.toRdd)
       }
       val missing = (plan.fragments.keySet -- results.map(_.fragmentId)).toVector.sorted

@@ -8,8 +8,12 @@ import org.apache.spark.sql.execution.{ProjectExec, SparkPlan}
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 import org.apache.spark.sql.types.LongType
 
+import io.lancespark.format.v21.V21FileReader
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.read.LanceScan
+import io.lancespark.spark.write.AddColumnsTask
+import io.lancespark.table.commit.FragmentColumns
+import io.lancespark.table.evolution.ColumnAddition
 import io.lancespark.table.storage.DatasetStorage
 
 /** A source of new column values that needs no shuffle: one computed
@@ -49,6 +53,47 @@ private[procedures] object FragmentAlignedSource {
       val rdd = source.queryExecution.toRdd
       if (groups.forall(_.size == 1)) rdd
       else rdd.coalesce(groups.size, shuffle = false, Some(new ConsecutiveGroups(groups)))
+    }
+  }
+
+  /** Whether a source that is not a scan of the version may still give
+    * each task's rows in address order, fragment after fragment (a file
+    * written in that order, read in splits): its plan shuffles nothing, or
+    * ends sorted by `_rowaddr`; and the new columns can be written in pieces
+    * joined afterwards (file version 2.1 or later, no blob column). Tasks
+    * then write where they read ([[AddColumnsTask.writePieces]]). */
+  def mayBeInOrder(source: DataFrame, plan: ColumnAddition): Boolean = {
+    val physical = source.queryExecution.executedPlan
+    val joinable = plan.fileVersion.minor >= 1 && plan.fileVersion.major >= 2 &&
+      !plan.columns.allFields.exists(f => V21FileReader.isBlobV1(f) || V21FileReader.isBlobV2(f))
+    def shuffles(p: SparkPlan): Boolean = p match {
+      case _: org.apache.spark.sql.execution.exchange.ShuffleExchangeLike => true
+      case a: org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec => shuffles(a.executedPlan)
+      case other => other.children.exists(shuffles)
+    }
+    val sortedByAddress = physical.outputOrdering.headOption.exists { o =>
+      o.direction == org.apache.spark.sql.catalyst.expressions.Ascending && (o.child match {
+        case a: Attribute => a.name == MetadataColumns.RowAddr
+        case _ => false
+      })
+    }
+    joinable && (sortedByAddress || !shuffles(physical))
+  }
+
+  /** The fragments whose pieces (from [[AddColumnsTask.writePieces]]) are
+    * each one whole file, and the pieces of the others by fragment, to be
+    * joined; None when two pieces of a fragment overlap (the source's rows
+    * were not in order across tasks: it is shuffled instead). */
+  def arrangePieces(pieces: Vector[AddColumnsTask.Piece], plan: ColumnAddition)
+      : Option[(Vector[FragmentColumns], Vector[(Long, Vector[AddColumnsTask.Piece])])] = {
+    val byFragment = pieces.groupBy(_.fragmentId).toVector.sortBy(_._1).map { case (f, ps) => f -> ps.sortBy(_.lo) }
+    val overlapping = byFragment.exists { case (_, ps) => ps.zip(ps.drop(1)).exists { case (a, b) => a.hi > b.lo } }
+    if (overlapping) None
+    else {
+      val (whole, partial) = byFragment.partition { case (f, ps) =>
+        ps.size == 1 && ps.head.lo == 0 && ps.head.hi == plan.fragment(f).physicalRows
+      }
+      Some((whole.map { case (f, ps) => FragmentColumns(f, ps.head.file) }, partial))
     }
   }
 

@@ -43,9 +43,10 @@ final case class AddColumnsTask(
         val frag = AddColumnsTask.address(uri, in.head) >>> 32
         if (!seen.add(frag))  // sorted by address, or read fragment after fragment: a fragment's rows are contiguous
           throw new IllegalStateException(s"$uri: rows of fragment $frag are not contiguous in the task's input")
-        written += FragmentColumns(frag, writeFragment(storage, frag, in))
+        written += FragmentColumns(frag, writeFragment(storage, frag, in, 0L, Some(plan.fragment(frag).physicalRows))._2)
       }
-      alsoEmpty.foreach(f => written += FragmentColumns(f, writeFragment(storage, f, Iterator.empty.buffered)))
+      alsoEmpty.foreach(f => written += FragmentColumns(f,
+        writeFragment(storage, f, Iterator.empty.buffered, 0L, Some(plan.fragment(f).physicalRows))._2))
       written.toVector
     } catch {
       case e: Throwable =>
@@ -54,10 +55,72 @@ final case class AddColumnsTask(
     }
   }
 
-  /** One fragment's file: a row per physical row; the source's value where
-    * it gives one for a live row, else NULL. Consumes `rows` while they name
-    * fragment `frag`. */
-  private def writeFragment(storage: DatasetStorage, frag: Long, rows: BufferedIterator[InternalRow]): WrittenFragment = {
+  /** Writes, for each fragment `rows` has rows of, a piece of its file: its
+    * rows from the first address given to the last (NULL where none is
+    * given), to be joined with the pieces other tasks write of the same
+    * fragment ([[joinPieces]]). None (and nothing left written) when the
+    * rows are not in that order (a fragment's rows apart, or an address not
+    * above the one before): the caller shuffles the source instead. */
+  def writePieces(rows: Iterator[InternalRow]): Option[Seq[AddColumnsTask.Piece]] = {
+    val storage = DatasetStorage(uri, hadoopConf.value)
+    val written = scala.collection.mutable.ArrayBuffer.empty[AddColumnsTask.Piece]
+    val in = rows.buffered
+    try {
+      val seen = scala.collection.mutable.HashSet.empty[Long]
+      while (in.hasNext) {
+        val frag = AddColumnsTask.address(uri, in.head) >>> 32
+        if (!seen.add(frag)) throw AddColumnsTask.NotInOrder
+        val lo = in.head.getLong(0) & 0xffffffffL
+        val (hi, file) = writeFragment(storage, frag, in, lo, None)
+        written += AddColumnsTask.Piece(frag, lo, hi, file)
+      }
+      Some(written.toVector)
+    } catch {
+      case AddColumnsTask.NotInOrder =>
+        written.foreach(w => FragmentWriter.delete(storage, w.file.path))
+        None
+      case e: Throwable =>
+        written.foreach(w => FragmentWriter.delete(storage, w.file.path))
+        throw e
+    }
+  }
+
+  /** Fragment `frag`'s file from its pieces (by first row, not overlapping):
+    * the rows no piece holds written as NULL (or deleted rows' value), all
+    * joined without decoding; the pieces are deleted. */
+  def joinPieces(frag: Long, pieces: Seq[AddColumnsTask.Piece]): FragmentColumns = {
+    val storage = DatasetStorage(uri, hadoopConf.value)
+    val n = plan.fragment(frag).physicalRows
+    val made = scala.collection.mutable.ArrayBuffer.empty[String]
+    try {
+      var cursor = 0L
+      val names = Vector.newBuilder[String]
+      def gap(until: Long): Unit = if (until > cursor) {
+        val (_, f) = writeFragment(storage, frag, Iterator.empty.buffered, cursor, Some(until))
+        made += f.path
+        names += f.path
+      }
+      pieces.sortBy(_.lo).foreach { p =>
+        gap(p.lo)
+        names += p.file.path
+        cursor = p.hi
+      }
+      gap(n)
+      val joined = FragmentWriter.join(storage, names.result(), filePrefix, pieces.head.file)
+      FragmentColumns(frag, joined)
+    } catch {
+      case e: Throwable =>
+        made.foreach(FragmentWriter.delete(storage, _))
+        throw e
+    }
+  }
+
+  /** Rows [from, until) of fragment `frag`'s file (until None: to the last
+    * row of `frag` that `rows` gives), one per physical row: the source's
+    * value where it gives one for a live row, else NULL. Consumes `rows`
+    * while they name fragment `frag`; returns where the file ends. */
+  private def writeFragment(storage: DatasetStorage, frag: Long, rows: BufferedIterator[InternalRow], from: Long,
+      until: Option[Long]): (Long, WrittenFragment) = {
     val state = plan.fragment(frag)
     val deleted = plan.deletedRows(storage, frag)
     val allocator: BufferAllocator =
@@ -72,7 +135,7 @@ final case class AddColumnsTask(
         val forDeleted = deletedRow.getOrElse(nulls)
         val file = new FragmentWriter(storage, plan.columns, plan.fileVersion, maxRowsPerPage, filePrefix)
         try {
-          var offset = 0L
+          var offset = from
           var inBatch = 0
           def flush(): Unit = if (inBatch > 0) {
             writers.foreach(_.finish(inBatch))
@@ -85,12 +148,15 @@ final case class AddColumnsTask(
           // the rows are sorted: one before `offset` repeats an address already written
           def duplicate(offset: Long): Unit = {
             val addr = rows.head.getLong(0)
-            if ((addr & 0xffffffffL) < offset)
+            if ((addr & 0xffffffffL) < offset) {
+              if (until.isEmpty) throw AddColumnsTask.NotInOrder  // (a piece: not sorted, or a duplicate the shuffle will name)
               throw new IllegalArgumentException(
                 s"$uri: the source has more than one row for _rowaddr $addr (fragment $frag, offset " +
                   s"${addr & 0xffffffffL}); each row may get one value")
+            }
           }
-          while (offset < state.physicalRows) {
+          val end = until.getOrElse(state.physicalRows)
+          while (offset < end && (until.isDefined || mine)) {
             if (inBatch == 0) root.allocateNew()
             // (rows are reused by the iterator: a row is written before the next is looked at)
             if (mine) duplicate(offset)
@@ -107,14 +173,14 @@ final case class AddColumnsTask(
             if (inBatch >= LanceDataWriter.BatchRows) flush()
           }
           flush()
-          if (mine) duplicate(state.physicalRows)
-          if (mine) {
+          if (mine && until.forall(_ >= state.physicalRows)) {
+            duplicate(state.physicalRows)
             val addr = rows.head.getLong(0)
             throw new IllegalArgumentException(
               s"$uri: the source's _rowaddr $addr names offset ${addr & 0xffffffffL} of fragment $frag, which has " +
                 s"${state.physicalRows} rows at version ${plan.readVersion}")
           }
-          file.finish()
+          (offset, file.finish())
         } catch {
           case e: Throwable =>
             file.abort()
@@ -126,6 +192,12 @@ final case class AddColumnsTask(
 }
 
 object AddColumnsTask {
+  /** A piece of a fragment's new file: its rows [lo, hi), written by one task. */
+  final case class Piece(fragmentId: Long, lo: Long, hi: Long, file: WrittenFragment)
+
+  /** A task's rows are not in the order pieces need (see `writePieces`). */
+  private[write] object NotInOrder extends RuntimeException("rows not in address order", null, false, false)
+
   /** The row's `_rowaddr` (ordinal 0); NULL is an error. */
   def address(uri: String, row: InternalRow): Long =
     if (row.isNullAt(0)) throw new IllegalArgumentException(s"$uri: the source has a row whose _rowaddr is NULL (or whose _rowid names no row of the version read)")
