@@ -183,6 +183,31 @@ def test_add_columns_by_expression(spark, tmp_path):
     assert type(lance.dataset(path).read_transaction(lance.dataset(path).version).operation).__name__ == "Merge"
 
 
+def test_add_columns_from_parquet_in_address_order(spark, tmp_path):
+    """CALL add_columns with values saved keyed by _rowaddr (Parquet, several files): written in
+    pieces where read and joined per fragment (one stage per job); pylance reads them."""
+    path = str(tmp_path / "pieces")
+    lance.write_dataset(pa.table({"a": pa.array(range(3000), pa.int64())}), path, max_rows_per_file=1000)
+    src = str(tmp_path / "src.parquet")
+    spark.read.format("lance").load(path).selectExpr("_rowaddr", "a * 3 AS c3").coalesce(1) \
+        .write.option("maxRecordsPerFile", 700).parquet(src)
+    # a split per file, as files of the size of real embeddings get (small files packed into one
+    # split are read largest first: not in address order, so shuffled)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+    sc = spark.sparkContext
+    sc.setJobGroup("line_pieces", "line_pieces")
+    try:
+        spark.read.parquet(src).createOrReplaceTempView("line_pieces")
+        spark.sql(f"CALL lance.system.add_columns(table => '`{path}`', source => 'line_pieces')").collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    tracker = sc.statusTracker()
+    assert max(len(tracker.getJobInfo(j).stageIds) for j in tracker.getJobIdsForGroup("line_pieces")) == 1
+    t = lance.dataset(path).to_table()
+    assert sorted(zip(t["a"].to_pylist(), t["c3"].to_pylist())) == [(i, 3 * i) for i in range(3000)]
+
+
 def test_update_columns_subset(spark, tmp_path):
     """CALL update_columns for some rows: the others keep their values, the other column's file is untouched."""
     path = str(tmp_path / "backfill")

@@ -55,21 +55,22 @@ final case class AddColumnsTask(
     }
   }
 
-  /** Writes, for each fragment `rows` has rows of, a piece of its file: its
-    * rows from the first address given to the last (NULL where none is
-    * given), to be joined with the pieces other tasks write of the same
-    * fragment ([[joinPieces]]). None (and nothing left written) when the
-    * rows are not in that order (a fragment's rows apart, or an address not
-    * above the one before): the caller shuffles the source instead. */
+  /** Writes, for each run of rows of one fragment in ascending address
+    * order in `rows`, a piece of the fragment's file: its rows from the run's
+    * first address to its last (NULL where none is given), to be joined with
+    * the other pieces of the fragment, this task's or others'
+    * ([[joinPieces]]). A task reading several files in address order (small
+    * files packed into one split) writes a few pieces; None (and nothing
+    * left written) past [[AddColumnsTask.MaxPiecesPerTask]]: the rows are
+    * not in address order, and the caller shuffles the source instead. */
   def writePieces(rows: Iterator[InternalRow]): Option[Seq[AddColumnsTask.Piece]] = {
     val storage = DatasetStorage(uri, hadoopConf.value)
     val written = scala.collection.mutable.ArrayBuffer.empty[AddColumnsTask.Piece]
     val in = rows.buffered
     try {
-      val seen = scala.collection.mutable.HashSet.empty[Long]
       while (in.hasNext) {
+        if (written.size >= AddColumnsTask.MaxPiecesPerTask) throw AddColumnsTask.NotInOrder
         val frag = AddColumnsTask.address(uri, in.head) >>> 32
-        if (!seen.add(frag)) throw AddColumnsTask.NotInOrder
         val lo = in.head.getLong(0) & 0xffffffffL
         val (hi, file) = writeFragment(storage, frag, in, lo, None)
         written += AddColumnsTask.Piece(frag, lo, hi, file)
@@ -149,14 +150,15 @@ final case class AddColumnsTask(
           def duplicate(offset: Long): Unit = {
             val addr = rows.head.getLong(0)
             if ((addr & 0xffffffffL) < offset) {
-              if (until.isEmpty) throw AddColumnsTask.NotInOrder  // (a piece: not sorted, or a duplicate the shuffle will name)
               throw new IllegalArgumentException(
                 s"$uri: the source has more than one row for _rowaddr $addr (fragment $frag, offset " +
                   s"${addr & 0xffffffffL}); each row may get one value")
             }
           }
           val end = until.getOrElse(state.physicalRows)
-          while (offset < end && (until.isDefined || mine)) {
+          // a piece ends where its fragment's rows do, or go back (a new piece starts there)
+          def continues: Boolean = mine && (rows.head.getLong(0) & 0xffffffffL) >= offset
+          while (offset < end && (until.isDefined || continues)) {
             if (inBatch == 0) root.allocateNew()
             // (rows are reused by the iterator: a row is written before the next is looked at)
             if (mine) duplicate(offset)
@@ -173,7 +175,7 @@ final case class AddColumnsTask(
             if (inBatch >= LanceDataWriter.BatchRows) flush()
           }
           flush()
-          if (mine && until.forall(_ >= state.physicalRows)) {
+          if (mine && until.forall(_ >= state.physicalRows) && (until.isDefined || continues)) {
             duplicate(state.physicalRows)
             val addr = rows.head.getLong(0)
             throw new IllegalArgumentException(
@@ -194,6 +196,9 @@ final case class AddColumnsTask(
 object AddColumnsTask {
   /** A piece of a fragment's new file: its rows [lo, hi), written by one task. */
   final case class Piece(fragmentId: Long, lo: Long, hi: Long, file: WrittenFragment)
+
+  /** The pieces a task may write before its rows count as not in address order. */
+  val MaxPiecesPerTask: Int = 64
 
   /** A task's rows are not in the order pieces need (see `writePieces`). */
   private[write] object NotInOrder extends RuntimeException("rows not in address order", null, false, false)
