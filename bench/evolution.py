@@ -18,10 +18,11 @@ from Parquet keyed by ``id``, as when a model's output arrives from elsewhere: `
 gets them joined to the table's ``_rowaddr`` (a join, then its shuffle by fragment), Delta's
 MERGE reads them as its source.
 
-With ``--source rowaddr`` the precomputed embeddings are read from Parquet keyed by ``_rowaddr``
-(the issue's "DataFrame keyed by ``_rowaddr``": a model's output over ``SELECT _rowaddr, ...`` of
-the table, saved in the scan's order, made once and not timed): ``add_columns`` reads it as its
-source; Delta's MERGE reads the same values keyed by ``id`` (Delta has no row addresses).
+With ``--source rowaddr`` the embeddings are computed once (not timed) over a scan of the Lance
+table and saved to Parquet with the row's ``_rowaddr`` and ``id``, in the scan's order (the
+issue's "DataFrame keyed by ``_rowaddr``": a model's output over ``SELECT _rowaddr, id, ...``):
+``add_columns`` reads ``_rowaddr, emb`` from it as its source; Delta's MERGE reads ``id, emb`` from
+the same file (Delta has no row addresses).
 
 Broadcast joins are off (``spark.sql.autoBroadcastJoinThreshold=-1``): Spark estimates the
 MERGE's source from the few megabytes of the table it is computed from and would broadcast the
@@ -93,14 +94,13 @@ def _embeddings(spark, root: Path, rows: int, dim: int) -> Path:
     return path
 
 
-def _by_address(spark, base: Dict[str, Path], emb: Path, root: Path) -> Path:
-    """The embeddings keyed by the Lance table's ``_rowaddr`` (``--source rowaddr``), in address
-    order, as Parquet: made once from the id-keyed ones."""
-    path = root / (emb.name.replace(".parquet", "") + "-rowaddr.parquet")
+def _by_address(spark, base: Dict[str, Path], root: Path, rows: int, dim: int) -> Path:
+    """The embeddings with the Lance table's ``_rowaddr`` and ``id`` (``--source rowaddr``), as
+    Parquet in the scan's (address) order: a model's output over ``SELECT _rowaddr, id, ...``."""
+    path = root / f"emb-{rows}-{dim}-rowaddr.parquet"
     if not (path / "_SUCCESS").exists():
-        log("keying the embeddings by the Lance table's _rowaddr")
-        table = spark.read.format("lance").load(str(base["lance"])).select("_rowaddr", "id")
-        table.join(spark.read.parquet(str(emb)), "id").select("_rowaddr", "emb").orderBy("_rowaddr") \
+        log(f"computing {rows:,} embeddings of {dim} floats over a scan of the table, saved with _rowaddr and id")
+        spark.read.format("lance").load(str(base["lance"])).selectExpr("_rowaddr", "id", _emb_sql(dim)) \
             .write.mode("overwrite").parquet(str(path))
     return path
 
@@ -118,7 +118,7 @@ def _round(spark, base: Dict[str, Path], root: Path, dim: int, order: List[str],
         if s == "lance":
             table = spark.read.format("lance").load(str(work[s]))
             if by_address is not None:   # the precomputed embeddings keyed by _rowaddr
-                spark.read.parquet(str(by_address)).createOrReplaceTempView("evo_src")
+                spark.read.parquet(str(by_address)).select("_rowaddr", "emb").createOrReplaceTempView("evo_src")
             elif emb is None:
                 table.selectExpr("_rowaddr", _emb_sql(dim)).createOrReplaceTempView("evo_src")
             else:   # the precomputed embeddings keyed by id: joined to the table's _rowaddr
@@ -130,6 +130,8 @@ def _round(spark, base: Dict[str, Path], root: Path, dim: int, order: List[str],
             if emb is None:
                 spark.read.format("delta").load(str(work[s])).selectExpr("id", _emb_sql(dim)) \
                     .createOrReplaceTempView("evo_dsrc")
+            elif by_address is not None:   # the same file's values, keyed by id
+                spark.read.parquet(str(by_address)).select("id", "emb").createOrReplaceTempView("evo_dsrc")
             else:
                 spark.read.parquet(str(emb)).createOrReplaceTempView("evo_dsrc")
             spark.sql(f"MERGE INTO delta.`{work[s]}` t USING evo_dsrc s ON t.id = s.id "
@@ -208,8 +210,8 @@ def main(argv: List[str] | None = None) -> int:
     rounds: List[Dict[str, Any]] = []
     try:
         base = _generate(spark, root, args.rows)
-        emb = _embeddings(spark, root, args.rows, args.dim) if args.source != "expression" else None
-        by_address = _by_address(spark, base, emb, root) if args.source == "rowaddr" else None
+        emb = _embeddings(spark, root, args.rows, args.dim) if args.source == "parquet" else None
+        by_address = _by_address(spark, base, root, args.rows, args.dim) if args.source == "rowaddr" else None
         for r in range(args.reps):
             order = ["lance", "delta"] if r % 2 == 0 else ["delta", "lance"]
             res = _round(spark, base, root, args.dim, order, emb, by_address)
@@ -217,6 +219,7 @@ def main(argv: List[str] | None = None) -> int:
                 _check(spark, res["work"], args.dim, args.rows)
             del res["work"]
             rounds.append(res)
+            spark.sparkContext._jvm.System.gc()   # Spark's cleaner then deletes the round's shuffle files
             log(f"round {r}: {json.dumps(res)}")
         for s in ("lance", "delta"):
             shutil.rmtree(root / f"work.{s}", ignore_errors=True)
