@@ -18,11 +18,15 @@ from Parquet keyed by ``id``, as when a model's output arrives from elsewhere: `
 gets them joined to the table's ``_rowaddr`` (a join, then its shuffle by fragment), Delta's
 MERGE reads them as its source.
 
-With ``--source rowaddr`` the embeddings are computed once (not timed) over a scan of the Lance
-table and saved to Parquet with the row's ``_rowaddr`` and ``id``, in the scan's order (the
-issue's "DataFrame keyed by ``_rowaddr``": a model's output over ``SELECT _rowaddr, id, ...``):
-``add_columns`` reads ``_rowaddr, emb`` from it as its source; Delta's MERGE reads ``id, emb`` from
-the same file (Delta has no row addresses).
+With ``--source rowaddr`` the embeddings are also computed once (not timed) over a scan of the
+Lance table and saved to Parquet with the row's ``_rowaddr``, in the scan's order, in about
+``--source-files`` files (the issue's "DataFrame keyed by ``_rowaddr``": a model's output over
+``SELECT _rowaddr, ...``): ``add_columns`` reads ``_rowaddr, emb`` from it as its source; Delta's
+MERGE reads the same values keyed by ``id`` from the ``--source parquet`` file (8 files; Delta has
+no row addresses, and its MERGE took 29-38 s at 1M rows from that file against 52-69 s when it
+read ``id, emb`` from the address-ordered one). ``--low-disk`` checks and deletes each side's
+table right after its run (10M rows: the source files, 15 GB each, Delta's rewrite, 15.6 GB, and
+its MERGE's shuffle files, about 30 GB, must fit).
 
 Broadcast joins are off (``spark.sql.autoBroadcastJoinThreshold=-1``): Spark estimates the
 MERGE's source from the few megabytes of the table it is computed from and would broadcast the
@@ -49,7 +53,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 from . import env, report
 
@@ -94,24 +98,27 @@ def _embeddings(spark, root: Path, rows: int, dim: int) -> Path:
     return path
 
 
-def _by_address(spark, base: Dict[str, Path], root: Path, rows: int, dim: int) -> Path:
+def _by_address(spark, base: Dict[str, Path], root: Path, rows: int, dim: int, files: int) -> Path:
     """The embeddings with the Lance table's ``_rowaddr`` and ``id`` (``--source rowaddr``), as
-    Parquet in the scan's (address) order: a model's output over ``SELECT _rowaddr, id, ...``."""
-    path = root / f"emb-{rows}-{dim}-rowaddr.parquet"
+    Parquet in the scan's (address) order: a model's output over ``SELECT _rowaddr, id, ...``,
+    in about ``files`` files (each of one row group)."""
+    path = root / f"emb-{rows}-{dim}-rowaddr-{files}.parquet"
     if not (path / "_SUCCESS").exists():
         log(f"computing {rows:,} embeddings of {dim} floats over a scan of the table, saved with _rowaddr and id")
         spark.read.format("lance").load(str(base["lance"])).selectExpr("_rowaddr", "id", _emb_sql(dim)) \
-            .write.mode("overwrite").parquet(str(path))
+            .write.mode("overwrite").option("maxRecordsPerFile", -(-rows // files)).parquet(str(path))
     return path
 
 
 def _round(spark, base: Dict[str, Path], root: Path, dim: int, order: List[str],
-           emb: Path | None = None, by_address: Path | None = None) -> Dict[str, Any]:
+           emb: Path | None = None, by_address: Path | None = None,
+           low_disk: Callable[[str, Path], None] | None = None) -> Dict[str, Any]:
     work = {s: root / f"work.{s}" for s in base}
     for s in base:
         shutil.rmtree(work[s], ignore_errors=True)
         shutil.copytree(base[s], work[s])
     before = {s: _du(work[s]) for s in work}
+    written: Dict[str, int] = {}
     times: Dict[str, float] = {}
     for s in order:
         t = time.perf_counter()
@@ -130,26 +137,32 @@ def _round(spark, base: Dict[str, Path], root: Path, dim: int, order: List[str],
             if emb is None:
                 spark.read.format("delta").load(str(work[s])).selectExpr("id", _emb_sql(dim)) \
                     .createOrReplaceTempView("evo_dsrc")
-            elif by_address is not None:   # the same file's values, keyed by id
-                spark.read.parquet(str(by_address)).select("id", "emb").createOrReplaceTempView("evo_dsrc")
             else:
                 spark.read.parquet(str(emb)).createOrReplaceTempView("evo_dsrc")
             spark.sql(f"MERGE INTO delta.`{work[s]}` t USING evo_dsrc s ON t.id = s.id "
                       "WHEN MATCHED THEN UPDATE SET t.emb = s.emb").collect()
         times[s] = time.perf_counter() - t
-    return {"times": times, "written": {s: _du(work[s]) - before[s] for s in work}, "work": work}
+        written[s] = _du(work[s]) - before[s]
+        if low_disk is not None:   # checked and deleted before the other side runs
+            low_disk(s, work[s])
+            shutil.rmtree(work[s], ignore_errors=True)
+    return {"times": times, "written": written, "work": work}
 
 
 def _check(spark, work: Dict[str, Path], dim: int, rows: int) -> None:
+    for s in ("lance", "delta"):
+        _check_side(spark, s, work[s], dim, rows)
+
+
+def _check_side(spark, s: str, path: Path, dim: int, rows: int) -> None:
     ids = ", ".join(str(i) for i in range(0, rows, max(1, rows // 50)))
     want = {r["id"]: list(r["emb"]) for r in spark.range(0, rows).where(f"id IN ({ids})")
             .selectExpr("id", _emb_sql(dim)).collect()}
-    for s, fmt in (("lance", "lance"), ("delta", "delta")):
-        got = {r["id"]: list(r["emb"]) for r in spark.read.format(fmt).load(str(work[s]))
-               .where(f"id IN ({ids})").select("id", "emb").collect()}
-        if got != want:
-            raise AssertionError(f"{s}: emb differs from the expression's values for sampled ids")
-    log("checked: both tables hold the expression's emb for the sampled ids")
+    got = {r["id"]: list(r["emb"]) for r in spark.read.format(s).load(str(path))
+           .where(f"id IN ({ids})").select("id", "emb").collect()}
+    if got != want:
+        raise AssertionError(f"{s}: emb differs from the expression's values for sampled ids")
+    log(f"checked: {s} holds the expression's emb for the sampled ids")
 
 
 def _report(out: Path, args, rounds: List[Dict[str, Any]], jar: str) -> None:
@@ -164,7 +177,9 @@ def _report(out: Path, args, rounds: List[Dict[str, Any]], jar: str) -> None:
         "# Adding an embedding column: `add_columns` against Delta Lake's ALTER TABLE + MERGE",
         "",
         f"Generated by `python -m bench.evolution --rows {args.rows} --dim {args.dim} --reps {args.reps} "
-        f"--source {args.source}` "
+        f"--source {args.source}"
+        + (f" --source-files {args.source_files}" if args.source == "rowaddr" else "")
+        + (" --low-disk" if args.low_disk else "") + "` "
         f"({datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}); see the module's docstring.",
         f"Machine: {m.get('cpu_model')}, {m.get('nproc')} cores. Package: `{WHERE}`; jar: `{jar}`; "
         f"local[{args.cores}], shuffle partitions {args.shuffle_partitions}.",
@@ -193,6 +208,10 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--source", choices=["expression", "parquet", "rowaddr"], default="expression",
                     help="the new column computed from the table (default), or precomputed Parquet keyed by "
                          "id (joined to _rowaddr) or by _rowaddr")
+    ap.add_argument("--source-files", type=int, default=200,
+                    help="--source rowaddr: about this many Parquet files (one row group each)")
+    ap.add_argument("--low-disk", action="store_true",
+                    help="check and delete each side's table right after its run (10M rows on a small disk)")
     ap.add_argument("--data", default=str(env.REPO / "bench-data" / "evolution"))
     ap.add_argument("--out", default=str(env.REPO / "docs" / "benchmarks-evolution.md"))
     args = ap.parse_args(argv)
@@ -210,12 +229,14 @@ def main(argv: List[str] | None = None) -> int:
     rounds: List[Dict[str, Any]] = []
     try:
         base = _generate(spark, root, args.rows)
-        emb = _embeddings(spark, root, args.rows, args.dim) if args.source == "parquet" else None
-        by_address = _by_address(spark, base, root, args.rows, args.dim) if args.source == "rowaddr" else None
+        emb = _embeddings(spark, root, args.rows, args.dim) if args.source != "expression" else None
+        by_address = (_by_address(spark, base, root, args.rows, args.dim, args.source_files)
+                      if args.source == "rowaddr" else None)
+        low_disk = (lambda s, p: _check_side(spark, s, p, args.dim, args.rows)) if args.low_disk else None
         for r in range(args.reps):
             order = ["lance", "delta"] if r % 2 == 0 else ["delta", "lance"]
-            res = _round(spark, base, root, args.dim, order, emb, by_address)
-            if r == 0:
+            res = _round(spark, base, root, args.dim, order, emb, by_address, low_disk)
+            if r == 0 and low_disk is None:
                 _check(spark, res["work"], args.dim, args.rows)
             del res["work"]
             rounds.append(res)
