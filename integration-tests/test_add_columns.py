@@ -472,8 +472,8 @@ def test_a_source_in_address_order_is_written_where_it_is_read(spark, tmp_path, 
     model's output over a scan of the table), read back in splits that cut fragments. Each task
     writes pieces of the fragments it reads, joined per fragment without decoding: no shuffle,
     rows the source lacks and deleted rows NULL, old files untouched, no piece left behind;
-    pylance reads the values. A source in another order, or with a repeated address, falls back
-    to the shuffle (its error names the address)."""
+    pylance reads the values; so are small files packed several to a task. A source in another
+    order, or with a repeated address, falls back to the shuffle (its error names the address)."""
     path = str(tmp_path / "ordered.lance")
     lance.write_dataset(base_table(0, 12000), path, max_rows_per_file=2500, data_storage_version=version)
     lance.dataset(path).delete("id % 11 = 4")
@@ -500,6 +500,16 @@ def test_a_source_in_address_order_is_written_where_it_is_read(spark, tmp_path, 
     assert {k: after[k] for k in before} == before
     assert _leftover_files(path) == set()
     lance.dataset(path).validate()
+
+    # the same small files packed several to a task (read largest first, not in address order):
+    # each run of a file is a piece of its own, still no shuffle
+    src2 = spark.read.parquet(src_path)
+    assert src2.rdd.getNumPartitions() < len([n for n in os.listdir(src_path) if n.endswith(".parquet")])
+    src2.selectExpr("_rowaddr", "id + 7 AS p7").createOrReplaceTempView("packed_src")
+    stages = _stages_per_job(spark, "packed", lambda: call_add_columns(spark, path, "packed_src"))
+    assert stages and max(stages) == 1, f"stages per job: {stages}"
+    assert pylance_rows(path, ["id", "p7"]) == [(i, i + 7 if i % 5 else None) for i in live]
+    assert _leftover_files(path) == set()
 
     # rows in another order: pieces refused, shuffled by fragment
     (spark.read.parquet(src_path).orderBy(F.rand(3)).selectExpr("_rowaddr", "id * 2 AS twice")

@@ -56,7 +56,8 @@ final case class AddColumnsTask(
   }
 
   /** Writes, for each run of rows of one fragment in ascending address
-    * order in `rows`, a piece of the fragment's file: its rows from the run's
+    * order in `rows` (skipping fewer than [[AddColumnsTask.PieceGap]] rows at
+    * a time), a piece of the fragment's file: its rows from the run's
     * first address to its last (NULL where none is given), to be joined with
     * the other pieces of the fragment, this task's or others'
     * ([[joinPieces]]). A task reading several files in address order (small
@@ -156,8 +157,13 @@ final case class AddColumnsTask(
             }
           }
           val end = until.getOrElse(state.physicalRows)
-          // a piece ends where its fragment's rows do, or go back (a new piece starts there)
-          def continues: Boolean = mine && (rows.head.getLong(0) & 0xffffffffL) >= offset
+          // a piece ends where its fragment's rows do, go back, or skip at least PieceGap rows (a
+          // new piece starts there: rows skipped in a run of files read out of order are another
+          // task's, or another piece of this task's)
+          def continues: Boolean = mine && {
+            val at = rows.head.getLong(0) & 0xffffffffL
+            at >= offset && at - offset < AddColumnsTask.PieceGap
+          }
           while (offset < end && (until.isDefined || continues)) {
             if (inBatch == 0) root.allocateNew()
             // (rows are reused by the iterator: a row is written before the next is looked at)
@@ -196,6 +202,9 @@ final case class AddColumnsTask(
 object AddColumnsTask {
   /** A piece of a fragment's new file: its rows [lo, hi), written by one task. */
   final case class Piece(fragmentId: Long, lo: Long, hi: Long, file: WrittenFragment)
+
+  /** Rows a piece may skip (NULL) before it ends and a new piece begins. */
+  val PieceGap: Long = 1024
 
   /** The pieces a task may write before its rows count as not in address order. */
   val MaxPiecesPerTask: Int = 64
