@@ -9,7 +9,7 @@ import org.apache.arrow.memory.RootAllocator
 
 import io.lancespark.format.file.{FileContainer, Footer, PositionedOutput, FileTail}
 import io.lancespark.format.input.RandomAccessSource
-import io.lancespark.format.stats.{DistinctSketch, PageStatistics, StatsStore}
+import io.lancespark.format.stats.{PageStatistics, StatsCollector, StatsStore}
 import io.lancespark.format.v21.V21FileReader
 import io.lancespark.proto.file2.ColumnMetadata
 import io.lancespark.schema.LanceFormatException
@@ -64,7 +64,7 @@ object FileConcat {
       try {
         val stats = files.map(f => StatsStore.raw(f, allocator))
         val keepStats = stats.forall(_.isDefined)
-        val joinedStats = Vector.newBuilder[io.lancespark.format.stats.StatsCollector.RawStat]
+        val joinedStats = Vector.newBuilder[StatsCollector.RawStat]
         files.zip(metas).zipWithIndex.foreach { case ((f, ms), i) =>
           val base = copyData(f, pos)
           ms.zipWithIndex.foreach { case (m, c) =>
@@ -116,15 +116,13 @@ object FileConcat {
     * (its pages) to `pos`, 64-byte aligned; returns where they start. */
   private def copyData(f: FileContainer, pos: PositionedOutput): Long = {
     val end = (f.globalBuffers.map(_.position) :+ f.footer.columnMetadataStart).min
+    val start = pos.writeAligned(Array.emptyByteArray, 0)  // (pads to the alignment)
     val chunk = new Array[Byte](1 << 20)
     var at = 0L
-    var start = -1L
-    if (end == 0) return pos.writeAligned(chunk, 0)
     while (at < end) {
       val n = math.min(chunk.length.toLong, end - at).toInt
       f.source.read(at, n).get(chunk, 0, n)
-      val where = if (at == 0) pos.writeAligned(chunk, n) else { pos.write(chunk, n); -1L }
-      if (at == 0) start = where
+      pos.write(chunk, n)
       at += n
     }
     start

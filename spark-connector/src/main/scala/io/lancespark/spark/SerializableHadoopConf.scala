@@ -61,9 +61,7 @@ object ConfSource {
   }
 
   /** On the driver only (a configuration is not serializable). */
-  final case class OnDriver(c: SerializableHadoopConf) extends ConfSource {
-    override def conf: Configuration = c.value
-  }
+  final case class OnDriver(conf: Configuration) extends ConfSource
 
   /** The session's configuration as a broadcast. */
   def broadcast(session: org.apache.spark.sql.SparkSession): ConfSource =

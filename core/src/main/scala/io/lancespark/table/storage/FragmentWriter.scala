@@ -80,6 +80,12 @@ object FragmentWriter {
       catch { case _: Exception => () }
   }
 
+  /** Whether files of `schema` written at `version` can be joined by
+    * [[join]]: 2.1 or later, and no blob column (its pages hold positions in
+    * their file). */
+  def joinable(schema: LanceSchema, version: DataFileVersion): Boolean =
+    (version.major > 2 || (version.major == 2 && version.minor >= 1)) && !schema.allFields.exists(io.lancespark.table.scan.BlobColumns.isBlob)
+
   /** One new data file (named `<prefix>-<uuid>.lance`) holding the rows of
     * the uncommitted data files `names` in order, each of the same columns
     * at 2.1 or later (pieces of one fragment's file written by several

@@ -8,13 +8,12 @@ import org.apache.spark.sql.execution.{ProjectExec, SparkPlan}
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 import org.apache.spark.sql.types.LongType
 
-import io.lancespark.format.v21.V21FileReader
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.read.LanceScan
 import io.lancespark.spark.write.AddColumnsTask
 import io.lancespark.table.commit.FragmentColumns
 import io.lancespark.table.evolution.ColumnAddition
-import io.lancespark.table.storage.DatasetStorage
+import io.lancespark.table.storage.{DatasetStorage, FragmentWriter}
 
 /** A source of new column values that needs no shuffle: one computed
   * row-by-row from a scan of the very version being extended (the usual
@@ -64,8 +63,7 @@ private[procedures] object FragmentAlignedSource {
     * then write where they read ([[AddColumnsTask.writePieces]]). */
   def mayBeInOrder(source: DataFrame, plan: ColumnAddition): Boolean = {
     val physical = source.queryExecution.executedPlan
-    val joinable = plan.fileVersion.minor >= 1 && plan.fileVersion.major >= 2 &&
-      !plan.columns.allFields.exists(f => V21FileReader.isBlobV1(f) || V21FileReader.isBlobV2(f))
+    val joinable = FragmentWriter.joinable(plan.columns, plan.fileVersion)
     def shuffles(p: SparkPlan): Boolean = p match {
       case _: org.apache.spark.sql.execution.exchange.ShuffleExchangeLike => true
       case a: org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec => shuffles(a.executedPlan)

@@ -14,7 +14,7 @@ import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
 import io.lancespark.table.index.LabelClause
 import io.lancespark.table.scan.BlobColumns
-import io.lancespark.spark.{ConfSource, SerializableHadoopConf}
+import io.lancespark.spark.ConfSource
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.storage.Snapshot
 import io.lancespark.table.plan.Clustering
@@ -149,8 +149,7 @@ final class LanceScan(
 
   private def readAll(): Vector[InternalRow] = {
     val toRow = UnsafeProjection.create(outputSchema)
-    val onDriver = factoryWith(ConfSource.OnDriver(
-      new SerializableHadoopConf(snapshot.storage.configuration)))
+    val onDriver = factoryWith(ConfSource.OnDriver(snapshot.storage.configuration))
     val cap = limit.fold(Long.MaxValue)(_.toLong)
     val out = Vector.newBuilder[InternalRow]
     var n = 0L

@@ -31,13 +31,15 @@ private[v21] object PageLevels {
     val defs = if (allValid) null else new Array[Int](n)
     var maxDef = 0
     var validValues = if (allValid) n else 0
-    var i = if (allValid) n else 0
-    while (i < n) {
-      val d = map(lb.defs(i))
-      defs(i) = d
-      if (d > maxDef) maxDef = d
-      if (d == 0) validValues += 1
-      i += 1
+    if (!allValid) {
+      var i = 0
+      while (i < n) {
+        val d = map(lb.defs(i))
+        defs(i) = d
+        if (d > maxDef) maxDef = d
+        if (d == 0) validValues += 1
+        i += 1
+      }
     }
     val rep = if (lb.rep == null) null else java.util.Arrays.copyOf(lb.rep.arr, n)
     // entries with a value slot: valid ones, and nulls of items inside the innermost list

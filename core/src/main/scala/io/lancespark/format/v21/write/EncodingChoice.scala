@@ -1,5 +1,7 @@
 package io.lancespark.format.v21.write
 
+import org.apache.arrow.vector.types.pojo.ArrowType
+
 import io.lancespark.format.file.ByteBuilder
 import io.lancespark.format.v21.codec.{BitpackedValues, BoolValues, CompressedValues, FixedSizeListValues, FlatCodec,
   FlatValues, FsstCodec, FsstEncoder, FsstPages, GeneralCodec, InlineBitpackingCodec, MiniBlockValues, RleCodec,
@@ -75,7 +77,7 @@ private[v21] final class EncodingChoice(version: Int, codecs: WriteCodecs) {
         val n = lb.values
         val runs = if (codecs.rle && Set(1, 2, 4, 8).contains(w)) RleCodec.runs(src, 0, n, w, limit = n / 2) else n
         // (not floats: their bits, sign and exponent on top, do not pack)
-        val floating = lb.field.arrowType.isInstanceOf[org.apache.arrow.vector.types.pojo.ArrowType.FloatingPoint]
+        val floating = lb.field.arrowType.isInstanceOf[ArrowType.FloatingPoint]
         val packed =
           if (codecs.bitpacking && !floating && Set(1, 2, 4, 8).contains(w)) InlineBitpackingCodec.packedBytes(src, n, w)
           else Long.MaxValue
