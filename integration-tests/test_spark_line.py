@@ -121,6 +121,58 @@ def test_delete_update_merge_against_a_model(spark, tmp_path):
     assert {r.id: r.v for r in rows} == merged
 
 
+def test_catalog_writes_with_merge_schema(spark, tmp_path):
+    """mergeSchema on catalog writes (issue 39): writeTo().option(), saveAsTable in append mode and SQL
+    INSERT with the session conf add columns and struct fields, each in one version pylance reads;
+    without it Spark's own check refuses; UPDATE, DELETE and MERGE still resolve on the table."""
+    path = str(tmp_path / "cat_merge")
+    lance.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"],
+                                  "s": pa.array([{"a": 1}, {"a": 2}], pa.struct([("a", pa.int32())]))}), path)
+    t = f"lance.`{path}`"
+    v0 = lance.dataset(path).version
+
+    def rows(version=None):
+        ds = lance.dataset(path, version=version)
+        got = sorted(ds.to_table().to_pylist(), key=lambda r: r["id"])
+        q = f"SELECT * FROM {t}" + (f" VERSION AS OF {version}" if version else "")
+        assert sorted((r.asDict(recursive=True) for r in spark.sql(q).collect()), key=lambda r: r["id"]) == got
+        return got
+
+    # columns in another order, INT into the BIGINT id, a new column and a new struct field
+    df = spark.createDataFrame([(3, 0.5, "c", (3, "x"))], "id INT, score DOUBLE, v STRING, s STRUCT<a: INT, b: STRING>")
+    with pytest.raises(Exception):
+        df.writeTo(t).append()
+    assert lance.dataset(path).version == v0
+    df.writeTo(t).option("mergeSchema", "true").append()
+    ds = lance.dataset(path)
+    assert ds.version == v0 + 1 and ds.schema.names == ["id", "v", "s", "score"]
+    assert [f.name for f in ds.schema.field("s").type] == ["a", "b"]
+    assert rows() == [{"id": 1, "v": "a", "s": {"a": 1, "b": None}, "score": None},
+                      {"id": 2, "v": "b", "s": {"a": 2, "b": None}, "score": None},
+                      {"id": 3, "v": "c", "s": {"a": 3, "b": "x"}, "score": 0.5}]
+    # saveAsTable in append mode (every column given: Spark before 4.0 fills no missing one)
+    spark.createDataFrame([(4, "d", None, None, 7)], "id BIGINT, v STRING, s STRUCT<a: INT, b: STRING>, "
+                          "score DOUBLE, rank INT").write.format("lance") \
+        .mode("append").option("mergeSchema", "true").saveAsTable(t)
+    assert lance.dataset(path).schema.names == ["id", "v", "s", "score", "rank"]
+    # SQL INSERT by position with the session conf: the query's last column is new
+    spark.conf.set("spark.lance.write.mergeSchema", "true")
+    try:
+        spark.sql(f"INSERT INTO {t} SELECT 5, 'e', named_struct('a', 5, 'b', 'y'), 1.5, 8, 'new' AS tag")
+    finally:
+        spark.conf.unset("spark.lance.write.mergeSchema")
+    assert lance.dataset(path).version == v0 + 3
+    assert [r["tag"] for r in rows()] == [None, None, None, None, "new"]
+    # row-level statements resolve as before
+    spark.sql(f"UPDATE {t} SET v = 'u' WHERE id = 1")
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")
+    spark.sql(f"MERGE INTO {t} t USING (SELECT 3L AS id, 'm' AS v) s ON t.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)")
+    assert [(r["id"], r["v"], r["rank"]) for r in rows()] == [(1, "u", None), (3, "m", None), (4, "d", 7), (5, "e", 8)]
+    # time travel: the schema before
+    assert list(rows(v0)[0]) == ["id", "v", "s"]
+
+
 def test_a_procedure_and_a_metadata_table(spark, tmp_path):
     path = str(tmp_path / "maint")
     for i in range(4):

@@ -29,15 +29,23 @@ import io.lancespark.table.storage.Snapshot
   *
   * `tableOptions`: the options the table was opened with (a DataFrame read's);
   * each scan adds its own, and the session and the dataset's properties fill
-  * in the rest (see OptionSource). */
+  * in the rest (see OptionSource).
+  *
+  * `acceptAnySchema`: a catalog table in a session with the connector's
+  * extension reports ACCEPT_ANY_SCHEMA, so that Spark leaves a write's
+  * columns to the extension's CatalogWriteSchema rule, which hands the write
+  * back to Spark against `writeTarget` (the same columns, or with mergeSchema
+  * the columns the write adds: `evolved`). `opened`: the snapshot a
+  * writeTarget shares with the table it comes from. */
 final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String] = Map.empty,
-    writable: Boolean = false)
+    writable: Boolean = false, acceptAnySchema: Boolean = false,
+    evolved: Option[io.lancespark.schema.LanceSchema] = None, opened: Option[Option[Snapshot]] = None)
     extends SupportsRead with SupportsWrite with SupportsMetadataColumns
     with SupportsRowLevelOperations with SupportsDeleteV2 with SupportsIndex
     with io.lancespark.spark.shim.SchemaEvolutionShim {
 
   /** None where the path holds no dataset yet (a stream's sink may create it). */
-  private lazy val existing: Option[Snapshot] = LanceDataSource.snapshotIfExists(target)
+  private lazy val existing: Option[Snapshot] = opened.getOrElse(LanceDataSource.snapshotIfExists(target))
 
   lazy val snapshot: Snapshot = existing.getOrElse(LanceDataSource.snapshot(target))
 
@@ -57,7 +65,30 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 
   /** The table's own columns. */
   private lazy val dataSchema: StructType =
-    existing.fold(new StructType())(s => TypeMapping.forActiveSession().toSpark(s.schema))
+    existing.fold(new StructType())(s => TypeMapping.forActiveSession().toSpark(evolved.getOrElse(s.schema)))
+
+  /** Whether Spark leaves a write's columns to the connector (see the class comment). */
+  def acceptsAnySchema: Boolean = writable && acceptAnySchema && evolved.isEmpty
+
+  /** This table as the target Spark resolves a write's columns against: its
+    * own schema, or `evolvedSchema` (the dataset's plus the columns and
+    * struct fields a mergeSchema write adds, committed with the write). */
+  def writeTarget(evolvedSchema: Option[io.lancespark.schema.LanceSchema]): LanceTable =
+    new LanceTable(target, tableOptions, writable, acceptAnySchema = false, evolvedSchema, Some(existing))
+
+  /** The schema a write of `incoming` columns evolves the dataset to, when
+    * mergeSchema is set (write option, session conf or table property) and
+    * the write brings columns or struct fields the dataset lacks. */
+  def evolvedBy(incoming: StructType, writeOptions: Map[String, String], overwrite: Boolean)
+      : Option[io.lancespark.schema.LanceSchema] = existing.flatMap { s =>
+    val opts = io.lancespark.spark.options.WriteOptions.conf(writeOptions, OptionSource.activeSession, s.config)
+    if (!opts.mergeSchema) None
+    else {
+      val (merged, added) = io.lancespark.spark.write.LanceWriteJob.evolve(s, incoming, opts,
+        opts.versionFor(Some(s), overwrite))
+      if (added.isEmpty) None else Some(merged)
+    }
+  }
 
   /** A table at a path with no dataset yet has no columns: a stream's sink
     * creates it with its first batch. Reads still fail, naming the path, when
@@ -72,6 +103,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
       val caps = util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE,
         TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
       schemaEvolutionCapabilities.foreach(caps.add)
+      if (acceptsAnySchema) caps.add(TableCapability.ACCEPT_ANY_SCHEMA)
       caps
     }
     else util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.STREAMING_WRITE, TableCapability.MICRO_BATCH_READ)
@@ -144,7 +176,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
     if (target.pinned)
       throw new IllegalArgumentException(s"$path: cannot write to an old version (${target.describe})")
     // opened when a batch write needs it: a stream's sink may create the dataset
-    new LanceWriteBuilder(() => snapshot, LanceTable.uriOf(path), info, hadoopConf)
+    new LanceWriteBuilder(() => snapshot, LanceTable.uriOf(path), info, hadoopConf, evolved)
   }
 
   // --- CREATE INDEX name ON t [USING btree|bitmap] (col) / DROP INDEX name ON t (catalog tables) ---

@@ -138,7 +138,8 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
     * and report "Unsupported data source type for direct query on files". */
   private def load(ident: Identifier, version: Option[Long]): Table = {
     if (!LanceCatalog.isPath(ident) && !exists(ident)) throw new NoSuchTableException(ident)
-    val table = new LanceTable(ReadTarget(location(ident), version), writable = true)
+    val table = new LanceTable(ReadTarget(location(ident), version), writable = true,
+      acceptAnySchema = io.lancespark.spark.extensions.CatalogWriteSchema.installed(SparkSession.active))
     table.snapshot
     table
   }

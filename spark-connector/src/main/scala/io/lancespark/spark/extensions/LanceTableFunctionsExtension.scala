@@ -34,6 +34,8 @@ final class LanceTableFunctionsExtension extends (SparkSessionExtensions => Unit
     ext.injectPlannerStrategy(_ => LabelListScans)
     // small scans read on the driver, no job (see LocalScans)
     ext.injectPlannerStrategy(_ => LocalScans)
+    // mergeSchema for catalog writes (see CatalogWriteSchema)
+    ext.injectResolutionRule(session => CatalogWriteSchema(session))
   }
 }
 

@@ -75,14 +75,7 @@ object LanceWriteJob {
     val have = data.schema.fieldNames.toSet
     val want = s.schema.fields.map(_.name).toSet
     val extra = data.schema.fieldNames.toVector.filterNot(want.contains)
-    // the fields that may evolve: new columns, and structs (or lists of them) the table has
-    val evolving = StructType(data.schema.fields.filter(f => !want.contains(f.name) || hasStruct(f.dataType))
-      .map(f => f.copy(nullable = true)))
-    val merged = if (evolving.isEmpty) s.schema else SchemaMerge.merge(s.schema,
-      SparkToArrow.schema(evolving, opts.vectorColumns.filter(v => extra.contains(v._1)), version,
-        opts.blobColumns.filter(extra.contains)),
-      ColumnAddition.maxFieldId(s) + 1)
-    val added = SchemaMerge.addedPaths(s.schema, merged)
+    val (merged, added) = evolve(s, data.schema, opts, version)
     if (want.exists(n => !have.contains(n)) || (added.nonEmpty && !opts.mergeSchema)) {
       val nested = added.filter(_.exists(c => c == '.' || c == '['))
       val hint = if (added.nonEmpty && !opts.mergeSchema)
@@ -108,6 +101,25 @@ object LanceWriteJob {
       else storeAssign(s, f.name, incoming, f.dataType, policy)
     }
     (data.select(columns: _*), merged, added)
+  }
+
+  /** The dataset's schema evolved by `incoming` (columns matched by name):
+    * its columns the dataset lacks added after the dataset's own, and new
+    * sub-fields of its structs (also a list's struct items) after the struct's
+    * own, with ids above every existing one; and the dotted paths added. Types
+    * of columns both have are not compared here. */
+  private[spark] def evolve(s: Snapshot, incoming: StructType, opts: WriteConf,
+      version: DataFileVersion): (LanceSchema, Seq[String]) = {
+    val want = s.schema.fields.map(_.name).toSet
+    val extra = incoming.fieldNames.toVector.filterNot(want.contains)
+    // the fields that may evolve: new columns, and structs (or lists of them) the table has
+    val evolving = StructType(incoming.fields.filter(f => !want.contains(f.name) || hasStruct(f.dataType))
+      .map(f => f.copy(nullable = true)))
+    val merged = if (evolving.isEmpty) s.schema else SchemaMerge.merge(s.schema,
+      SparkToArrow.schema(evolving, opts.vectorColumns.filter(v => extra.contains(v._1)), version,
+        opts.blobColumns.filter(extra.contains)),
+      ColumnAddition.maxFieldId(s) + 1)
+    (merged, SchemaMerge.addedPaths(s.schema, merged))
   }
 
   private def hasStruct(t: DataType): Boolean = t match {
