@@ -63,6 +63,11 @@ abstract class ContainerReader(
     * as the page metadata tells; fields it cannot plan for plan nothing. */
   protected def plan(field: LanceField, from: Long, until: Long): Seq[PlannedRead]
 
+  /** The reads of the rows of several ranges (sorted, disjoint) of a field:
+    * those of each range, unless the file version plans them together. */
+  protected def planRanges(field: LanceField, ranges: IndexedSeq[(Long, Long)]): Seq[PlannedRead] =
+    ranges.flatMap { case (from, until) => plan(field, from, until) }
+
   /** Decodes the rows of `ranges` (sorted, disjoint, none empty) of the
     * fields from `reads` (the batch's planned reads, those of every range),
     * one vector per field holding the ranges' rows one after the other,
@@ -155,7 +160,7 @@ abstract class ContainerReader(
     * lie close (a chunk several ranges need is read once). */
   private def issue(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], arena: Int, pool: Executor,
                     before: Option[BatchReads], beforeDone: Boolean): BatchReads = {
-    val planned = fields.flatMap(f => ranges.flatMap { case (from, until) => plan(f, from, until) })
+    val planned = fields.flatMap(f => if (ranges.size == 1) plan(f, ranges.head._1, ranges.head._2) else planRanges(f, ranges))
     // a chunk the batch before read too (a batch of scattered rows ends inside it) is carried over
     // (copied now if its reads are done, before this arena is reset; else once they are)
     val donor = before.filter(b => b.fields == fields && (beforeDone || b.arena != arena))

@@ -67,8 +67,22 @@ final class V21FileReader private (
   def pageLayouts(field: LanceField): Vector[(String, Vector[String])] =
     leavesOf(field).map(l => l.field.name -> pages(l).map(_.describe))
 
-  /** Each leaf below a (possibly pruned) field, with its layers innermost first. */
-  private def leavesOf(field: LanceField): Vector[LeafColumn] = {
+  private val leavesByField = new java.util.IdentityHashMap[LanceField, Vector[LeafColumn]]()
+
+  /** Each leaf below a (possibly pruned) field, with its layers innermost
+    * first; worked out once per field (a scan of scattered rows plans and
+    * decodes each field once per range of rows). */
+  private def leavesOf(field: LanceField): Vector[LeafColumn] = leavesByField.synchronized {
+    val known = leavesByField.get(field)
+    if (known != null) known
+    else {
+      val found = walkLeaves(field)
+      leavesByField.put(field, found)
+      found
+    }
+  }
+
+  private def walkLeaves(field: LanceField): Vector[LeafColumn] = {
     def walk(f: LanceField, outer: List[LayerKind]): Vector[LeafColumn] =
       if (isPacked(f)) Vector(leafColumn(f, (LayerKind.Item :: outer).toVector))
       else if (f.isStruct) {
@@ -84,8 +98,38 @@ final class V21FileReader private (
   /** A struct stored in one column of its own (a packed struct). */
   private def isPacked(f: LanceField): Boolean = f.isStruct && fieldColumns.contains(f.id)
 
-  private def overlapping(pages: Vector[StructuralPage], from: Long, until: Long): Vector[StructuralPage] =
-    pages.filter(p => p.meta.length > 0 && p.meta.first < until && p.meta.end > from)
+  /** The pages (in row order) holding rows of [from, until): a binary search
+    * for the first, as a scan of scattered rows asks once per range. */
+  private def overlapping(pages: Vector[StructuralPage], from: Long, until: Long): Vector[StructuralPage] = {
+    var lo = 0
+    var hi = pages.size
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (pages(mid).meta.end <= from) lo = mid + 1 else hi = mid
+    }
+    var end = lo
+    while (end < pages.size && pages(end).meta.first < until) end += 1
+    if (end - lo == 1 && pages(lo).meta.length > 0) Vector(pages(lo))
+    else pages.slice(lo, end).filter(p => p.meta.length > 0 && p.meta.first < until && p.meta.end > from)
+  }
+
+  /** A field's reads for many ranges: each page plans the ranges it holds
+    * together (a mini-block page reads each chunk once for them). */
+  override protected def planRanges(field: LanceField, ranges: IndexedSeq[(Long, Long)]): Seq[PlannedRead] =
+    scala.util.Try(leavesOf(field)).toOption.toSeq.flatten.flatMap { leaf =>
+      scala.util.Try(pages(leaf)).toOption.toSeq.flatMap { ps =>
+        val byPage = new java.util.IdentityHashMap[StructuralPage, mutable.ArrayBuffer[(Long, Long)]]()
+        val order = mutable.ArrayBuffer.empty[StructuralPage]
+        ranges.foreach { case (from, until) =>
+          if (until > from) overlapping(ps, from, until).foreach { p =>
+            var in = byPage.get(p)
+            if (in == null) { in = mutable.ArrayBuffer.empty; byPage.put(p, in); order += p }
+            in += ((math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first))
+          }
+        }
+        order.toSeq.flatMap(p => scala.util.Try(p.planRanges(byPage.get(p).toIndexedSeq, source)).getOrElse(Nil))
+      }
+    }
 
   override protected def plan(field: LanceField, from: Long, until: Long): Seq[PlannedRead] =
     if (until <= from) Nil
@@ -103,12 +147,20 @@ final class V21FileReader private (
     * serves (a mini-block page decodes each chunk once for them: [[PageIO]]). */
   private def decodeLeaf(leaf: LeafColumn, ranges: IndexedSeq[(Long, Long)], io: PageIO): LeafRun = {
     val ps = pages(leaf)
-    val seen = mutable.BitSet.empty
-    val runs = ranges.flatMap { case (from, until) =>
-      overlapping(ps, from, until).map { p =>
-        if (seen.add(p.meta.index)) pageDecoded()
-        p.decode(math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first, io)
+    // each page's part of the ranges, pages in row order (ranges are sorted and disjoint, so
+    // the parts come out in the ranges' order); a page decodes its part at once
+    val parts = mutable.ArrayBuffer.empty[(StructuralPage, mutable.ArrayBuffer[(Long, Long)])]
+    ranges.foreach { case (from, until) =>
+      overlapping(ps, from, until).foreach { p =>
+        val part = (math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first)
+        if (parts.nonEmpty && (parts.last._1 eq p)) parts.last._2 += part
+        else parts += ((p, mutable.ArrayBuffer(part)))
       }
+    }
+    val seen = mutable.BitSet.empty
+    val runs = parts.toVector.map { case (p, part) =>
+      if (seen.add(p.meta.index)) pageDecoded()
+      if (part.size == 1) p.decode(part.head._1, part.head._2, io) else p.decodeRanges(part.toIndexedSeq, io)
     }
     if (runs.isEmpty) new LeafRun(new Levels(null, null, 0), Vector.empty) else LeafRun.concat(runs)
   }

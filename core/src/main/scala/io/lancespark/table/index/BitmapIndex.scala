@@ -31,25 +31,30 @@ final class BitmapIndex(storage: DatasetStorage, val entry: IndexEntry, rowsOf: 
 
   def rows(leaf: Filter, outcome: Boolean): Option[RowAddrMap.Rows] =
     ScalarIndex.onColumn(leaf, Keys).map { l =>
-      val n = file.numRows.toInt
-      val (t, f) = RowEvaluator.evaluate3(l, Seq(keys), n)
-      val hit = if (outcome) t else f
-      val out = mutable.Map.empty[Int, RoaringBitmap]
-      var i = hit.nextSetBit(0)
-      while (i >= 0) {
-        var j = i
-        while (j + 1 < n && hit.get(j + 1)) j += 1
-        val vs = file.read(Seq("bitmaps"), i.toLong, j + 1L, allocator)
-        try {
-          val b = vs.head.asInstanceOf[VarBinaryVector]
-          (0 until (j + 1 - i)).foreach { k =>
-            if (!b.isNull(k)) RowAddrMap.parseInto(b.get(k), rowsOf, out, file.path)
-          }
-        } finally vs.foreach(_.close())
-        i = hit.nextSetBit(j + 1)
-      }
-      RowAddrMap.freeze(out)
+      val key = (storage.uri, entry.uuid, l, outcome)
+      BitmapIndex.recall(key).getOrElse(BitmapIndex.remember(key, read(l, outcome)))
     }
+
+  private def read(l: Filter, outcome: Boolean): RowAddrMap.Rows = {
+    val n = file.numRows.toInt
+    val (t, f) = RowEvaluator.evaluate3(l, Seq(keys), n)
+    val hit = if (outcome) t else f
+    val out = mutable.Map.empty[Int, RoaringBitmap]
+    var i = hit.nextSetBit(0)
+    while (i >= 0) {
+      var j = i
+      while (j + 1 < n && hit.get(j + 1)) j += 1
+      val vs = file.read(Seq("bitmaps"), i.toLong, j + 1L, allocator)
+      try {
+        val b = vs.head.asInstanceOf[VarBinaryVector]
+        (0 until (j + 1 - i)).foreach { k =>
+          if (!b.isNull(k)) RowAddrMap.parseInto(b.get(k), rowsOf, out, file.path)
+        }
+      } finally vs.foreach(_.close())
+      i = hit.nextSetBit(j + 1)
+    }
+    RowAddrMap.freeze(out)
+  }
 
   def bytesRead: Long = if (opened) file.bytesRead else 0L
   override def close(): Unit = { keysRead.foreach(_.close()); if (opened) file.close() }
@@ -57,4 +62,33 @@ final class BitmapIndex(storage: DatasetStorage, val entry: IndexEntry, rowsOf: 
 
 object BitmapIndex {
   val File = "bitmap_page_lookup.lance"
+
+  /** Row sets the index gave recently, by dataset, index uuid, leaf (by
+    * value) and outcome (an index's files never change, nor do a fragment's rows): a
+    * repeated lookup of the same value parses its bitmaps once. At most
+    * [[CachedEntries]] sets of [[CachedBytes]] in all; callers get copies. */
+  private val CachedEntries = 64
+  private val CachedBytes = 32L << 20
+  private type Key = (String, String, Filter, Boolean)
+  private val cache = new java.util.LinkedHashMap[Key, (RowAddrMap.Rows, Long)](16, 0.75f, true)
+  private var cachedBytes = 0L
+
+  private def copy(rows: RowAddrMap.Rows): RowAddrMap.Rows = rows.map { case (f, b) => f -> b.clone() }
+
+  private def recall(key: Key): Option[RowAddrMap.Rows] =
+    cache.synchronized(Option(cache.get(key))).map(e => copy(e._1))
+
+  private def remember(key: Key, rows: RowAddrMap.Rows): RowAddrMap.Rows = {
+    val bytes = rows.valuesIterator.map(_.getLongSizeInBytes).sum
+    if (bytes <= CachedBytes / 4) cache.synchronized {
+      Option(cache.put(key, (copy(rows), bytes))).foreach(old => cachedBytes -= old._2)
+      cachedBytes += bytes
+      val it = cache.entrySet().iterator()
+      while ((cache.size() > CachedEntries || cachedBytes > CachedBytes) && it.hasNext) {
+        cachedBytes -= it.next().getValue._2
+        it.remove()
+      }
+    }
+    rows
+  }
 }

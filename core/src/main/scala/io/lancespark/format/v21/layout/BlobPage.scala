@@ -37,7 +37,7 @@ final class BlobPage(meta: PageMeta, leaf: LeafColumn, layout: BlobLayout) exten
   def decode(from: Long, until: Long, io: PageIO): LeafRun = {
     val path = io.input.path
     val cctx = codecContext(path)
-    val map = RepDef.canonical(StructuralPage.layers(layout.getLayersList), leaf.path, fail(path, _))
+    val map = defMap(layout.getLayersList, path)
     if (leaf.maxRep > 0) fail(path, "blob values inside lists are not supported")
     val descriptions = inner.decode(from, until, io)
     val rows = (until - from).toInt

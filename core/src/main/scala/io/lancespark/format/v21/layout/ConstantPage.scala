@@ -54,7 +54,7 @@ final class ConstantPage(meta: PageMeta, leaf: LeafColumn, layout: ConstantLayou
       l = cached
       if (l == null) {
         val cctx = codecContext(path)
-        val map = RepDef.canonical(StructuralPage.layers(layout.getLayersList), leaf.path, fail(path, _))
+        val map = defMap(layout.getLayersList, path)
         l = buffers(path)._2 match {
           case None => canonicalLevels(null, null, meta.length.toInt, map, path)
           case Some(i) =>

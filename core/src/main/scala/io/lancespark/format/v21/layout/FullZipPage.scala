@@ -96,9 +96,9 @@ final class FullZipPage(meta: PageMeta, leaf: LeafColumn, layout: FullZipLayout)
 
   def decode(from: Long, until: Long, io: PageIO): LeafRun = {
     val path = io.input.path
-    val cctx = codecContext(path)
+    val cctx = codecContext(io)
     checkLayout(path)
-    val map = RepDef.canonical(StructuralPage.layers(layout.getLayersList), leaf.path, fail(path, _))
+    val map = defMap(layout.getLayersList, path)
     val data: ByteBuffer =
       if (!hasIndex) {
         if (meta.length * rowBytes > meta.buffers(0).size)

@@ -5,7 +5,7 @@ import java.nio.ByteBuffer
 import scala.collection.mutable.ArrayBuffer
 
 import io.lancespark.schema.LanceFormatException
-import io.lancespark.format.arrow.{AllNullValues, Block, DictionaryItems, DictionaryValues, FixedValues, VarValues}
+import io.lancespark.format.arrow.{AllNullValues, Block, DictionaryItems, DictionaryValues, FixedValues, Slice, VarValues}
 import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, FixedDictBlock, VarBlock}
 import io.lancespark.format.file.{ByteBuilder, PageMeta}
 import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource}
@@ -178,6 +178,28 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     Seq(PlannedRead(ByteRange(buf.position + s.offset(a), s.offset(b) + s.size(b) - s.offset(a))))
   }
 
+  /** Each run of chunks the ranges need, read once (ranges in one chunk, or
+    * in adjacent chunks, make one read). */
+  override def planRanges(ranges: IndexedSeq[(Long, Long)], source: RandomAccessSource): Seq[PlannedRead] = {
+    val s = state(source)
+    if (leaf.maxRep > 0 && repIndexDepth == 0) return Nil
+    val buf = meta.buffers(1)
+    val out = Vector.newBuilder[PlannedRead]
+    var runA = -1
+    var runB = -1
+    def emit(): Unit =
+      if (runA >= 0) out += PlannedRead(ByteRange(buf.position + s.offset(runA), s.offset(runB) + s.size(runB) - s.offset(runA)))
+    ranges.foreach { case (from, until) =>
+      if (until > from) {
+        val (a, b) = chunks(s, from, until)
+        if (runA >= 0 && a <= runB + 1) runB = math.max(runB, b)
+        else { emit(); runA = a; runB = b }
+      }
+    }
+    emit()
+    out.result()
+  }
+
   private def pad8(x: Int): Int = (x + 7) & ~7
 
   /** One decoded chunk: its levels (page numbering; null when absent), how
@@ -254,10 +276,76 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     }
   }
 
+  /** Rows of many ranges of a page without lists: each chunk they touch is
+    * decoded once (or taken from the batch before), and the ranges' levels and
+    * values are taken from it directly (a row is an entry and a value slot).
+    * Pages of lists, and chunks some of whose entries have no value slot,
+    * decode range by range. */
+  override def decodeRanges(ranges: IndexedSeq[(Long, Long)], io: PageIO): LeafRun =
+    if (leaf.maxRep > 0) super.decodeRanges(ranges, io)
+    else {
+      val path = io.input.path
+      val cctx = codecContext(io)
+      val map = defMap(layout.getLayersList, path)
+      val s = state(io.source)
+      val chunkBuf = meta.buffers(1)
+      val before: Option[Decoded] = io.recall(this).collect { case d: Decoded => d }
+      val total = ranges.iterator.map { case (from, until) => until - from }.sum
+      if (total > Int.MaxValue) fail(path, s"$total rows in one batch")
+      val defs = new Array[Int](total.toInt)
+      var withDef = false
+      val values = Vector.newBuilder[Slice]
+      var last: Slice = null
+      var at = 0
+      var index = -1
+      var chunk: Chunk = null
+      var allVisible = true
+      ranges.foreach { case (from, until) =>
+        var r = from
+        while (r < until && allVisible) {
+          val c = chunkOf(s, r)
+          if (c != index) {
+            chunk = before.flatMap(_.chunk(c)).getOrElse(
+              decodeChunk(io.input.read(chunkBuf.position + s.offset(c), s.size(c)), s.values(c), s.dictionary, cctx, c))
+            index = c
+            if (chunk.rep != null) allVisible = false
+            else if (chunk.defs != null) {
+              // every entry has a value slot (its canonical level at most the leaf's visible one)
+              var k = 0
+              while (k < chunk.entries && allVisible) {
+                val d = chunk.defs(k)
+                if (d >= 0 && d < map.length && map(d) > leaf.maxVisibleDef) allVisible = false
+                k += 1
+              }
+            }
+          }
+          val first = s.firstRow(c)
+          val end = math.min(until, first + chunk.entries)
+          if (end <= r) fail(path, s"row $r not in chunk $c (rows [$first, ${first + chunk.entries}))")
+          if (allVisible) {
+            val a = (r - first).toInt
+            val n = (end - r).toInt
+            if (chunk.defs != null) { System.arraycopy(chunk.defs, a, defs, at, n); withDef = true }
+            if (last != null && (last.block eq chunk.values) && last.start + last.count == a) last = Slice(last.block, last.start, last.count + n)
+            else { if (last != null) values += last; last = Slice(chunk.values, a, n) }
+            at += n
+          }
+          r = end
+        }
+      }
+      if (!allVisible) super.decodeRanges(ranges, io)
+      else {
+        if (last != null) values += last
+        if (index >= 0) io.keep(this, new Decoded(index, Array(chunk)))
+        if (withDef) RepDef.mapDefs(defs, 0, at, map, fail(path, _))
+        new LeafRun(new Levels(null, if (withDef) defs else null, at), values.result())
+      }
+    }
+
   def decode(from: Long, until: Long, io: PageIO): LeafRun = {
     val path = io.input.path
-    val cctx = codecContext(path)
-    val map = RepDef.canonical(StructuralPage.layers(layout.getLayersList), leaf.path, fail(path, _))
+    val cctx = codecContext(io)
+    val map = defMap(layout.getLayersList, path)
     val s = state(io.source)
     if (leaf.maxRep > 0 && repIndexDepth == 0) fail(path, "a page of lists without a repetition index")
     val (a, b) = chunks(s, from, until)

@@ -27,6 +27,11 @@ final class PageIO(val input: ByteReader, val source: RandomAccessSource) {
   def recall(page: StructuralPage): Option[AnyRef] = Option(last.get(page))
 
   def keep(page: StructuralPage, decoded: AnyRef): Unit = { last.put(page, decoded); () }
+
+  /** The decoding thread's bit-unpacking scratch (a batch decodes on one
+    * thread), looked up once a batch rather than once a page decode. */
+  lazy val scratch: io.lancespark.format.v21.codec.FastLanes.Scratch =
+    io.lancespark.format.v21.codec.FastLanes.localScratch()
 }
 
 /** A page as a layout's writer encodes it: its buffers, its layout and rows. */
@@ -42,11 +47,38 @@ abstract class StructuralPage(val meta: PageMeta, val leaf: LeafColumn) {
 
   def plan(from: Long, until: Long, source: RandomAccessSource): Seq[PlannedRead]
 
+  /** The reads of several ranges of the page's rows (sorted, disjoint). */
+  def planRanges(ranges: IndexedSeq[(Long, Long)], source: RandomAccessSource): Seq[PlannedRead] =
+    ranges.flatMap { case (from, until) => plan(from, until, source) }
+
   def decode(from: Long, until: Long, io: PageIO): LeafRun
+
+  /** The rows of several ranges of the page (sorted, disjoint), one after
+    * the other, as `decode` of each would give them. */
+  def decodeRanges(ranges: IndexedSeq[(Long, Long)], io: PageIO): LeafRun =
+    LeafRun.concat(ranges.map { case (from, until) => decode(from, until, io) })
 
 
   protected def codecContext(path: String): CodecContext =
     new CodecContext(path, s"${leaf.where}, page ${meta.index}")
+
+  /** A context for a decode of the batch `io` reads (its scratch). */
+  protected def codecContext(io: PageIO): CodecContext =
+    new CodecContext(io.input.path, s"${leaf.where}, page ${meta.index}", io.scratch)
+
+  @volatile private var defMapOnce: Array[Int] = _
+
+  /** The page's definition levels to canonical ones (RepDef.canonical of its
+    * layers), worked out once: a scan of scattered rows decodes a page once
+    * per range of rows. */
+  protected def defMap(layers: => java.util.List[RepDefLayer], path: String): Array[Int] = {
+    var m = defMapOnce
+    if (m == null) {
+      m = RepDef.canonical(StructuralPage.layers(layers), leaf.path, fail(path, _))
+      defMapOnce = m
+    }
+    m
+  }
 
   protected def fail(path: String, problem: String): Nothing =
     throw LanceFormatException(path, s"${leaf.where}, page ${meta.index}: $problem")
