@@ -35,15 +35,25 @@ final class RowRanges private (private val b: Array[Long]) {
   /** The rows of [0, numRows) not in the set. */
   def complement(numRows: Long): RowRanges = RowRanges(0, numRows).minus(this)
 
-  /** Sweep over all boundaries of both sets. */
+  /** Sweep over all boundaries of both sets (each sorted): between two
+    * consecutive boundaries membership is constant; a row is in a set when an
+    * odd number of its boundaries are at or below it. Linear, no boxing (an
+    * index selection intersects sets of many thousand ranges). */
   private def combine(o: RowRanges, f: (Boolean, Boolean) => Boolean): RowRanges = {
-    val bounds = (b ++ o.b).distinct.sorted
+    val a = b
+    val c = o.b
     val out = new RowRanges.Builder
-    var k = 0
-    while (k + 1 < bounds.length) {
-      val s = bounds(k); val e = bounds(k + 1)
-      if (f(contains(s), o.contains(s))) out.add(s, e)
-      k += 1
+    var i = 0
+    var j = 0
+    var kept = false  // whether [s, next boundary) is in the result
+    var s = 0L
+    while (i < a.length || j < c.length) {
+      val v = if (j >= c.length || (i < a.length && a(i) <= c(j))) a(i) else c(j)
+      if (kept && v > s) out.add(s, v)
+      while (i < a.length && a(i) <= v) i += 1
+      while (j < c.length && c(j) <= v) j += 1
+      kept = f((i & 1) == 1, (j & 1) == 1)
+      s = v
     }
     out.result()
   }

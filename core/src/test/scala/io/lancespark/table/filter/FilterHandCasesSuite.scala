@@ -186,6 +186,35 @@ class FilterHandCasesSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(a.containsAll(11, 19) && !a.containsAll(4, 11))
   }
 
+  test("RowRanges union, intersect and minus equal a bit set model on random sets") {
+    val rnd = new scala.util.Random(17)
+    def randomSet(): (RowRanges, java.util.BitSet) = {
+      val bits = new java.util.BitSet()
+      val rs = (0 until rnd.nextInt(40)).map { _ =>
+        val s = rnd.nextInt(300).toLong
+        (s, s + rnd.nextInt(12))
+      }
+      rs.foreach { case (s, e) => bits.set(s.toInt, e.toInt) }
+      (RowRanges.of(rs: _*), bits)
+    }
+    def model(bits: java.util.BitSet): RowRanges = {
+      val out = new RowRanges.Builder
+      var i = bits.nextSetBit(0)
+      while (i >= 0) { val e = bits.nextClearBit(i); out.add(i.toLong, e.toLong); i = bits.nextSetBit(e) }
+      out.result()
+    }
+    (0 until 500).foreach { _ =>
+      val (a, x) = randomSet()
+      val (b, y) = randomSet()
+      val or = x.clone().asInstanceOf[java.util.BitSet]; or.or(y)
+      val and = x.clone().asInstanceOf[java.util.BitSet]; and.and(y)
+      val not = x.clone().asInstanceOf[java.util.BitSet]; not.andNot(y)
+      assert(a.union(b) == model(or), s"$a | $b")
+      assert(a.intersect(b) == model(and), s"$a & $b")
+      assert(a.minus(b) == model(not), s"$a - $b")
+    }
+  }
+
   test("row evaluator: NaN, -0.0, nulls, Kleene NOT, strings as unsigned bytes, nested structs") {
     val d = new Float8Vector("d", allocator)
     val st = new org.apache.arrow.vector.complex.StructVector("st", allocator, FieldType.nullable(ArrowType.Struct.INSTANCE), null)
