@@ -26,6 +26,10 @@ final class IndexFile private (val reader: ContainerReader) extends AutoCloseabl
   def read(names: Seq[String], from: Long, until: Long, allocator: BufferAllocator): Seq[FieldVector] =
     reader.read(names.map(field), from, until, allocator)
 
+  /** The rows of `ranges` (sorted, disjoint) of the named columns, one after the other. */
+  def readRanges(names: Seq[String], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator): Seq[FieldVector] =
+    reader.readRanges(names.map(field), ranges, allocator, None)
+
   def bytesRead: Long = reader.bytesRead
   override def close(): Unit = reader.close()
 }
