@@ -234,7 +234,7 @@ class ScalarIndexSuite extends AnyFunSuite {
   test("BTREE equality and IN over integers: binary searches in the sorted values equal a test of every value") {
     val rnd = new scala.util.Random(5)
     val allocator = new RootAllocator()
-    try (0 until 300).foreach { round =>
+    try { (0 until 300).foreach { round =>
       val n = 1 + rnd.nextInt(300)
       val nulls = if (round % 3 == 0) rnd.nextInt(n) else 0
       val vals = Vector.fill(n - nulls)(rnd.nextInt(60).toLong - 30).sorted
@@ -258,6 +258,6 @@ class ScalarIndexSuite extends AnyFunSuite {
           assert(BTreeIndex.findSorted(v, n, keys).isEmpty)
         }
       } finally v.close()
-    } finally allocator.close()
+    } } finally allocator.close()
   }
 }
