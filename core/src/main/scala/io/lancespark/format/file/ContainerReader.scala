@@ -160,7 +160,7 @@ abstract class ContainerReader(
     * lie close (a chunk several ranges need is read once). */
   private def issue(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], arena: Int, pool: Executor,
                     before: Option[BatchReads], beforeDone: Boolean): BatchReads = {
-    val planned = fields.flatMap(f => if (ranges.size == 1) plan(f, ranges.head._1, ranges.head._2) else planRanges(f, ranges))
+    val planned = fields.flatMap(planRanges(_, ranges))
     // a chunk the batch before read too (a batch of scattered rows ends inside it) is carried over
     // (copied now if its reads are done, before this arena is reset; else once they are)
     val donor = before.filter(b => b.fields == fields && (beforeDone || b.arena != arena))

@@ -113,21 +113,29 @@ final class V21FileReader private (
     else pages.slice(lo, end).filter(p => p.meta.length > 0 && p.meta.first < until && p.meta.end > from)
   }
 
+  /** Each page's part of `ranges` (sorted, disjoint), in the page's rows,
+    * pages in row order: the parts come out in the ranges' order. */
+  private def pageParts(pages: Vector[StructuralPage], ranges: IndexedSeq[(Long, Long)])
+      : Vector[(StructuralPage, IndexedSeq[(Long, Long)])] = {
+    val parts = mutable.ArrayBuffer.empty[(StructuralPage, mutable.ArrayBuffer[(Long, Long)])]
+    ranges.foreach { case (from, until) =>
+      overlapping(pages, from, until).foreach { p =>
+        val part = (math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first)
+        if (parts.nonEmpty && (parts.last._1 eq p)) parts.last._2 += part
+        else parts += ((p, mutable.ArrayBuffer(part)))
+      }
+    }
+    parts.iterator.map { case (p, part) => (p, part.toIndexedSeq) }.toVector
+  }
+
   /** A field's reads for many ranges: each page plans the ranges it holds
     * together (a mini-block page reads each chunk once for them). */
   override protected def planRanges(field: LanceField, ranges: IndexedSeq[(Long, Long)]): Seq[PlannedRead] =
     scala.util.Try(leavesOf(field)).toOption.toSeq.flatten.flatMap { leaf =>
       scala.util.Try(pages(leaf)).toOption.toSeq.flatMap { ps =>
-        val byPage = new java.util.IdentityHashMap[StructuralPage, mutable.ArrayBuffer[(Long, Long)]]()
-        val order = mutable.ArrayBuffer.empty[StructuralPage]
-        ranges.foreach { case (from, until) =>
-          if (until > from) overlapping(ps, from, until).foreach { p =>
-            var in = byPage.get(p)
-            if (in == null) { in = mutable.ArrayBuffer.empty; byPage.put(p, in); order += p }
-            in += ((math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first))
-          }
+        pageParts(ps, ranges.filter(r => r._2 > r._1)).flatMap { case (p, part) =>
+          scala.util.Try(p.planRanges(part, source)).getOrElse(Nil)
         }
-        order.toSeq.flatMap(p => scala.util.Try(p.planRanges(byPage.get(p).toIndexedSeq, source)).getOrElse(Nil))
       }
     }
 
@@ -146,21 +154,10 @@ final class V21FileReader private (
     * visible values. A page is counted decoded once however many ranges it
     * serves (a mini-block page decodes each chunk once for them: [[PageIO]]). */
   private def decodeLeaf(leaf: LeafColumn, ranges: IndexedSeq[(Long, Long)], io: PageIO): LeafRun = {
-    val ps = pages(leaf)
-    // each page's part of the ranges, pages in row order (ranges are sorted and disjoint, so
-    // the parts come out in the ranges' order); a page decodes its part at once
-    val parts = mutable.ArrayBuffer.empty[(StructuralPage, mutable.ArrayBuffer[(Long, Long)])]
-    ranges.foreach { case (from, until) =>
-      overlapping(ps, from, until).foreach { p =>
-        val part = (math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first)
-        if (parts.nonEmpty && (parts.last._1 eq p)) parts.last._2 += part
-        else parts += ((p, mutable.ArrayBuffer(part)))
-      }
-    }
-    val seen = mutable.BitSet.empty
-    val runs = parts.toVector.map { case (p, part) =>
-      if (seen.add(p.meta.index)) pageDecoded()
-      if (part.size == 1) p.decode(part.head._1, part.head._2, io) else p.decodeRanges(part.toIndexedSeq, io)
+    // a page decodes its part of the ranges at once
+    val runs = pageParts(pages(leaf), ranges).map { case (p, part) =>
+      pageDecoded()
+      if (part.size == 1) p.decode(part.head._1, part.head._2, io) else p.decodeRanges(part, io)
     }
     if (runs.isEmpty) new LeafRun(new Levels(null, null, 0), Vector.empty) else LeafRun.concat(runs)
   }

@@ -109,7 +109,8 @@ object BTreeIndex {
   private def nullsFirstThenSorted(v: BaseIntVector, first: Int, n: Int): Boolean = v match {
     case b: BigIntVector =>
       // no NULL after the first value, and the 8-byte values in order (read from the buffer)
-      if (b.getNullCount != first && countNulls(b, first, n) != 0) false
+      val nullsAfter = if (b.getValueCount == n) b.getNullCount - first else countNulls(b, first, n)
+      if (nullsAfter != 0) false
       else {
         val buf = b.getDataBuffer
         var i = first + 1
