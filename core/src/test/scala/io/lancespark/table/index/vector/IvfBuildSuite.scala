@@ -158,6 +158,16 @@ print("ok")
     val copy = dir.resolve(s"pq_${metric}_py.lance").toString
     PylanceProcess.run(makeTable, path, "13")
     PylanceProcess.run(makeTable, copy, "13")
+    // Two more of our builds with other seeds, on copies: training is random on both sides,
+    // so recall is compared as a mean over several builds of each.
+    val seeded = Seq(43L, 44L).map { seed =>
+      val p = dir.resolve(s"pq_${metric}_s$seed.lance").toString
+      PylanceProcess.run(makeTable, p, "13")
+      IvfBuild.buildInMemoryWithPq(IvfBuild.plan(Dataset.open(DatasetStorage(p, new Configuration()), None), "emb",
+        "ivf_pq", Some("emb_pq"), Map("num_partitions" -> "8", "metric" -> metric, "num_sub_vectors" -> "4",
+          "seed" -> seed.toString)))
+      p
+    }
     val storage = DatasetStorage(path, new Configuration())
     val before = Dataset.open(storage, None)
     val plan = IvfBuild.plan(before, "emb", "ivf_pq", Some("emb_pq"),
@@ -168,10 +178,11 @@ print("ok")
     val ix = IvfIndex.open(storage, entry).fold(e => fail(e), identity)
     assert(ix.indexType == "IVF_PQ" && ix.numPartitions == 8 && ix.metric.name == metric)
     val idOf = ids(after)
-    // pylance: its search on our index (ids, distances), and recall@10 of ours vs its own IVF_PQ on a copy
+    // pylance: its search on our index (ids, distances), and recall@10 of our builds vs its own IVF_PQ on a copy
     val out = PylanceProcess.run(
       """import sys, lance, numpy as np
 path, copy, metric = sys.argv[1], sys.argv[2], sys.argv[3]
+others = sys.argv[4:]
 ds = lance.dataset(path)
 v = np.load(path + ".npy")
 info = [i for i in ds.list_indices() if i["name"] == "emb_pq"][0]
@@ -188,25 +199,29 @@ def want(q):
     return set(live[np.argsort(d, kind="stable")[:10]].tolist())
 def nearest(q):
     return {"column": "emb", "q": q, "k": 10, "nprobes": 3, "metric": metric}
-ro = []
-for qi, q in enumerate(qs):
+truth = [want(q) for q in qs]
+def recall(d):
+    return float(np.mean([len(w & set(d.to_table(nearest=nearest(q))["id"].to_pylist())) / 10 for q, w in zip(qs, truth)]))
+for qi, q in enumerate(qs[:6]):
     got = ds.to_table(nearest=nearest(q))
-    if qi < 6:
-        print("Q", " ".join(repr(float(x)) for x in q), "|", " ".join(f"{i}:{d!r}" for i, d in zip(got["id"].to_pylist(), got["_distance"].to_pylist())))
-    ro.append(len(want(q) & set(got["id"].to_pylist())) / 10)
-# pylance's recall: the mean of three of its builds (each trained at random)
+    print("Q", " ".join(repr(float(x)) for x in q), "|", " ".join(f"{i}:{d!r}" for i, d in zip(got["id"].to_pylist(), got["_distance"].to_pylist())))
+ro = [recall(lance.dataset(p)) for p in [path] + others]
+# pylance's recall: the mean of five of its builds (each trained at random)
 rp = []
-for b in range(3):
+for b in range(5):
     lance.dataset(copy).create_index("emb", index_type="IVF_PQ", num_partitions=8, num_sub_vectors=4, metric=metric,
                                      replace=True)
-    py = lance.dataset(copy)
-    rp.append(np.mean([len(want(q) & set(py.to_table(nearest=nearest(q))["id"].to_pylist())) / 10 for q in qs]))
+    rp.append(recall(lance.dataset(copy)))
 print("RECALL", np.mean(ro), np.mean(rp))
-print("PYLANCE BUILDS", [float(x) for x in rp])
-""", path, copy, metric)
+print("BUILDS ours", ro, "pylance", rp)
+""", (Seq(path, copy, metric) ++ seeded): _*)
     val recall = out.linesIterator.find(_.startsWith("RECALL")).get.split(' ').drop(1).map(_.toDouble)
-    println(s"IVF_PQ $metric recall@10 nprobes=3: ours ${recall(0)}, pylance's ${recall(1)}")
-    assert(recall(0) >= recall(1) - 0.02, out)
+    println(s"IVF_PQ $metric recall@10 nprobes=3, mean of 3 builds: ours ${recall(0)}, of 5: pylance's ${recall(1)}")
+    // One build's recall spreads by about 0.02 (sd, measured on either side) on these 100 queries, so the
+    // means of 3 and 5 builds differ by about 0.015 (sd) even when the expected recalls are equal. The bound
+    // 0.045 is 3 of those sds: equal builders fail by chance about once in 1,000 runs per metric. The issue's
+    // 0.02 on expected recall is measured at scale in bench/vectors.py (docs/benchmarks-vectors.md).
+    assert(recall(0) >= recall(1) - 0.045, out)
     Using.resource(new RootAllocator()) { alloc =>
       out.linesIterator.filter(_.startsWith("Q ")).foreach { line =>
         val Array(qs, pairs) = line.drop(2).split('|').map(_.trim)
