@@ -12,7 +12,7 @@ BUNDLES := target/bundles
 FIXTURES := spark-connector/target/fixtures
 
 
-.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration test-lines line-venvs test-long demo bench bench-quick clean
+.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration test-lines line-venvs test-long demo bench bench-quick bench-tpch-matrix bench-tpcds-matrix clean
 
 all: python
 
@@ -122,6 +122,13 @@ bench: python
 
 bench-quick: python
 	$(PY) -m bench --quick
+
+# TPC-H and TPC-DS over the settings matrix (bench/sqlmatrix.py; hours on 2 cores).
+bench-tpch-matrix: python
+	$(PY) -m bench.sqlmatrix tpch
+
+bench-tpcds-matrix: python
+	$(PY) -m bench.sqlmatrix tpcds
 
 clean:
 	rm -rf spark-connector/target spark-connector/v*/target core/target target project/target python/build python/lance_spark/jars
