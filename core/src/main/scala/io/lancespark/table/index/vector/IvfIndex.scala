@@ -173,8 +173,15 @@ object IvfIndex {
     * (`-Dlance.vector.partitionCacheBytes`, default 256 MiB); beyond, partitions are read per search. */
   val CacheBytes: Long = sys.props.get("lance.vector.partitionCacheBytes").map(_.toLong).getOrElse(256L << 20)
 
-  /** The index types read here. */
-  val Supported: Set[String] = Set("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+  /** The index types read here. An IVF_HNSW_* index keeps, beside its
+    * partitions' HNSW graphs (index.idx), the same quantized storage as the
+    * IVF index of its suffix (auxiliary.idx): it is searched as that IVF index,
+    * every vector of the probed partitions compared (a superset of what the
+    * graph walk of pylance visits). */
+  val Supported: Set[String] = Set("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
+
+  /** The storage of an index type: IVF_HNSW_SQ's is IVF_SQ's, and so on. */
+  def storageType(indexType: String): String = indexType.replace("IVF_HNSW_", "IVF_")
 
   def fail(path: String, problem: String): Nothing = throw LanceFormatException(path, problem)
 
@@ -219,7 +226,7 @@ object IvfIndex {
           if (offsets.zip(lengths).exists { case (o, l) => o < 0 || o + l > aux.numRows })
             fail(aux.path, s"a partition lies beyond the file's ${aux.numRows} rows")
           val sm = md.getOrElse("storage_metadata", "")
-          val st: Either[String, IvfStorage] = tpe match {
+          val st: Either[String, IvfStorage] = storageType(tpe) match {
             case "IVF_FLAT" => Right(IvfStorage.Flat)
             case "IVF_PQ" =>
               val m = jsonInt(sm, "num_sub_vectors").getOrElse(fail(aux.path, s"no num_sub_vectors in $sm"))

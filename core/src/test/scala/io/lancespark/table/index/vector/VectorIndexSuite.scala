@@ -15,7 +15,8 @@ import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
 import io.lancespark.table.storage.Snapshot
 
-/** Searches through pylance-built IVF_FLAT, IVF_PQ and IVF_SQ indices against
+/** Searches through pylance-built IVF_FLAT, IVF_PQ and IVF_SQ indices (and
+  * IVF_HNSW_*, searched as IVF over their quantized storage) against
   * pylance's own indexed search (`to_table(nearest=...)`) for the same
   * parameters. Seeded random cases: dims 8/32/128, metrics l2/cosine/dot,
   * several fragments, rows deleted before and after the build, sometimes a
@@ -49,7 +50,7 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
     ds.delete(f"id % 11 = {int(rng.integers(0, 11))}")
     parts = int(rng.integers(3, 9))
     kw = {}
-    if itype == "IVF_PQ":
+    if itype.endswith("_PQ"):
         kw["num_sub_vectors"] = int(rng.choice([s for s in [2, 4, 8, 16] if dim % s == 0 and s <= dim // 2]))
     ds.create_index("emb", index_type=itype, num_partitions=parts, metric=metric, **kw)
     appended = bool(rng.integers(0, 2))
@@ -68,6 +69,8 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
         nearest = {"column": "emb", "q": q, "k": k, "nprobes": nprobes, "metric": metric}
         if refine is not None:
             nearest["refine_factor"] = refine
+        if "HNSW" in itype:  # a beam as wide as the partitions: pylance's graph walk compares every vector
+            nearest["ef"] = 100000
         t = ds.to_table(nearest=nearest, filter=(f"id < {lim}" if pre else None), prefilter=pre)
         pairs = " ".join(f"{i}:{d!r}" for i, d in zip(t["id"].to_pylist(), t["_distance"].to_pylist()))
         desc = f"{itype} {metric} dim={dim} parts={parts} {kw} appended={appended}"
@@ -79,6 +82,7 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
       refine: Option[Int], prefilterBelow: Option[Long], q: Array[Float], expected: Vector[(Long, Float)], desc: String)
 
   private val AllTypes: Seq[String] = Seq("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+  private val HnswTypes: Seq[String] = Seq("IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
   private val AllMetrics: Seq[String] = Seq("l2", "cosine", "dot")
 
   /** `n` index cases of `seed` (the first ones cover every type x metric), `perCase` queries each. */
@@ -175,15 +179,20 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
     assert(runCases(11, 6) + runCases(12, 6) == 48)
   }
 
-  test("indices not read here (IVF_HNSW_SQ) and a metric other than the index's: exact search, no error") {
-    val path = dir.resolve("hnsw.lance").toString
+  test("IVF_HNSW_FLAT, IVF_HNSW_PQ, IVF_HNSW_SQ x l2, cosine, dot: top k equals pylance's search with a beam covering the partitions (seed 8)") {
+    // searched here as IVF over the index's quantized storage: every vector of the probed partitions
+    assert(runCases(8, 9, HnswTypes) == 36)
+  }
+
+  test("indices not read here (IVF_RQ) and a metric other than the index's: exact search, no error") {
+    val path = dir.resolve("rq.lance").toString
     PylanceProcess.run(
       """import sys, lance, numpy as np, pyarrow as pa
         |rng = np.random.default_rng(3)
         |v = rng.standard_normal((1200, 16)).astype(np.float32)
         |lance.write_dataset(pa.table({"id": np.arange(1200), "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), 16)}),
         |                    sys.argv[1], max_rows_per_file=500)
-        |lance.dataset(sys.argv[1]).create_index("emb", index_type="IVF_HNSW_SQ", num_partitions=2)
+        |lance.dataset(sys.argv[1]).create_index("emb", index_type="IVF_RQ", num_partitions=2)
         |""".stripMargin, path)
     val snapshot = Dataset.open(DatasetStorage(path, new Configuration()), None)
     Using.resource(new RootAllocator()) { alloc =>
