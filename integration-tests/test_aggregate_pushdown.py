@@ -4,6 +4,8 @@ Spark's own aggregation of the same rows (aggregatePushdown=false), over
 random data with nulls, deleted rows, several fragments and small pages, on
 random queries (seeded) and on hand cases: partial sums that would leave
 their input's decimal range, values beyond a long, overflow errors (ANSI),
+sums whose statistics show they would be set aside every few rows (left to
+Spark),
 an integer AVG (its exact sum divided, where Spark sums doubles: equal to
 1e-9),
 and what is not pushed (DISTINCT, doubles, rounding arithmetic). A GROUP BY
@@ -34,6 +36,7 @@ SCHEMA = T.StructType([
     T.StructField("small", T.DecimalType(3, 1)),
     T.StructField("huge", T.DecimalType(38, 0)),
     T.StructField("f", T.DoubleType()),
+    T.StructField("cents", T.DecimalType(4, 2)),
 ])
 
 GROUPS = ["g", "k", "d", "flag"]
@@ -55,12 +58,14 @@ def _rows(n: int, seed: int):
             maybe(rnd.random() < 0.5),
             maybe(rnd.randint(-1000, 1000)),
             maybe(2**59 if rnd.random() < 0.002 else rnd.randint(-10**6, 10**6)),   # sums within a long
-            maybe(decimal.Decimal(rnd.randint(-10**9, 10**9)).scaleb(-2)),
+            maybe(decimal.Decimal(rnd.randint(-10**8, 10**8)).scaleb(-2)),
             maybe(decimal.Decimal(rnd.randint(0, 99)).scaleb(-2)),
             maybe(decimal.Decimal(rnd.randint(0, 999)).scaleb(-1)),   # sums leave decimal(3,1) at once
             # beyond a long, yet their sums and averages within decimal(38,0) and decimal(38,4)
             maybe(decimal.Decimal(10**32 if rnd.random() < 0.01 else rnd.choice([rnd.randint(-10**6, 10**6), 10**20, -3 * 10**19]))),
             maybe(rnd.uniform(-1, 1)),
+            # at most 1/1,024 of decimal(4,2)'s range: pushed, yet a task's sum leaves it
+            maybe(decimal.Decimal(rnd.choice([8, 9, 9])).scaleb(-2)),
         ))
     return out
 
@@ -94,8 +99,10 @@ def _both(spark, sql: str):
 
 HAND = [
     ("SELECT g, k, sum(price), count(*), count(q), min(price), max(q), avg(price) FROM t GROUP BY g, k", True),
-    ("SELECT sum(price * (1 - rate)), sum(price * (1 - rate) * (1 + rate)), avg(rate) FROM t WHERE d <= DATE'2024-01-03'", True),
-    ("SELECT d, sum(small), count(small) FROM t GROUP BY d", True),          # partial sums set aside
+    ("SELECT sum(price * (1 - rate)), sum(price * (1 - rate) * (1 + rate)), avg(rate * 0.01) FROM t WHERE d <= DATE'2024-01-03'", True),
+    ("SELECT sum(cents), count(cents), avg(cents) FROM t", True),           # partial sums set aside
+    ("SELECT d, sum(small), count(small) FROM t GROUP BY d", False),        # would be set aside every few rows
+    ("SELECT avg(rate) FROM t", False),                                     # (0.99: 1/101 of 99.99)
     ("SELECT flag, sum(huge), min(huge), max(huge) FROM t GROUP BY flag", True),  # beyond a long
     ("SELECT sum(n), sum(q * 3), min(n), max(n) FROM t WHERE q > 0", True),
     ("SELECT g, count(*) FROM t WHERE g IN ('A', 'R') AND q BETWEEN -10 AND 400 GROUP BY g", True),
@@ -130,7 +137,7 @@ def _same(on, off) -> bool:
 
 
 def _expr(rnd: random.Random) -> str:
-    return rnd.choice(["q", "n", "price", "rate", "small", "huge", "q + 1", "price * rate", "price - rate",
+    return rnd.choice(["q", "n", "price", "rate", "small", "huge", "cents", "q + 1", "price * rate", "price - rate",
                        "price * (1 - rate)", "CAST(q AS DECIMAL(10,0)) * rate", "q * k", "small + small"])
 
 

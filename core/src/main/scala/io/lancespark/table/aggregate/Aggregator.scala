@@ -1,6 +1,6 @@
 package io.lancespark.table.aggregate
 
-import java.math.BigInteger
+import java.math.{BigDecimal => JBigDecimal, BigInteger}
 
 import scala.collection.mutable
 
@@ -83,6 +83,7 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
       case Some(l) =>
         states(a) match {
           case s: Sums if l.nulls.isEmpty => s.addLongs(a, groups, l.values)
+          case s: Sums => s.addLongsSkippingNulls(a, groups, l)
           case _ =>
             var j = 0
             while (j < rows.length) { if (!l.isNull(j)) f(groups(j), l.values(j)); j += 1 }
@@ -169,6 +170,12 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
       while (j < groups.length) { addLong(a, groups(j), values(j)); j += 1 }
     }
 
+    def addLongsSkippingNulls(a: Int, groups: Array[Int], l: ExprEval.Longs): Unit = {
+      val values = l.values
+      var j = 0
+      while (j < groups.length) { if (!l.isNull(j)) addLong(a, groups(j), values(j)); j += 1 }
+    }
+
     private def addLong(a: Int, g: Int, v: Long): Unit =
       if (bigs(g) == null) {
         val s = longs(g)
@@ -217,6 +224,40 @@ object Aggregator {
   def resultType(t: NumType): NumType = t match {
     case _: NumType.Integral => NumType.Integral(64)
     case NumType.Dec(p, s) => NumType.Dec(math.min(38, p + 10), s)
+  }
+
+  /** Whether a partial aggregation of `spec` sets few sums aside: a partial
+    * sum stays within its input's type (see [[Aggregator]]), so a sum over
+    * values near that type's range is set aside as a row of its own every
+    * few rows (a SUM or AVG of DECIMAL(7,2) prices of a few thousand: one
+    * row in 50 or so), and the scan would hand Spark more rows than it saves.
+    * True when every SUM's input is bounded, by `maxAbs` (the largest
+    * absolute value of a column, from its statistics) through the
+    * arithmetic, by at most 1/1,024 of its type's largest value, or of a
+    * type no realistic partial sum leaves (64-bit integers, decimals of 18 or
+    * more digits). */
+  def fewSetAside(spec: Aggregation, maxAbs: String => Option[JBigDecimal]): Boolean = spec.aggregates.forall {
+    case AggFn.Sum(e) =>
+      val largest: JBigDecimal = e.tpe match {
+        case i: NumType.Integral => JBigDecimal.valueOf(i.max)
+        case NumType.Dec(p, sc) => new JBigDecimal(ExprEval.bigTenTo(p).subtract(BigInteger.ONE), sc)
+      }
+      val wide = e.tpe match {
+        case i: NumType.Integral => i.bits == 64
+        case NumType.Dec(p, _) => p >= 18
+      }
+      wide || bound(e, maxAbs).exists(_.multiply(JBigDecimal.valueOf(1024L)).compareTo(largest) <= 0)
+    case _ => true
+  }
+
+  /** The largest absolute value `e` takes, from its columns' (`maxAbs`). */
+  private def bound(e: Expr, maxAbs: String => Option[JBigDecimal]): Option[JBigDecimal] = e match {
+    case Expr.Col(name, _) => maxAbs(name)
+    case Expr.Lit(v, _) => Some(v.abs)
+    case Expr.Widen(c, _) => bound(c, maxAbs)
+    case Expr.Arith(op, l, r, _) =>
+      for (a <- bound(l, maxAbs); b <- bound(r, maxAbs))
+        yield if (op == Expr.Times) a.multiply(b) else a.add(b)
   }
 
   /** Whether [[Aggregator]] can give `spec`'s final results (`complete`):

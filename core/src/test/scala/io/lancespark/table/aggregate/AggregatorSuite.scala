@@ -90,6 +90,30 @@ class AggregatorSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(out.map(r => count(r._2(1))).sum == values.size)
   }
 
+  test("fewSetAside: a sum is pushed when its input stays within 1/1,024 of its type's range, or its type is wide") {
+    def agg(e: Expr): Aggregation = Aggregation(Vector.empty, Vector(Sum(e), CountStar))
+    val bounds = Map("price" -> new JBigDecimal("20000.00"), "rate" -> new JBigDecimal("0.09"),
+      "q" -> new JBigDecimal("100"), "big" -> new JBigDecimal("1000000"))
+    val maxAbs: String => Option[JBigDecimal] = bounds.get
+    // DECIMAL(7,2): largest 99,999.99; 20,000.00 * 1,024 is beyond, 97.65 * 1,024 within, 97.66 beyond
+    assert(!Aggregator.fewSetAside(agg(Col("price", Dec(7, 2))), maxAbs))
+    assert(Aggregator.fewSetAside(agg(Col("p", Dec(7, 2))), Map("p" -> new JBigDecimal("97.65")).get))
+    assert(!Aggregator.fewSetAside(agg(Col("p", Dec(7, 2))), Map("p" -> new JBigDecimal("97.66")).get))
+    // no statistics: only wide types
+    assert(!Aggregator.fewSetAside(agg(Col("nostats", Dec(7, 2))), maxAbs))
+    assert(!Aggregator.fewSetAside(agg(Col("nostats", Integral(32))), maxAbs))
+    assert(Aggregator.fewSetAside(agg(Col("nostats", Integral(64))), maxAbs))
+    assert(Aggregator.fewSetAside(agg(Col("nostats", Dec(18, 2))), maxAbs))
+    // through arithmetic: price * (1 - rate) in DECIMAL(13,4) (largest 999,999,999.9999): 20,000 * 1.09 * 1,024 within
+    val net = Arith(Times, Col("price", Dec(7, 2)), Arith(Minus, Lit(JBigDecimal.ONE, Dec(1, 0)), Col("rate", Dec(3, 2)), Dec(4, 2)), Dec(13, 4))
+    assert(Aggregator.fewSetAside(agg(net), maxAbs))
+    // an INT column of at most 100: 102,400 within 2^31 - 1; q * big (1e8) * 1,024 beyond, in INT
+    assert(Aggregator.fewSetAside(agg(Col("q", Integral(32))), maxAbs))
+    assert(!Aggregator.fewSetAside(agg(Arith(Times, Col("q", Integral(32)), Col("big", Integral(32)), Integral(32))), maxAbs))
+    // counts, minima and maxima never set anything aside
+    assert(Aggregator.fewSetAside(Aggregation(Vector.empty, Vector(Min(Col("price", Dec(7, 2))), CountStar)), maxAbs))
+  }
+
   test("integer groups coming in order, then out of order: one group per value") {
     val keys = Seq(Some(1), Some(1), Some(2), Some(3), Some(3), Some(2), Some(1), Some(5), None, Some(5), Some(-4))
     val out = run(Aggregation(Vector("k"), Vector(CountStar)), ints("k", keys))()
