@@ -93,9 +93,10 @@ class _Workload:
 
             dat = tpcds.generate(data.DATA_DIR / f"tpcds-dat-sf{sf}", sf)
             self.tables = tpcds.TABLES
-            ours = data._cached(f"tpcds-sf{sf}-copies-spark-{writer}",
+            v = tpcds.SCHEMA_VERSION
+            ours = data._cached(f"tpcds-sf{sf}-v{v}-copies-spark-{writer}",
                                 lambda p: tpcds.load(spark, dat, p / "lance", p / "parquet"), log)
-            pyl = data._cached(f"tpcds-sf{sf}-pylance-{lance.__version__}",
+            pyl = data._cached(f"tpcds-sf{sf}-v{v}-pylance-{lance.__version__}",
                                lambda p: tpcds.load_pylance(ours / "parquet", p / "tables"), log)
             pyl = pyl / "tables"
             self.names = list(tpcds.QUERIES)
