@@ -149,35 +149,40 @@ def run_cell(bench: str, sf: float, cores: str, shuffle: str, runs: int, queries
     for name in names:
         sql = w.text(name)
         entry: Dict[str, object] = {}
-        failures = {}
-        for s in SIDES:   # a statement Spark refuses on every side alike (say q90's division by zero at a
-            try:          # small scale factor, ANSI) is an agreeing result, not a timed one
-                w.run(s, sql)
-            except Exception as e:  # noqa: BLE001
-                failures[s] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-        if len(failures) == len(SIDES) and len(set(failures.values())) == 1:
-            entry["same_error"] = failures["parquet"]
-            result["queries"][name] = entry
-            log(f"{name}: every side fails alike: {entry['same_error']}")
-            continue
-        try:
-            rows = {s: w.run(s, sql) for s in SIDES}
+        # the warm-up: each side once, its rows or its error. A statement Spark refuses on every side
+        # alike (say q90's division by zero at a small scale factor, ANSI) agrees; it is not timed.
+        rows: Dict[str, list] = {}
+        failures: Dict[str, str] = {}
+        for s in SIDES:
+            try:
+                rows[s] = w.run(s, sql)
+            except Exception as e:  # noqa: BLE001 - a failing statement is a result of the run
+                failures[s] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        if failures:
+            if len(failures) == len(SIDES) and len(set(failures.values())) == 1:
+                entry["same_error"] = failures["parquet"]
+            else:
+                entry["error"] = "; ".join(f"{s}: {m}" for s, m in failures.items())
+        else:
             entry["rows"] = len(rows["parquet"])
             entry["check"] = {s: _compare(rows["parquet"], rows[s]) for s in SIDES[1:]}
             times: Dict[str, List[float]] = {s: [] for s in SIDES}
-            for r in range(runs):
-                for s in SIDES[r % 3:] + SIDES[:r % 3]:
-                    t0 = time.perf_counter()
-                    w.run(s, sql)
-                    times[s].append(time.perf_counter() - t0)
-            entry["times"] = times
-        except Exception as e:  # noqa: BLE001 - a failing query is a result of the run
-            entry["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            try:
+                for r in range(runs):
+                    for s in SIDES[r % 3:] + SIDES[:r % 3]:
+                        t0 = time.perf_counter()
+                        w.run(s, sql)
+                        times[s].append(time.perf_counter() - t0)
+                entry["times"] = times
+            except Exception as e:  # noqa: BLE001
+                entry["error"] = f"{type(e).__name__} in a timed round: {str(e)[:300]}"
         result["queries"][name] = entry
         med = {s: statistics.median(v) for s, v in entry.get("times", {}).items()}
         if med:
             log(f"{name}: parquet {med['parquet']:.3f}s ours {med['ours'] / med['parquet']:.2f}x "
                 f"pylance {med['pylance'] / med['parquet']:.2f}x {entry['check']}")
+        elif "same_error" in entry:
+            log(f"{name}: every side fails alike: {entry['same_error']}")
         else:
             log(f"{name}: {entry.get('error')}")
     out.write_text(json.dumps(result, indent=1, default=str) + "\n")
