@@ -12,6 +12,8 @@ import java.math.{BigDecimal => JBigDecimal}
 final case class Aggregation(groupBy: Vector[String], aggregates: Vector[AggFn]) {
   /** The top-level columns read: grouping columns and the aggregates' inputs. */
   def columns: Vector[String] = (groupBy ++ aggregates.flatMap(_.columns)).distinct
+  /** The top-level columns the SUMs read. */
+  def summedColumns: Set[String] = aggregates.collect { case AggFn.Sum(e) => e.columns }.flatten.toSet
 
   override def toString: String =
     s"[${aggregates.mkString(", ")}]" + (if (groupBy.isEmpty) "" else s" GROUP BY [${groupBy.mkString(", ")}]")

@@ -121,6 +121,24 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
   def summaries(columns: Set[Vector[String]]): Map[Vector[String], ColumnSummary] =
     ColumnSummaries.of(snapshot, plans, columns)
 
+  /** The largest absolute value each of the top-level numeric `columns`
+    * takes over the planned rows, from their statistics (None where some
+    * planned fragment has none; zero for every column when no row is planned). */
+  def largestMagnitudes(columns: Set[String]): String => Option[java.math.BigDecimal] =
+    if (plans.isEmpty) _ => Some(java.math.BigDecimal.ZERO)
+    else {
+      val found = summaries(columns.map(Vector(_)))
+      def abs(v: Any): Option[java.math.BigDecimal] = v match {
+        case d: java.math.BigDecimal => Some(d.abs)
+        case l: java.lang.Long => Some(java.math.BigDecimal.valueOf(l.longValue).abs)
+        case i: java.lang.Integer => Some(java.math.BigDecimal.valueOf(i.longValue).abs)
+        case _ => None
+      }
+      name => found.get(Vector(name)).flatMap { s =>
+        for (lo <- s.min.flatMap(abs); hi <- s.max.flatMap(abs)) yield lo.max(hi)
+      }
+    }
+
   /** What the statistics of the filter's columns estimate of the share of
     * the planned rows it keeps ([[Selectivity]]); 1 without a filter. */
   def selectivity: Double = filter.fold(1.0)(f => Selectivity.of(f, summaries(f.columns.toSet)))

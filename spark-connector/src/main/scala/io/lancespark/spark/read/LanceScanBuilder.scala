@@ -69,27 +69,10 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
       complete = completable.collect { case (a, c) if a eq aggregation => c }
       // a partial aggregation whose sums would be set aside every few rows is left to Spark
       aggregate = AggregateTranslation(aggregation, tableSchema, snapshot.schema)
-        .filter(t => complete.isDefined || Aggregator.fewSetAside(t.aggregation, maxAbs(t.aggregation)))
+        .filter(t => complete.isDefined ||
+          Aggregator.fewSetAside(t.aggregation, planner.largestMagnitudes(t.aggregation.summedColumns)))
       aggregate.isDefined
     }
-
-  /** The largest absolute value of each summed column, from the statistics over the planned rows
-    * (None where some planned fragment has none). */
-  private def maxAbs(agg: io.lancespark.table.aggregate.Aggregation): String => Option[java.math.BigDecimal] = {
-    val summed = agg.aggregates.collect { case io.lancespark.table.aggregate.AggFn.Sum(e) => e.columns }.flatten.toSet
-    val summaries = planner.summaries(summed.map(Vector(_)))
-    def abs(v: Any): Option[java.math.BigDecimal] = v match {
-      case d: java.math.BigDecimal => Some(d.abs)
-      case l: java.lang.Long => Some(java.math.BigDecimal.valueOf(l.longValue).abs)
-      case i: java.lang.Integer => Some(java.math.BigDecimal.valueOf(i.longValue).abs)
-      case _ => None
-    }
-    // no planned rows (the statistics pruned every fragment): no sum at all
-    if (planner.plans.isEmpty) _ => Some(java.math.BigDecimal.ZERO)
-    else name => summaries.get(Vector(name)).flatMap { s =>
-      for (lo <- s.min.flatMap(abs); hi <- s.max.flatMap(abs)) yield lo.max(hi)
-    }
-  }
 
   /** COUNT(*)s only, answered from the manifest or from statistics that decide every row. */
   private def countable(aggregation: Aggregation): Boolean =
