@@ -5,7 +5,7 @@ import java.math.{BigDecimal => JBigDecimal}
 import scala.collection.mutable
 
 import org.apache.arrow.memory.ArrowBuf
-import org.apache.arrow.memory.util.Float16
+import org.apache.arrow.memory.util.{Float16, MemoryUtil}
 import org.apache.arrow.vector._
 import org.apache.arrow.vector.complex.StructVector
 import org.apache.arrow.vector.types.TimeUnit
@@ -196,10 +196,13 @@ object RowEvaluator {
     def data: ArrowBuf = v.getDataBuffer
     var i = 0
     v match {
-      case _: TinyIntVector => val d = data; while (i < n) { out(i) = d.getByte(i.toLong).toLong; i += 1 }
-      case _: SmallIntVector => val d = data; while (i < n) { out(i) = d.getShort(2L * i).toLong; i += 1 }
-      case _: IntVector => val d = data; while (i < n) { out(i) = d.getInt(4L * i).toLong; i += 1 }
-      case _: BigIntVector => val d = data; while (i < n) { out(i) = d.getLong(8L * i); i += 1 }
+      // the common key types read by address: ArrowBuf's getters check bounds on every call
+      case _: TinyIntVector => val a = addressOf(v, n, 1); while (i < n) { out(i) = MemoryUtil.getByte(a + i).toLong; i += 1 }
+      case _: SmallIntVector => val a = addressOf(v, n, 2); while (i < n) { out(i) = MemoryUtil.getShort(a + 2L * i).toLong; i += 1 }
+      case _: IntVector => val a = addressOf(v, n, 4); while (i < n) { out(i) = MemoryUtil.getInt(a + 4L * i).toLong; i += 1 }
+      case _: BigIntVector => val a = addressOf(v, n, 8); while (i < n) { out(i) = MemoryUtil.getLong(a + 8L * i); i += 1 }
+      case _: DateDayVector => val a = addressOf(v, n, 4); while (i < n) { out(i) = MemoryUtil.getInt(a + 4L * i).toLong; i += 1 }
+      case _: DecimalVector => val a = addressOf(v, n, 16); while (i < n) { out(i) = MemoryUtil.getLong(a + 16L * i); i += 1 }
       case _: UInt1Vector => val d = data; while (i < n) { out(i) = d.getByte(i.toLong) & 0xffL; i += 1 }
       case _: UInt2Vector => val d = data; while (i < n) { out(i) = d.getShort(2L * i) & 0xffffL; i += 1 }
       case _: UInt4Vector => val d = data; while (i < n) { out(i) = d.getInt(4L * i) & 0xffffffffL; i += 1 }
@@ -208,7 +211,6 @@ object RowEvaluator {
       case _: Float4Vector => val d = data; while (i < n) { out(i) = Domain.doubleKey(d.getFloat(4L * i).toDouble); i += 1 }
       case _: Float8Vector => val d = data; while (i < n) { out(i) = Domain.doubleKey(d.getDouble(8L * i)); i += 1 }
       case _: BitVector => val d = data; while (i < n) { out(i) = (d.getByte((i >>> 3).toLong) >>> (i & 7)) & 1L; i += 1 }
-      case _: DateDayVector => val d = data; while (i < n) { out(i) = d.getInt(4L * i).toLong; i += 1 }
       case _: DateMilliVector => val d = data; while (i < n) { out(i) = Math.floorDiv(d.getLong(8L * i), 86400000L); i += 1 }
       case _: TimeSecVector => val d = data; while (i < n) { out(i) = d.getInt(4L * i).toLong * 1000000000L; i += 1 }
       case _: TimeMilliVector => val d = data; while (i < n) { out(i) = d.getInt(4L * i).toLong * 1000000L; i += 1 }
@@ -218,11 +220,17 @@ object RowEvaluator {
         val unit = t.getField.getType.asInstanceOf[ArrowType.Timestamp].getUnit
         fillMicros(data, unit, n, out)
       case t: DurationVector => fillMicros(data, t.getUnit, n, out)
-      case d: DecimalVector => val buf = d.getDataBuffer; while (i < n) { out(i) = buf.getLong(16L * i); i += 1 }
       case d: Decimal256Vector => val buf = d.getDataBuffer; while (i < n) { out(i) = buf.getLong(32L * i); i += 1 }
       case other => throw new IllegalArgumentException(s"cannot compare values of ${other.getClass.getSimpleName}")
     }
     out
+  }
+
+  /** The address of `v`'s values, checked once to hold `n` values of `width` bytes. */
+  private def addressOf(v: ValueVector, n: Int, width: Int): Long = {
+    val d = v.getDataBuffer
+    if (n > 0) d.checkBytes(0L, width.toLong * n)
+    d.memoryAddress()
   }
 
   private def fillMicros(d: ArrowBuf, unit: TimeUnit, n: Int, out: Array[Long]): Unit = {
@@ -293,27 +301,33 @@ object RowEvaluator {
   }
 
   /** Sets the bit of each row of `care` whose key is in [lo, hi] (not in it,
-    * when `negate`): a whole word at a time where every row counts, else row
-    * by row over the set bits. */
+    * when `negate`), a word of 64 rows at a time without branching on the
+    * keys: `key - lo <= hi - lo` as unsigned 64-bit numbers, i.e. no borrow in
+    * `(hi - lo) - (key - lo)`. (A branch per row costs a misprediction on
+    * about every other row of a filter keeping a few tenths of them.) */
   private def rangeLoop(keys: Array[Long], n: Int, care: Array[Long], out: Array[Long],
                         lo: Long, hi: Long, negate: Boolean): Unit = {
+    if (lo > hi) { // an empty range: no key is in it
+      if (negate) { var w = 0; while (w < care.length) { out(w) |= care(w); w += 1 } }
+      return
+    }
+    val span = hi - lo
+    val flip = if (negate) 1L else 0L
     var w = 0
     while (w < care.length) {
-      var m = care(w)
-      if (m == -1L) {
+      val m = care(w)
+      if (m != 0L) {
         val base = w << 6
         val stop = math.min(n, base + 64)
         var i = base
         var word = 0L
-        while (i < stop) { val k = keys(i); if ((k >= lo && k <= hi) != negate) word |= 1L << i; i += 1 }
-        out(w) = word
-      } else {
-        while (m != 0L) {
-          val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
-          val k = keys(i)
-          if ((k >= lo && k <= hi) != negate) out(w) |= 1L << i
-          m &= m - 1
+        while (i < stop) {
+          val x = keys(i) - lo
+          val borrow = ((~span & x) | (~(span ^ x) & (span - x))) >>> 63
+          word |= ((borrow ^ 1L) ^ flip) << i
+          i += 1
         }
+        out(w) |= word & m
       }
       w += 1
     }
