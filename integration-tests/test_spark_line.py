@@ -5,6 +5,7 @@ with pylance (the oracle) or with a model computed here in Python."""
 from __future__ import annotations
 
 import os
+import re
 
 import lance
 import pyarrow as pa
@@ -333,3 +334,27 @@ def test_small_lookups_are_read_on_the_driver(spark, tmp_path):
                                .to_pydict().values()))
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert "LocalTableScan" in plan and "BatchScan" not in plan, plan
+
+
+def test_scalar_subqueries_over_one_table_share_one_scan(spark, tmp_path):
+    """count(*), sum and avg over one table with one filter, as three scalar subqueries: one scan
+    (the session extension's analyzer and optimizer rules, then Spark's own merge, on every
+    line); the results of a model computed here."""
+    path = str(tmp_path / "subq.lance")
+    n = 3000
+    lance.write_dataset(pa.table({"q": pa.array([i % 50 for i in range(n)], pa.int32()),
+                                  "a": pa.array([i * 3 for i in range(n)], pa.int64()),
+                                  "b": pa.array([float(i) / 4 for i in range(n)])}), path, max_rows_per_file=1000)
+    spark.read.format("lance").load(path).createOrReplaceTempView("line_subq")
+    where = "FROM line_subq WHERE q BETWEEN 10 AND 19"
+    sql = f"SELECT (SELECT count(*) {where}), (SELECT sum(a) {where}), (SELECT avg(b) {where})"
+    kept = [i for i in range(n) if 10 <= i % 50 <= 19]
+    count, total, mean = spark.sql(sql).collect()[0]
+    assert (count, total) == (len(kept), sum(3 * i for i in kept))
+    assert mean == pytest.approx(sum(i / 4 for i in kept) / len(kept), rel=1e-12)
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    assert len(set(re.findall(r"Subquery (?:scalar-)?subquery#\d+, \[id=#(\d+)\]", plan))) == 1, plan

@@ -34,6 +34,9 @@ final class LanceTableFunctionsExtension extends (SparkSessionExtensions => Unit
     ext.injectPlannerStrategy(_ => LabelListScans)
     // small scans read on the driver, no job (see LocalScans)
     ext.injectPlannerStrategy(_ => LocalScans)
+    // scalar subqueries over one Lance table with one filter: one scan, which Spark merges (see SharedSubqueryScans)
+    ext.injectPostHocResolutionRule(_ => SharedSubqueryReads)
+    ext.injectPreCBORule(_ => SharedSubqueryScans)
     // mergeSchema for catalog writes (see CatalogWriteSchema)
     ext.injectResolutionRule(session => CatalogWriteSchema(session))
   }

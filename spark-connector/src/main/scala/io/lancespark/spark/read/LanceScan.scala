@@ -27,18 +27,18 @@ import io.lancespark.table.plan.SplitTarget
   * fragment, packed into input partitions of about equal rows (see
   * [[PartitionPlanner]] and [[LanceScan.defaultSplit]]). */
 final class LanceScan(
-    snapshot: Snapshot,
-    tableSchema: StructType,
-    dataSchema: StructType,
-    fields: Seq[LanceField],
-    metadataColumns: Seq[String],
-    outputSchema: StructType,
-    options: ReadConf,
-    filter: Option[Filter] = None,
-    filterFields: Seq[LanceField] = Nil,
-    limit: Option[Int],
-    planner: ScanPlanner,
-    streamOptions: Map[String, String] = Map.empty)
+    private val snapshot: Snapshot,
+    private val tableSchema: StructType,
+    private val dataSchema: StructType,
+    private val fields: Seq[LanceField],
+    private val metadataColumns: Seq[String],
+    private val outputSchema: StructType,
+    private val options: ReadConf,
+    private val filter: Option[Filter] = None,
+    private val filterFields: Seq[LanceField] = Nil,
+    private val limit: Option[Int],
+    private val planner: ScanPlanner,
+    private val streamOptions: Map[String, String] = Map.empty)
     extends Scan with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
@@ -64,6 +64,35 @@ final class LanceScan(
   def withLabels(clauses: Vector[LabelClause]): LanceScan =
     new LanceScan(snapshot, tableSchema, dataSchema, fields, metadataColumns, outputSchema, options, filter,
       filterFields, limit, planner.withLabels(clauses), streamOptions)
+
+  /** One scan returning the columns of both this one and `that`, when the two
+    * differ in their columns only (the same version, filter, metadata
+    * columns, read options and labels, no LIMIT): the data columns in the
+    * table's order, then the metadata columns. None when they differ in more,
+    * or read one column pruned to different nested fields. For scalar
+    * subqueries over one table that Spark can then merge into one job
+    * (see `io.lancespark.spark.extensions.SharedSubqueryScans`). */
+  private[spark] def mergedWith(that: LanceScan): Option[LanceScan] = {
+    val same = that.snapshot.storage.uri == snapshot.storage.uri && that.snapshot.version == snapshot.version &&
+      that.snapshot.timestamp == snapshot.timestamp && that.metadataColumns == metadataColumns &&
+      that.filter.map(Filter.normalized) == filter.map(Filter.normalized) && limit.isEmpty && that.limit.isEmpty &&
+      that.options == options && that.planner.labels == planner.labels && that.streamOptions == streamOptions
+    if (!same) return None
+    val byName: Map[String, (LanceField, org.apache.spark.sql.types.StructField)] =
+      (fields.zip(dataSchema.fields) ++ that.fields.zip(that.dataSchema.fields)).groupBy(_._1.name).flatMap {
+        case (name, variants) if variants.map(_._2.dataType).distinct.size == 1 => Some(name -> variants.head)
+        case _ => None
+      }
+    val names = (fields ++ that.fields).map(_.name).distinct
+    if (names.exists(n => !byName.contains(n))) return None
+    val ordered = tableSchema.fieldNames.toSeq.filter(byName.contains).map(byName)
+    if (ordered.size != names.size) return None
+    val data = StructType(ordered.map(_._2))
+    val meta = outputSchema.fields.filter(f => metadataColumns.contains(f.name))
+    val union = filterFields ++ that.filterFields.filterNot(f => filterFields.exists(_.name == f.name))
+    Some(new LanceScan(snapshot, tableSchema, data, ordered.map(_._1), metadataColumns, StructType(data.fields ++ meta),
+      options, filter, union, limit, planner, streamOptions))
+  }
 
   override def equals(other: Any): Boolean = other match {
     case that: LanceScan => that.identity == identity

@@ -1,0 +1,120 @@
+"""Scalar subqueries over one Lance table with one filter read it once
+(extensions.SharedSubqueryScans), as Spark reads a Parquet table once for them
+(TPC-DS q9's shape: per bucket a count(*), an avg of one column and an avg of
+another, all over `q BETWEEN lo AND hi`). The oracle is the same query over a
+Parquet copy of the same rows (written from Python, deleted rows left out):
+equal results and the same number of subquery jobs; with the rule off, one
+job per subquery and the same results. Groups that cannot merge (different
+filters, a LIMIT, an aggregate Spark does not merge) keep their own scans
+and their results."""
+from __future__ import annotations
+
+import decimal
+import random
+import re
+
+import pytest
+from pyspark.sql import types as T
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.LongType(), False),
+    T.StructField("q", T.IntegerType()),
+    T.StructField("a", T.DecimalType(7, 2)),
+    T.StructField("b", T.DecimalType(7, 2)),
+    T.StructField("n", T.LongType()),
+    T.StructField("s", T.StringType()),
+])
+
+ROWS = 9000
+
+
+def _rows():
+    rnd = random.Random(9)
+
+    def maybe(v):
+        return None if rnd.random() < 0.05 else v
+    return [(i, maybe(rnd.randint(1, 60)), maybe(decimal.Decimal(rnd.randint(0, 9_999_999)) / 100),
+             maybe(decimal.Decimal(rnd.randint(-500_000, 500_000)) / 100), maybe(rnd.randint(-10**9, 10**9)),
+             maybe(rnd.choice(["x", "y", "zz"]))) for i in range(ROWS)]
+
+
+@pytest.fixture(scope="module")
+def tables(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("subq")
+    rows = _rows()
+    lance_path = str(root / "t.lance")
+    spark.createDataFrame(rows, SCHEMA).repartition(3).write.format("lance") \
+        .option("maxRowsPerPage", 700).save(lance_path)
+    spark.sql(f"DELETE FROM lance.`{lance_path}` WHERE id % 13 = 0")
+    kept = [r for r in rows if r[0] % 13 != 0]
+    parquet_path = str(root / "t.parquet")
+    spark.createDataFrame(kept, SCHEMA).repartition(2).write.parquet(parquet_path)
+    spark.read.format("lance").load(lance_path).createOrReplaceTempView("subq_lance")
+    spark.read.parquet(parquet_path).createOrReplaceTempView("subq_parquet")
+    yield
+    spark.conf.unset("spark.lance.shareSubqueryScans")
+
+
+def _buckets(table: str, n: int = 3) -> str:
+    parts = []
+    for k in range(n):
+        lo, hi = 1 + 20 * k, 20 * (k + 1)
+        where = f"FROM {table} WHERE q BETWEEN {lo} AND {hi}"
+        parts.append(f"CASE WHEN (SELECT count(*) {where}) > {1000 + k} THEN (SELECT avg(a) {where}) "
+                     f"ELSE (SELECT avg(b) {where}) END AS bucket{k}, (SELECT sum(n) {where}) AS total{k}")
+    return "SELECT " + ", ".join(parts)
+
+
+def _jobs(spark, sql: str) -> int:
+    """Subqueries the executed plan runs (those it reuses share their plan's id), planned
+    without adaptive execution (whose plan string shows its initial plan as well)."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    return len(set(re.findall(r"Subquery (?:scalar-)?subquery#\d+, \[id=#(\d+)\]", plan)))
+
+
+def _run(spark, sql: str):
+    return [tuple(r) for r in spark.sql(sql).collect()]
+
+
+def test_one_scan_per_filter_as_parquet(spark, tables):
+    lance_sql, parquet_sql = _buckets("subq_lance"), _buckets("subq_parquet")
+    assert _run(spark, lance_sql) == _run(spark, parquet_sql)
+    parquet_jobs = _jobs(spark, parquet_sql)
+    assert parquet_jobs == 3
+    assert _jobs(spark, lance_sql) == parquet_jobs
+
+
+def test_rule_off_runs_a_job_per_subquery_with_the_same_results(spark, tables):
+    sql = _buckets("subq_lance")
+    merged = _run(spark, sql)
+    spark.conf.set("spark.lance.shareSubqueryScans", "false")
+    try:
+        assert _run(spark, sql) == merged
+        assert _jobs(spark, sql) == 12
+    finally:
+        spark.conf.unset("spark.lance.shareSubqueryScans")
+
+
+@pytest.mark.parametrize("sql,jobs", [
+    # different filters: one scan each
+    ("SELECT (SELECT avg(a) FROM {t} WHERE q < 10), (SELECT avg(b) FROM {t} WHERE q < 11)", 2),
+    # the same filter, a count alone with an aggregate Spark does not merge (min of a string)
+    ("SELECT (SELECT count(*) FROM {t} WHERE q > 30), (SELECT min(s) FROM {t} WHERE q > 30)", 2),
+    # no filter: one scan for max and min; the count from the manifest, no scan
+    ("SELECT (SELECT max(a) FROM {t}), (SELECT min(b) FROM {t}), (SELECT count(*) FROM {t})", 2),
+    # a LIMIT under an aggregate: its own scan
+    ("SELECT (SELECT sum(a) FROM (SELECT a FROM {t} WHERE q = 5 ORDER BY id LIMIT 7)), "
+     "(SELECT sum(b) FROM {t} WHERE q = 5)", 2),
+    # an aggregate of a computed value and a filter the scan evaluates
+    ("SELECT (SELECT sum(a * 2) FROM {t} WHERE s = 'x' AND q IS NOT NULL), "
+     "(SELECT count(b) FROM {t} WHERE s = 'x' AND q IS NOT NULL), "
+     "(SELECT avg(n) FROM {t} WHERE s = 'x' AND q IS NOT NULL)", 1),
+])
+def test_groups_that_merge_and_that_do_not(spark, tables, sql, jobs):
+    lance_sql, parquet_sql = sql.format(t="subq_lance"), sql.format(t="subq_parquet")
+    assert _run(spark, lance_sql) == _run(spark, parquet_sql)
+    assert _jobs(spark, lance_sql) == jobs
