@@ -350,53 +350,42 @@ def _report(out: Path, args, res: Dict[str, Any], jar: str) -> None:
             lines.append(f"| {name.replace(chr(10), ' ')} | {ratio:.4f}x | {target:g}x |")
     if "one" in res:
         one = res["one"]
-        lines += [
-            "",
-            "## One top-10 query",
-            "",
+        lines += _section(
+            "One top-10 query",
             f"`nprobes` {args.nprobes}, no refinement. Ids through the index equal pylance's: "
             f"**{one['ids_equal_pylance']}**; the exact search's ids equal the brute force's: "
             f"**{one['exact_equal_brute']}**.",
-            "",
-            "| side | median (s) | runs (s) |",
-            "|---|---:|---|",
-        ]
-        for s, ts in one["times"].items():
-            lines.append(f"| {s} | {statistics.median(ts):.4f} | {', '.join(f'{t:.4f}' for t in ts)} |")
+            ["side", "median (s)", "runs (s)"],
+            [[s, f"{statistics.median(ts):.4f}", ", ".join(f"{t:.4f}" for t in ts)] for s, ts in one["times"].items()])
     if "batch" in res:
         batch = res["batch"]
-        lines += [
-            "",
-            "## Batch KNN",
-            "",
-            "| side | queries | time (s) |",
-            "|---|---:|---:|",
-            f"| `lance_spark.knn_join` (IVF_PQ, nprobes {args.nprobes}) | {args.queries:,} | {batch['knn']:.1f} |",
-            f"| Spark SQL cross join over Parquet | {args.brute_queries:,} | {batch['brute_small']:.1f} |",
-            f"| the same, extrapolated | {args.queries:,} | {batch['brute_extrapolated']:.0f} |",
-        ]
+        lines += _section("Batch KNN", None, ["side", "queries", "time (s)"], [
+            [f"`lance_spark.knn_join` (IVF_PQ, nprobes {args.nprobes})", f"{args.queries:,}", f"{batch['knn']:.1f}"],
+            ["Spark SQL cross join over Parquet", f"{args.brute_queries:,}", f"{batch['brute_small']:.1f}"],
+            ["the same, extrapolated", f"{args.queries:,}", f"{batch['brute_extrapolated']:.0f}"]])
     if "build" in res:
         build = res["build"]
         settings = [label for label, _, _ in _RECALL_SETTINGS(args.nprobes)]
         recall = {settings[0]: build["recall"], **build.get("recall_more", {})}
-        lines += [
-            "",
-            "## Build (IVF_PQ)",
-            "",
+        sides = (("pylance index", "pylance `create_index`", build["pylance"]),
+                 ("Spark index", "Spark `CALL lance.system.create_index(... 'ivf_pq' ...)`", build["spark"]))
+        lines += _section(
+            "Build (IVF_PQ)",
             f"Recall@10 of pylance's search through each index against numpy's exact top 10, "
             f"{args.recall_queries} queries; the issue compares the first column.",
-            "",
-            "| side | time (s) | " + " | ".join(f"recall@10, {label}" for label in settings) + " |",
-            "|---|---:|" + "---:|" * len(settings),
-        ]
-        for side, name in (("pylance index", "pylance `create_index`"),
-                           ("Spark index", "Spark `CALL lance.system.create_index(... 'ivf_pq' ...)`")):
-            t = build["pylance" if side == "pylance index" else "spark"]
-            lines.append(f"| {name} | {t:.1f} | " +
-                         " | ".join(f"{recall[label][side]:.3f}" for label in settings if label in recall) + " |")
+            ["side", "time (s)"] + [f"recall@10, {label}" for label in settings],
+            [[name, f"{t:.1f}"] + [f"{recall[label][side]:.3f}" for label in settings if label in recall]
+             for side, name, t in sides])
     lines.append("")
     out.write_text("\n".join(lines))
     print(f"wrote {out}")
+
+
+def _section(title: str, intro: str | None, head: List[str], rows: List[List[str]]) -> List[str]:
+    """A page section: its title, an optional paragraph and a table (first column left-aligned)."""
+    out = ["", f"## {title}", ""] + ([intro, ""] if intro else [])
+    out += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    return out + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def main(argv: List[str] | None = None) -> int:
