@@ -44,9 +44,7 @@ object SharedSubqueryScans extends Rule[LogicalPlan] {
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (!enabled) return plan
-    val candidates: Seq[Candidate] = plan.flatMap(_.expressions).flatMap(_.collect {
-      case s: ScalarSubquery if s.outerAttrs.isEmpty && s.deterministic => candidate(s)
-    }.flatten)
+    val candidates: Seq[Candidate] = scalarSubqueries(plan).flatMap(candidate)
     if (candidates.size < 2) return plan
 
     // groups of candidates whose scans merge (differ in their columns only)
@@ -103,11 +101,21 @@ object SharedSubqueryScans extends Rule[LogicalPlan] {
     node.makeCopy(args)
   }
 
-  /** The subquery as a candidate: an aggregate (no grouping, simple
-    * functions) over Projects over a Lance scan. */
-  private def candidate(s: ScalarSubquery): Option[Candidate] = s.plan match {
-    case a: Aggregate if a.groupingExpressions.isEmpty && a.aggregateExpressions.forall(simple) =>
-      leaf(a.child).collect { case r if r.scan.isInstanceOf[LanceScan] => Candidate(s, r, r.scan.asInstanceOf[LanceScan]) }
+  /** The subquery as a candidate: a mergeable aggregate over Projects over a Lance scan. */
+  private def candidate(s: ScalarSubquery): Option[Candidate] =
+    mergeableAggregateInput(s.plan).flatMap(leaf).collect {
+      case r if r.scan.isInstanceOf[LanceScan] => Candidate(s, r, r.scan.asInstanceOf[LanceScan])
+    }
+
+  /** The plan's own non-correlated, deterministic scalar subqueries (not those nested in them). */
+  private[extensions] def scalarSubqueries(plan: LogicalPlan): Seq[ScalarSubquery] =
+    plan.flatMap(_.expressions).flatMap(_.collect {
+      case s: ScalarSubquery if s.outerAttrs.isEmpty && s.deterministic => s
+    })
+
+  /** The input of an aggregate Spark can merge with another: no grouping, simple functions. */
+  private[extensions] def mergeableAggregateInput(plan: LogicalPlan): Option[LogicalPlan] = plan match {
+    case a: Aggregate if a.groupingExpressions.isEmpty && a.aggregateExpressions.forall(simple) => Some(a.child)
     case _ => None
   }
 
@@ -119,7 +127,7 @@ object SharedSubqueryScans extends Rule[LogicalPlan] {
 
   /** Aggregates that Spark merges with one another: hash aggregates (their
     * buffers of fixed-width types), not distinct, not filtered. */
-  private[extensions] def simple(e: Expression): Boolean =
+  private def simple(e: Expression): Boolean =
     e.deterministic && e.collect { case a: AggregateExpression => a }.forall { a =>
       !a.isDistinct && a.filter.isEmpty && (a.aggregateFunction match {
         case f @ (_: Count | _: Sum | _: Average | _: Min | _: Max) =>
@@ -150,9 +158,9 @@ object SharedSubqueryReads extends Rule[LogicalPlan] with PredicateHelper {
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (!SharedSubqueryScans.enabled) return plan
     val reads: Seq[(ScalarSubquery, DataSourceV2Relation, Seq[Expression])] =
-      plan.flatMap(_.expressions).flatMap(_.collect {
-        case s: ScalarSubquery if s.outerAttrs.isEmpty && s.deterministic => read(s.plan).map(r => (s, r._1, r._2))
-      }.flatten)
+      SharedSubqueryScans.scalarSubqueries(plan).flatMap { s =>
+        SharedSubqueryScans.mergeableAggregateInput(s.plan).flatMap(below(_, Vector.empty)).map(r => (s, r._1, r._2))
+      }
     if (reads.size < 2) return plan
     val groups = reads.groupBy { case (_, r, conds) => (r.table.name(), r.options, conds.map(normalized).toSet) }
     val marked: Set[ExprId] = groups.values.filter(_.size > 1).flatten.map(_._1.exprId).toSet
@@ -170,14 +178,8 @@ object SharedSubqueryReads extends Rule[LogicalPlan] with PredicateHelper {
   private def off(r: DataSourceV2Relation): Boolean =
     Option(r.options.get(ReadOptions.AggregatePushdown.name)).contains("false")
 
-  /** The Lance relation an aggregate (no grouping, simple functions) reads
-    * through Projects, Filters, aliases and views, with the Filters' conditions. */
-  private def read(plan: LogicalPlan): Option[(DataSourceV2Relation, Seq[Expression])] = plan match {
-    case a: Aggregate if a.groupingExpressions.isEmpty && a.aggregateExpressions.forall(SharedSubqueryScans.simple) =>
-      below(a.child, Vector.empty)
-    case _ => None
-  }
-
+  /** The Lance relation a plan reads through Projects, Filters, aliases and
+    * views, with the Filters' conditions. */
   private def below(plan: LogicalPlan, conds: Vector[Expression]): Option[(DataSourceV2Relation, Seq[Expression])] =
     plan match {
       case Project(list, child) if list.forall(_.deterministic) => below(child, conds)

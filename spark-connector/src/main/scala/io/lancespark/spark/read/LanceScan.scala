@@ -89,9 +89,9 @@ final class LanceScan(
     if (ordered.size != names.size) return None
     val data = StructType(ordered.map(_._2))
     val meta = outputSchema.fields.filter(f => metadataColumns.contains(f.name))
-    val union = filterFields ++ that.filterFields.filterNot(f => filterFields.exists(_.name == f.name))
+    // (the same filter: the same filter fields)
     Some(new LanceScan(snapshot, tableSchema, data, ordered.map(_._1), metadataColumns, StructType(data.fields ++ meta),
-      options, filter, union, limit, planner, streamOptions))
+      options, filter, filterFields, limit, planner, streamOptions))
   }
 
   override def equals(other: Any): Boolean = other match {
