@@ -38,6 +38,8 @@ def _table(rnd: random.Random, start: int, n: int) -> pa.Table:
         "v": pa.array([maybe(round(rnd.uniform(-50, 50), 2)) for _ in ids], pa.float64()),
         "r": pa.array([maybe(start + j // 3, 0.05) for j in range(n)], pa.int64()),   # clustered: zone maps prune
         "pay": pa.array([f"payload-{i}" for i in ids], pa.string()),
+        # few values, each over many rows: a BTREE whose values run across its pages
+        "g": pa.array([maybe(rnd.randint(0, 40)) for _ in ids], pa.int64()),
     })
 
 
@@ -49,6 +51,7 @@ def _build(path: str, seed: int, spark=None) -> None:
     ds = lance.dataset(path)
     ds.create_scalar_index("id", "BTREE")
     ds.create_scalar_index("v", "BTREE")
+    ds.create_scalar_index("g", "BTREE")
     ds.create_scalar_index("k", "BITMAP")
     ds.create_scalar_index("s", "BITMAP")
     if spark is None:
@@ -79,13 +82,15 @@ def _lit(rnd: random.Random, col: str) -> str:
         return str(rnd.randint(-1, 11))
     if col == "r":
         return str(rnd.randint(-5, 2500))
+    if col == "g":
+        return str(rnd.randint(-1, 42))
     if col == "v":
         return str(round(rnd.uniform(-55, 55), rnd.choice([0, 2])))
     return "'" + rnd.choice(WORDS + ["q"]) + "'"
 
 
 def _leaf(rnd: random.Random) -> str:
-    col = rnd.choice(["id", "id", "k", "s", "v", "r", "pay"])
+    col = rnd.choice(["id", "id", "k", "s", "v", "r", "pay", "g"])
     if col == "pay":
         v = ", ".join(f"'payload-{rnd.randint(0, 7000)}'" for _ in range(rnd.randint(1, 3)))
         return rnd.choice([f"pay = {v.split(', ')[0]}", f"pay <> {v.split(', ')[0]}", f"pay IN ({v})"])
@@ -94,7 +99,7 @@ def _leaf(rnd: random.Random) -> str:
         return f"{col} = {_lit(rnd, col)}"
     if kind < 0.5:
         return f"{col} IN ({', '.join(_lit(rnd, col) for _ in range(rnd.randint(1, 6)))})"
-    if kind < 0.8 and col in ("id", "v", "k", "r"):
+    if kind < 0.8 and col in ("id", "v", "k", "r", "g"):
         return f"{col} {rnd.choice(['<', '<=', '>', '>='])} {_lit(rnd, col)}"
     if kind < 0.9:
         return f"{col} IS NULL"
@@ -130,7 +135,7 @@ def test_indexed_scans_equal_unindexed_and_pylance(spark, tmp_path, seed):
     spark_built = seed in SPARK_BUILT_SEEDS
     _build(path, seed, spark if spark_built else None)
     ds = lance.dataset(path)
-    assert len(ds.describe_indices()) == 8
+    assert len(ds.describe_indices()) == 9
     on = spark.read.format("lance").load(path)
     off = spark.read.format("lance").option("useIndex", "false").load(path)
     rnd = random.Random(1000 + seed)

@@ -3,7 +3,7 @@ package io.lancespark.table.index
 import scala.collection.mutable
 
 import org.apache.arrow.memory.BufferAllocator
-import org.apache.arrow.vector.{BaseIntVector, BigIntVector, FieldVector, IntVector, SmallIntVector, TinyIntVector, UInt8Vector}
+import org.apache.arrow.vector.{BaseIntVector, FieldVector, UInt8Vector}
 
 import io.lancespark.format.stats.PageStat
 import io.lancespark.table.filter.{ColumnStats, CompareOp, Filter, Lit, RowEvaluator, StatsPruner}
@@ -31,54 +31,182 @@ final class BTreeIndex private (storage: DatasetStorage, val entry: IndexEntry, 
 
   def rows(leaf: Filter, outcome: Boolean): Option[RowAddrMap.Rows] =
     ScalarIndex.onColumn(leaf, Values).flatMap { l =>
-      val target = if (outcome) l else Filter.Not(l)
-      val (may, _) = StatsPruner.candidateRanges(target, Map(Values -> lookup), dataRows)
-      if (may.count * 2 > dataRows && lookup.pages.size > 2) None // most of the index: a scan costs as much
+      val keys = BTreeIndex.integerKeys(l, outcome)
+      keys.flatMap(lookupKeys).getOrElse(scan(l, outcome))
+    }
+
+  /** The lookup's bounds as longs (pages without values: an empty range);
+    * None unless the column is a signed integer with bounds on every page
+    * holding values. */
+  private lazy val bounds: Option[(Array[Long], Array[Long])] = lookup.arrowType match {
+    case i: org.apache.arrow.vector.types.pojo.ArrowType.Int if i.getIsSigned =>
+      val n = lookup.pages.size
+      val (mins, maxs) = (new Array[Long](n), new Array[Long](n))
+      var ok = true
+      lookup.pages.iterator.zipWithIndex.foreach { case (p, i) =>
+        (p.min, p.max) match {
+          case (Some(a: java.lang.Long), Some(b: java.lang.Long)) => mins(i) = a; maxs(i) = b
+          case _ if p.nullCount == p.numRows => mins(i) = Long.MaxValue; maxs(i) = Long.MinValue
+          case _ => ok = false
+        }
+      }
+      if (ok) Some((mins, maxs)) else None
+    case _ => None
+  }
+
+  /** Equality or IN on an integer column: the rows holding `keys` (sorted),
+    * from the pages whose bounds admit a key (decoded pages are kept in a
+    * process cache, as the reference keeps its index pages), by a merged walk
+    * of each page's keys over its sorted values. Some(None) when the pages to
+    * read are most of the index (a scan costs as much); None when this path
+    * does not apply (the caller tests every value of the pages). */
+  private def lookupKeys(keys: Array[Long]): Option[Option[RowAddrMap.Rows]] = bounds.flatMap { case (mins, maxs) =>
+    val n = mins.length
+    val touched = new java.util.BitSet(n)
+    var p = 0
+    keys.foreach { key =>
+      while (p < n && maxs(p) < key) p += 1
+      var q = p
+      while (q < n && mins(q) <= key) { if (maxs(q) >= key) touched.set(q); q += 1 }
+    }
+    val pages = Iterator.iterate(touched.nextSetBit(0))(i => touched.nextSetBit(i + 1)).takeWhile(_ >= 0).toArray
+    if (pages.iterator.map(lookup.pages(_).numRows).sum * 2 > dataRows && n > 2) Some(None)
+    else {
+      val loaded = sortedPages(pages)
+      if (loaded.exists(_.isEmpty)) None
       else {
         val out = mutable.Map.empty[Int, org.roaringbitmap.RoaringBitmap]
-        val keys = BTreeIndex.integerKeys(l, outcome)
-        may.ranges.foreach { case (s, e) =>
-          var from = s
-          while (from < e) {
-            val until = math.min(e, from + BTreeIndex.ReadRows)
-            val n = (until - from).toInt
-            // with keys: the values first, then the row ids of the positions found only
-            val vs = data.read(if (keys.isDefined) Seq("values") else Seq("values", "ids"), from, until, allocator)
-            try {
-              keys.flatMap(k => BTreeIndex.findSorted(vs.head, n, k)) match {
-                case Some(found) =>
-                  if (found.nonEmpty) {
-                    val ranges = BTreeIndex.runs(found, from)
-                    val ids = data.readRanges(Seq("ids"), ranges, allocator)
-                    try {
-                      val v = ids.head.asInstanceOf[UInt8Vector]
-                      var i = 0
-                      while (i < v.getValueCount) { RowAddrMap.add(out, v.get(i)); i += 1 }
-                    } finally ids.foreach(_.close())
-                  }
-                case None =>
-                  val idv = if (keys.isDefined) data.read(Seq("ids"), from, until, allocator) else vs.drop(1)
-                  try {
-                    val (t, f) = RowEvaluator.evaluate3(l, vs.take(1), n)
-                    val hit = if (outcome) t else f
-                    val ids = idv.head.asInstanceOf[UInt8Vector]
-                    var i = hit.nextSetBit(0)
-                    while (i >= 0) { RowAddrMap.add(out, ids.get(i)); i = hit.nextSetBit(i + 1) }
-                  } finally if (keys.isDefined) idv.foreach(_.close())
-              }
-            } finally vs.foreach(_.close())
-            from = until
-          }
+        pages.indices.foreach { j =>
+          val page = loaded(j).get
+          val (min, max) = (mins(pages(j)), maxs(pages(j)))
+          val lo = BTreeIndex.lowerBound(keys, 0, keys.length, min)
+          val hi = if (max == Long.MaxValue) keys.length else BTreeIndex.lowerBound(keys, lo, keys.length, max + 1)
+          page.find(keys, lo, hi, addr => RowAddrMap.add(out, addr))
         }
-        Some(RowAddrMap.freeze(out))
+        Some(Some(RowAddrMap.freeze(out)))
       }
     }
+  }
+
+  /** Lookup pages `pages` (ascending) decoded: from the cache, or read in runs
+    * of consecutive pages; None for a page not sorted as the layout says. */
+  private def sortedPages(pages: Array[Int]): Array[Option[BTreeIndex.SortedPage]] = {
+    val key = (i: Int) => (storage.uri, entry.uuid, lookup.pages(i).firstRow)
+    val out: Array[Option[BTreeIndex.SortedPage]] = pages.map(i => BTreeIndex.pageCache.get(key(i)))
+    var j = 0
+    while (j < pages.length) {
+      if (out(j).isDefined) j += 1
+      else {
+        var e = j + 1
+        while (e < pages.length && out(e).isEmpty && pages(e) == pages(e - 1) + 1 && e - j < 16) e += 1
+        val first = lookup.pages(pages(j)).firstRow
+        val last = lookup.pages(pages(e - 1))
+        val vs = data.read(Seq("values", "ids"), first, last.firstRow + last.numRows, allocator)
+        try {
+          (j until e).foreach { k =>
+            val ps = lookup.pages(pages(k))
+            out(k) = BTreeIndex.SortedPage.of(vs(0), vs(1).asInstanceOf[UInt8Vector], (ps.firstRow - first).toInt,
+              (ps.firstRow - first + ps.numRows).toInt).map(pg => BTreeIndex.pageCache.put(key(pages(k)), pg, pg.bytes))
+          }
+        } finally vs.foreach(_.close())
+        j = e
+      }
+    }
+    out
+  }
+
+  /** Every value of the pages whose bounds admit the leaf, tested. */
+  private def scan(l: Filter, outcome: Boolean): Option[RowAddrMap.Rows] = {
+    val target = if (outcome) l else Filter.Not(l)
+    val (may, _) = StatsPruner.candidateRanges(target, Map(Values -> lookup), dataRows)
+    if (may.count * 2 > dataRows && lookup.pages.size > 2) None // most of the index: a scan costs as much
+    else {
+      val out = mutable.Map.empty[Int, org.roaringbitmap.RoaringBitmap]
+      may.ranges.foreach { case (s, e) =>
+        var from = s
+        while (from < e) {
+          val until = math.min(e, from + BTreeIndex.ReadRows)
+          val n = (until - from).toInt
+          val vs = data.read(Seq("values", "ids"), from, until, allocator)
+          try {
+            val (t, f) = RowEvaluator.evaluate3(l, vs.take(1), n)
+            val hit = if (outcome) t else f
+            val ids = vs(1).asInstanceOf[UInt8Vector]
+            var i = hit.nextSetBit(0)
+            while (i >= 0) { RowAddrMap.add(out, ids.get(i)); i = hit.nextSetBit(i + 1) }
+          } finally vs.foreach(_.close())
+          from = until
+        }
+      }
+      Some(RowAddrMap.freeze(out))
+    }
+  }
 
   def bytesRead: Long = dataFile.map(_.bytesRead).getOrElse(0L)
   override def close(): Unit = dataFile.foreach(_.close())
 }
 
 object BTreeIndex {
+  /** A page of an integer column's index: its values after the nulls
+    * (ascending) and their row addresses. */
+  private[index] final class SortedPage(values: Array[Long], addrs: Array[Long]) {
+    def bytes: Long = 16L * values.length + 64
+
+    /** Calls `hit` with the address of every value equal to one of keys [lo, hi) (sorted). */
+    def find(keys: Array[Long], lo: Int, hi: Int, hit: Long => Unit): Unit = {
+      var pos = 0
+      var k = lo
+      while (k < hi && pos < values.length) {
+        val key = keys(k)
+        pos = lowerBound(values, pos, values.length, key)
+        while (pos < values.length && values(pos) == key) { hit(addrs(pos)); pos += 1 }
+        k += 1
+      }
+    }
+  }
+
+  private[index] object SortedPage {
+    /** Rows [from, until) of an index read: nulls first, then ascending
+      * values (else None: the caller tests every value). */
+    def of(values: FieldVector, ids: UInt8Vector, from: Int, until: Int): Option[SortedPage] = values match {
+      case v: BaseIntVector =>
+        var first = from
+        while (first < until && v.isNull(first)) first += 1
+        val n = until - first
+        val (vs, as) = (new Array[Long](n), new Array[Long](n))
+        var ok = true
+        var i = 0
+        while (i < n && ok) {
+          val r = first + i
+          if (v.isNull(r) || ids.isNull(r)) ok = false
+          else {
+            vs(i) = v.getValueAsLong(r)
+            as(i) = ids.get(r)
+            if (i > 0 && vs(i) < vs(i - 1)) ok = false
+          }
+          i += 1
+        }
+        if (ok) Some(new SortedPage(vs, as)) else None
+      case _ => None
+    }
+  }
+
+  /** Decoded pages by dataset, index uuid and first row: at most a sixteenth
+    * of the heap (up to 1 GiB). */
+  private[index] val pageCache = new IndexCache[(String, String, Long), SortedPage](
+    1 << 20, math.min(1L << 30, Runtime.getRuntime.maxMemory / 16))
+
+  /** The first position in [from, until) of sorted `a` whose value is at least `key`. */
+  private[index] def lowerBound(a: Array[Long], from: Int, until: Int, key: Long): Int = {
+    var lo = from
+    var hi = until
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (a(mid) < key) lo = mid + 1 else hi = mid
+    }
+    lo
+  }
+
   /** The integers an equality or IN leaf is TRUE for (sorted, distinct):
     * such a leaf is answered by binary searches in the sorted values instead
     * of a test of every value of the pages it may hit (1,000 keys of an IN hit
@@ -92,90 +220,6 @@ object BTreeIndex {
       case _ => None
     }
 
-  /** Ascending positions (counted from `base`) as ranges of consecutive rows. */
-  private[index] def runs(positions: Array[Int], base: Long): IndexedSeq[(Long, Long)] = {
-    val out = Vector.newBuilder[(Long, Long)]
-    var i = 0
-    while (i < positions.length) {
-      var j = i
-      while (j + 1 < positions.length && positions(j + 1) == positions(j) + 1) j += 1
-      out += ((base + positions(i), base + positions(j) + 1L))
-      i = j + 1
-    }
-    out.result()
-  }
-
-  /** Whether the first `n` values are nulls first, then non-decreasing. */
-  private def nullsFirstThenSorted(v: BaseIntVector, first: Int, n: Int): Boolean = v match {
-    case b: BigIntVector =>
-      // no NULL after the first value, and the 8-byte values in order (read from the buffer)
-      val nullsAfter = if (b.getValueCount == n) b.getNullCount - first else countNulls(b, first, n)
-      if (nullsAfter != 0) false
-      else {
-        val buf = b.getDataBuffer
-        var i = first + 1
-        var prev = if (first < n) buf.getLong(first.toLong * 8) else 0L
-        var ok = true
-        while (i < n && ok) {
-          val x = buf.getLong(i.toLong * 8)
-          if (x < prev) ok = false
-          prev = x
-          i += 1
-        }
-        ok
-      }
-    case _ =>
-      var i = first + 1
-      var ok = true
-      while (i < n && ok) {
-        if (v.isNull(i) || v.getValueAsLong(i) < v.getValueAsLong(i - 1)) ok = false
-        i += 1
-      }
-      ok
-  }
-
-  private def countNulls(v: BaseIntVector, from: Int, until: Int): Int = {
-    var c = 0
-    var i = from
-    while (i < until) { if (v.isNull(i)) c += 1; i += 1 }
-    c
-  }
-
-  /** The positions in `values` (the first `n` of a read of the index's
-    * sorted values: nulls first, then ascending) holding one of `keys`
-    * (sorted); None when the values are not signed integers or are not in
-    * that order (the caller then tests every value). */
-  private[index] def findSorted(values: FieldVector, n: Int, keys: Array[Long]): Option[Array[Int]] = values match {
-    case v: BaseIntVector if v.isInstanceOf[BigIntVector] || v.isInstanceOf[IntVector] ||
-        v.isInstanceOf[SmallIntVector] || v.isInstanceOf[TinyIntVector] =>
-      var first = 0
-      while (first < n && v.isNull(first)) first += 1
-      if (!nullsFirstThenSorted(v, first, n)) None
-      else if (first >= n || keys.isEmpty) Some(Array.emptyIntArray)
-      else {
-        val out = new mutable.ArrayBuilder.ofInt
-        val last = v.getValueAsLong(n - 1)
-        var k = java.util.Arrays.binarySearch(keys, v.getValueAsLong(first))
-        if (k < 0) k = -k - 1
-        var pos = first
-        while (k < keys.length && keys(k) <= last) {
-          val key = keys(k)
-          // the first position at or after `pos` whose value is at least `key`
-          var lo = pos
-          var hi = n
-          while (lo < hi) {
-            val mid = (lo + hi) >>> 1
-            if (v.getValueAsLong(mid) < key) lo = mid + 1 else hi = mid
-          }
-          pos = lo
-          while (pos < n && v.getValueAsLong(pos) == key) { out += pos; pos += 1 }
-          k += 1
-        }
-        Some(out.result())
-      }
-    case _ => None
-  }
-
   val LookupFile = "page_lookup.lance"
   val DataFile = "page_data.lance"
   val DefaultBatchSize = 4096L
@@ -183,18 +227,16 @@ object BTreeIndex {
 
   /** Lookups read recently, by dataset and index uuid (an index's files never
     * change): a lookup is read once, not once a query. */
-  private val lookups = new java.util.LinkedHashMap[(String, String), (ColumnStats.Pages, Long)](16, 0.75f, true) {
-    override def removeEldestEntry(e: java.util.Map.Entry[(String, String), (ColumnStats.Pages, Long)]): Boolean = size() > 32
-  }
+  private val lookups = new IndexCache[(String, String), (ColumnStats.Pages, Long)](32, Long.MaxValue)
 
   /** The index's lookup read (or reused); None (and a log line) for a layout not read here. */
   def open(storage: DatasetStorage, entry: IndexEntry, allocator: BufferAllocator): Option[BTreeIndex] = {
     val key = (storage.uri, entry.uuid)
-    lookups.synchronized(Option(lookups.get(key))) match {
+    lookups.get(key) match {
       case Some((pages, rows)) => Some(new BTreeIndex(storage, entry, pages, rows, allocator))
       case None =>
         val opened = read(storage, entry, allocator)
-        opened.foreach(ix => lookups.synchronized(lookups.put(key, (ix.lookup, ix.dataRows))))
+        opened.foreach(ix => lookups.put(key, (ix.lookup, ix.dataRows), 0L))
         opened
     }
   }

@@ -64,31 +64,16 @@ object BitmapIndex {
   val File = "bitmap_page_lookup.lance"
 
   /** Row sets the index gave recently, by dataset, index uuid, leaf (by
-    * value) and outcome (an index's files never change, nor do a fragment's rows): a
-    * repeated lookup of the same value parses its bitmaps once. At most
-    * [[CachedEntries]] sets of [[CachedBytes]] in all; callers get copies. */
-  private val CachedEntries = 64
-  private val CachedBytes = 32L << 20
-  private type Key = (String, String, Filter, Boolean)
-  private val cache = new java.util.LinkedHashMap[Key, (RowAddrMap.Rows, Long)](16, 0.75f, true)
-  private var cachedBytes = 0L
+    * value) and outcome (nor do a fragment's rows change): a repeated lookup
+    * of the same value parses its bitmaps once. Callers get copies. */
+  private val cache = new IndexCache[(String, String, Filter, Boolean), RowAddrMap.Rows](64, 32L << 20)
 
   private def copy(rows: RowAddrMap.Rows): RowAddrMap.Rows = rows.map { case (f, b) => f -> b.clone() }
 
-  private def recall(key: Key): Option[RowAddrMap.Rows] =
-    cache.synchronized(Option(cache.get(key))).map(e => copy(e._1))
+  private def recall(key: (String, String, Filter, Boolean)): Option[RowAddrMap.Rows] = cache.get(key).map(copy)
 
-  private def remember(key: Key, rows: RowAddrMap.Rows): RowAddrMap.Rows = {
-    val bytes = rows.valuesIterator.map(_.getLongSizeInBytes).sum
-    if (bytes <= CachedBytes / 4) cache.synchronized {
-      Option(cache.put(key, (copy(rows), bytes))).foreach(old => cachedBytes -= old._2)
-      cachedBytes += bytes
-      val it = cache.entrySet().iterator()
-      while ((cache.size() > CachedEntries || cachedBytes > CachedBytes) && it.hasNext) {
-        cachedBytes -= it.next().getValue._2
-        it.remove()
-      }
-    }
+  private def remember(key: (String, String, Filter, Boolean), rows: RowAddrMap.Rows): RowAddrMap.Rows = {
+    cache.put(key, copy(rows), rows.valuesIterator.map(_.getLongSizeInBytes).sum)
     rows
   }
 }
