@@ -18,7 +18,7 @@ import pytest
 from scan_metrics import scan_metrics
 
 N = 200_000
-COLUMNS = ["id", "key", "label", "pay"]
+COLUMNS = ["id", "key", "label", "pay", "w32", "w16", "w8"]
 
 
 def _table(n: int) -> pa.Table:
@@ -29,6 +29,10 @@ def _table(n: int) -> pa.Table:
         "key": pa.array(keys),
         "label": pa.array(labels[keys % 100]),
         "pay": pa.array([f"payload-{k}-" + "x" * (k % 23) for k in keys.tolist()], pa.string()),
+        # narrower bit-packed values: single values read out of their chunks at each width
+        "w32": pa.array((keys * 7919 % 1_000_003).astype(np.int32)),
+        "w16": pa.array((keys % 3001 - 1500).astype(np.int16)),
+        "w8": pa.array((keys % 37).astype(np.int8)),
     })
 
 

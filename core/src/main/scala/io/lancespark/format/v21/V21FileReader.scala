@@ -101,16 +101,22 @@ final class V21FileReader private (
   /** The pages (in row order) holding rows of [from, until): a binary search
     * for the first, as a scan of scattered rows asks once per range. */
   private def overlapping(pages: Vector[StructuralPage], from: Long, until: Long): Vector[StructuralPage] = {
+    val lo = firstEndingAfter(pages, from)
+    var end = lo
+    while (end < pages.size && pages(end).meta.first < until) end += 1
+    if (end - lo == 1 && pages(lo).meta.length > 0) Vector(pages(lo))
+    else pages.slice(lo, end).filter(p => p.meta.length > 0 && p.meta.first < until && p.meta.end > from)
+  }
+
+  /** The first of `pages` (in row order) ending after row `from`. */
+  private def firstEndingAfter(pages: Vector[StructuralPage], from: Long): Int = {
     var lo = 0
     var hi = pages.size
     while (lo < hi) {
       val mid = (lo + hi) >>> 1
       if (pages(mid).meta.end <= from) lo = mid + 1 else hi = mid
     }
-    var end = lo
-    while (end < pages.size && pages(end).meta.first < until) end += 1
-    if (end - lo == 1 && pages(lo).meta.length > 0) Vector(pages(lo))
-    else pages.slice(lo, end).filter(p => p.meta.length > 0 && p.meta.first < until && p.meta.end > from)
+    lo
   }
 
   /** Each page's part of `ranges` (sorted, disjoint), in the page's rows,
@@ -118,11 +124,22 @@ final class V21FileReader private (
   private def pageParts(pages: Vector[StructuralPage], ranges: IndexedSeq[(Long, Long)])
       : Vector[(StructuralPage, IndexedSeq[(Long, Long)])] = {
     val parts = mutable.ArrayBuffer.empty[(StructuralPage, mutable.ArrayBuffer[(Long, Long)])]
+    // one walk over the pages for sorted ranges (a binary search where a range goes back)
+    var at = 0
+    var last = Long.MinValue
     ranges.foreach { case (from, until) =>
-      overlapping(pages, from, until).foreach { p =>
-        val part = (math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first)
-        if (parts.nonEmpty && (parts.last._1 eq p)) parts.last._2 += part
-        else parts += ((p, mutable.ArrayBuffer(part)))
+      if (from < last) at = firstEndingAfter(pages, from)
+      last = from
+      while (at < pages.size && pages(at).meta.end <= from) at += 1
+      var q = at
+      while (q < pages.size && pages(q).meta.first < until) {
+        val p = pages(q)
+        if (p.meta.length > 0 && p.meta.end > from) {
+          val part = (math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first)
+          if (parts.nonEmpty && (parts.last._1 eq p)) parts.last._2 += part
+          else parts += ((p, mutable.ArrayBuffer(part)))
+        }
+        q += 1
       }
     }
     parts.iterator.map { case (p, part) => (p, part.toIndexedSeq) }.toVector

@@ -9,6 +9,23 @@ import io.lancespark.table.model.FragmentInfo
 final case class FragmentPiece(fragment: FragmentInfo, ranges: Vector[(Long, Long)], first: Boolean,
                                cuts: Vector[Long] = Vector.empty) {
   def rows: Long = ranges.map { case (s, e) => e - s }.sum
+
+  /** Sent to tasks as primitive arrays: a piece of rows an index selected
+    * holds up to one range per row, and Java's serialization of that many
+    * tuples cost the driver more than the tasks took to read them. */
+  private def writeReplace(): AnyRef = {
+    val packed = new Array[Long](ranges.size * 2)
+    var i = 0
+    ranges.foreach { case (s, e) => packed(i) = s; packed(i + 1) = e; i += 2 }
+    FragmentPiece.Packed(fragment, packed, first, cuts.toArray)
+  }
+}
+
+object FragmentPiece {
+  private final case class Packed(fragment: FragmentInfo, ranges: Array[Long], first: Boolean, cuts: Array[Long]) {
+    private def readResolve(): AnyRef =
+      FragmentPiece(fragment, Vector.tabulate(ranges.length / 2)(i => (ranges(2 * i), ranges(2 * i + 1))), first, cuts.toVector)
+  }
 }
 
 /** How a file scan sizes its partitions (Spark's `FilePartition` rule):

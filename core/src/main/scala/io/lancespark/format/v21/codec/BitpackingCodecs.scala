@@ -57,6 +57,49 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
       out
     }
 
+  /** The chunk's one group's width and the byte its packed words start at. */
+  private def onlyGroup(buf: ByteBuffer, n: Int, ctx: CodecContext): Option[(Int, Int)] =
+    if ((t != 8 && t != 16 && t != 32 && t != 64) || bp.hasValues || n > FastLanes.GroupSize) None
+    else {
+      val bytes = t / 8
+      ctx.check(0, bytes, buf.remaining(), "a bit-packing width")
+      val w = bytes match {
+        case 1 => buf.get(0) & 0xffL
+        case 2 => buf.getShort(0) & 0xffffL
+        case 4 => buf.getInt(0) & 0xffffffffL
+        case _ => buf.getLong(0)
+      }
+      if (w < 0 || w > t) ctx.fail(s"bit-packing width $w for $t-bit values")
+      ctx.check(bytes, FastLanes.packedBytes(w.toInt), buf.remaining(), s"a group packed to $w bits")
+      Some((w.toInt, bytes))
+    }
+
+  override def miniBlockAt(buffers: IndexedSeq[ByteBuffer], n: Int, positions: Array[Int], ctx: CodecContext): Option[Block] =
+    if (buffers.size != 1) None
+    else onlyGroup(buffers.head, n, ctx).map { case (w, at) =>
+      val bytes = t / 8
+      val out = java.nio.ByteBuffer.allocate(positions.length * bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+      var i = 0
+      while (i < positions.length) {
+        val v = FastLanes.valueAt(buffers.head, at, t, w, positions(i))
+        bytes match {
+          case 1 => out.put(i, v.toByte)
+          case 2 => out.putShort(2 * i, v.toShort)
+          case 4 => out.putInt(4 * i, v.toInt)
+          case _ => out.putLong(8 * i, v)
+        }
+        i += 1
+      }
+      FixedBlock(positions.length, bytes, Codec.wrap(out.array()))
+    }
+
+  override def miniBlockIndicesAt(buffers: IndexedSeq[ByteBuffer], n: Int, positions: Array[Int],
+                                  ctx: CodecContext): Option[Array[Int]] =
+    if (t > 32 || buffers.size != 1) None
+    else onlyGroup(buffers.head, n, ctx).map { case (w, at) =>
+      positions.map(p => FastLanes.valueAt(buffers.head, at, t, w, p).toInt)
+    }
+
   override def miniBlock(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Block = {
     if (buffers.size != 1) ctx.fail(s"bit-packed values in ${buffers.size} chunk buffers, expected 1")
     if (n > FastLanes.GroupSize) ctx.fail(s"a bit-packed chunk of $n values (at most ${FastLanes.GroupSize})")

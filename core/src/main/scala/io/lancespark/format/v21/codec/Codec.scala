@@ -62,6 +62,16 @@ abstract class Codec {
   def miniBlockIndices(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Array[Int] =
     Codec.indices(miniBlock(buffers, n, ctx), ctx, "dictionary indices")
 
+  /** Values `positions` (ascending, below `n`) of a mini-block chunk, in
+    * that order, where this codec reaches single values without decoding the
+    * chunk (a read of scattered rows wants a few of each chunk's values);
+    * None where it does not. */
+  def miniBlockAt(buffers: IndexedSeq[ByteBuffer], n: Int, positions: Array[Int], ctx: CodecContext): Option[Block] = None
+
+  /** [[miniBlockAt]] for dictionary indices, as ints. */
+  def miniBlockIndicesAt(buffers: IndexedSeq[ByteBuffer], n: Int, positions: Array[Int],
+                         ctx: CodecContext): Option[Array[Int]] = None
+
   /** A block buffer of unsigned integers (`what`: repetition or definition
     * levels), as ints; a value beyond `Int.MaxValue` becomes -1. */
   def blockInts(buffer: ByteBuffer, n: Int, ctx: CodecContext, what: String): Array[Int] =

@@ -20,6 +20,44 @@ object FastLanes {
   /** The output position of value r of lane l. */
   def position(r: Int, l: Int): Int = Order(r >>> 3) * 16 + (r & 7) * 128 + l
 
+  /** For each `t` (8, 16, 32, 64, by log2(t) - 3), output position -> the
+    * value's row in its lane times the lanes, plus its lane. */
+  private val inverse: Array[Array[Int]] = Array(8, 16, 32, 64).map { t =>
+    val lanes = GroupSize / t
+    val inv = new Array[Int](GroupSize)
+    for (r <- 0 until t; l <- 0 until lanes) inv(position(r, l)) = r * lanes + l
+    inv
+  }
+
+  /** Value `p` (an output position) of the group of width `w` (`t`-bit
+    * values) whose packed words start at byte `at` of `src`, read from its one
+    * or two words without unpacking the group. */
+  def valueAt(src: ByteBuffer, at: Int, t: Int, w: Int, p: Int): Long =
+    if (w == 0) 0L
+    else {
+      val lanes = GroupSize / t
+      val rl = inverse(Integer.numberOfTrailingZeros(t) - 3)(p)
+      val (r, l) = (rl / lanes, rl % lanes)
+      val bit = r * w
+      val shift = bit % t
+      val word = (bit / t) * lanes + l
+      val mask = if (w >= 64) -1L else (1L << w) - 1
+      val lo = wordAt(src, at, t, word) >>> shift
+      val v = if (shift + w > t) lo | (wordAt(src, at, t, word + lanes) << (t - shift)) else lo
+      v & mask
+    }
+
+  /** Word `k` of `t` bits (unsigned) of the packed words at byte `at`. */
+  private def wordAt(src: ByteBuffer, at: Int, t: Int, k: Int): Long = {
+    val in = if (src.order() eq ByteOrder.LITTLE_ENDIAN) src else src.duplicate().order(ByteOrder.LITTLE_ENDIAN)
+    t match {
+      case 8  => in.get(at + k) & 0xffL
+      case 16 => in.getShort(at + 2 * k) & 0xffffL
+      case 32 => in.getInt(at + 4 * k) & 0xffffffffL
+      case _  => in.getLong(at + 8 * k)
+    }
+  }
+
   private val scratch: ThreadLocal[Scratch] = ThreadLocal.withInitial(() => new Scratch)
 
   /** This thread's scratch for [[unpack]]. */

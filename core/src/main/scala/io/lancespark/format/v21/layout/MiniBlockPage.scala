@@ -189,8 +189,11 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     var runB = -1
     def emit(): Unit =
       if (runA >= 0) out += PlannedRead(ByteRange(buf.position + s.offset(runA), s.offset(runB) + s.size(runB) - s.offset(runA)))
+    val flat = leaf.maxRep == 0
     ranges.foreach { case (from, until) =>
-      if (until > from) {
+      // scattered rows mostly fall in the chunk of the range before
+      val inLast = flat && runB >= 0 && from >= s.firstRow(runB) && runB + 1 < s.chunks && until <= s.firstRow(runB + 1)
+      if (until > from && !inLast) {
         val (a, b) = chunks(s, from, until)
         if (runA >= 0 && a <= runB + 1) runB = math.max(runB, b)
         else { emit(); runA = a; runB = b }
@@ -203,8 +206,10 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
   private def pad8(x: Int): Int = (x + 7) & ~7
 
   /** One decoded chunk: its levels (page numbering; null when absent), how
-    * many entries it has, and its values. */
-  private final class Chunk(val rep: Array[Int], val defs: Array[Int], val entries: Int, val values: Block)
+    * many entries it has, and its values (`selected`: only those of the rows
+    * asked for, in row order). */
+  private final class Chunk(val rep: Array[Int], val defs: Array[Int], val entries: Int, val values: Block,
+                            val selected: Boolean = false)
 
   /** Chunks [first, first + chunks.length) as one decode made them. */
   private final class Decoded(first: Int, chunks: Array[Chunk]) {
@@ -212,7 +217,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
   }
 
   private def decodeChunk(bytes: ByteBuffer, values: Int, dictionary: Option[DictionaryValues], cctx: CodecContext,
-                          i: Int): Chunk = {
+                          i: Int, positions: Array[Int] = null): Chunk = {
     val size = bytes.remaining()
     var at = 0
     val headerBytes = 2 + (if (repCodec.isDefined) 2 else 0) + (if (defCodec.isDefined) 2 else 0) +
@@ -253,6 +258,11 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     }
     val n = if (rep == null && defs == null) values else numLevels
     val wrapped = scala.collection.compat.immutable.ArraySeq.unsafeWrapArray(bufs)
+    val only = if (positions == null || rep != null || defs != null) None else dictionary match {
+      case Some(d) => valueCodec.miniBlockIndicesAt(wrapped, values, positions, cctx).map(lookup(_, d, cctx))
+      case None    => valueCodec.miniBlockAt(wrapped, values, positions, cctx)
+    }
+    if (only.isDefined) return new Chunk(null, null, n, only.get, selected = true)
     val block = dictionary match {
       case Some(d) => lookup(valueCodec.miniBlockIndices(wrapped, values, cctx), d, cctx)
       case None    => valueCodec.miniBlock(wrapped, values, cctx)
@@ -300,14 +310,19 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       var index = -1
       var chunk: Chunk = null
       var allVisible = true
-      ranges.foreach { case (from, until) =>
+      var taken = 0 // values of a selected chunk used so far
+      var ri = 0
+      while (ri < ranges.length && allVisible) {
+        val (from, until) = ranges(ri)
         var r = from
         while (r < until && allVisible) {
-          val c = chunkOf(s, r)
+          val c = if (index >= 0 && r >= s.firstRow(index) && r < s.firstRow(index) + chunk.entries) index else chunkOf(s, r)
           if (c != index) {
             chunk = before.flatMap(_.chunk(c)).getOrElse(
-              decodeChunk(io.input.read(chunkBuf.position + s.offset(c), s.size(c)), s.values(c), s.dictionary, cctx, c))
+              decodeChunk(io.input.read(chunkBuf.position + s.offset(c), s.size(c)), s.values(c), s.dictionary, cctx, c,
+                if (repCodec.isEmpty && defCodec.isEmpty) few(s, c, ranges, ri, r) else null))
             index = c
+            taken = 0
             if (chunk.rep != null) allVisible = false
             else if (chunk.defs != null) {
               // every entry has a value slot (its canonical level at most the leaf's visible one)
@@ -323,8 +338,8 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
           val end = math.min(until, first + chunk.entries)
           if (end <= r) fail(path, s"row $r not in chunk $c (rows [$first, ${first + chunk.entries}))")
           if (allVisible) {
-            val a = (r - first).toInt
             val n = (end - r).toInt
+            val a = if (chunk.selected) { taken += n; taken - n } else (r - first).toInt
             if (chunk.defs != null) { System.arraycopy(chunk.defs, a, defs, at, n); withDef = true }
             if (last != null && (last.block eq chunk.values) && last.start + last.count == a) last = Slice(last.block, last.start, last.count + n)
             else { if (last != null) values += last; last = Slice(chunk.values, a, n) }
@@ -332,15 +347,38 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
           }
           r = end
         }
+        ri += 1
       }
       if (!allVisible) super.decodeRanges(ranges, io)
       else {
         if (last != null) values += last
-        if (index >= 0) io.keep(this, new Decoded(index, Array(chunk)))
+        if (index >= 0 && !chunk.selected) io.keep(this, new Decoded(index, Array(chunk)))
         if (withDef) RepDef.mapDefs(defs, 0, at, map, fail(path, _))
         new LeafRun(new Levels(null, if (withDef) defs else null, at), values.result())
       }
     }
+
+  /** The positions in chunk `c` (no levels: a row is a value) of the rows of
+    * `ranges` from row `r` of range `ri` on, when they are few of its values
+    * (a read of scattered rows then takes them alone); else null. */
+  private def few(s: State, c: Int, ranges: IndexedSeq[(Long, Long)], ri: Int, r: Long): Array[Int] = {
+    val first = s.firstRow(c)
+    val n = s.values(c)
+    val end = first + n
+    val limit = n / 16
+    val out = new Array[Int](limit + 1)
+    var k = 0
+    var i = ri
+    var from = r
+    while (i < ranges.length && k <= limit && from < end) {
+      val until = math.min(ranges(i)._2, end)
+      var x = from
+      while (x < until && k <= limit) { out(k) = (x - first).toInt; k += 1; x += 1 }
+      i += 1
+      if (i < ranges.length) from = math.max(ranges(i)._1, from)
+    }
+    if (k == 0 || k > limit) null else java.util.Arrays.copyOf(out, k)
+  }
 
   def decode(from: Long, until: Long, io: PageIO): LeafRun = {
     val path = io.input.path

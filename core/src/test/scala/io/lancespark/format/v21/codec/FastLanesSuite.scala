@@ -35,4 +35,24 @@ class FastLanesSuite extends AnyFunSuite {
       }
     }
   }
+
+  test("valueAt reads single values without unpacking: every value type and width, either byte order") {
+    val rng = new scala.util.Random(9)
+    val s = new FastLanes.Scratch
+    for (t <- Seq(8, 16, 32, 64); w <- 0 to t) {
+      val values = Array.fill[Long](FastLanes.GroupSize) {
+        if (w == 0) 0L else if (w == 64) rng.nextLong() else rng.nextLong() & ((1L << w) - 1)
+      }
+      if (w > 0) values(rng.nextInt(FastLanes.GroupSize)) = if (w == 64) -1L else (1L << w) - 1
+      val at = 5
+      val bytes = new Array[Byte](at + FastLanes.packedBytes(w) + 8)
+      FastLanes.pack(values, t, w, bytes, at, s)
+      for (big <- Seq(false, true)) {
+        val src = ByteBuffer.wrap(bytes).order(if (big) ByteOrder.BIG_ENDIAN else ByteOrder.LITTLE_ENDIAN)
+        (0 until FastLanes.GroupSize).foreach { p =>
+          assert(FastLanes.valueAt(src, at, t, w, p) == values(p), s"t $t, w $w, position $p")
+        }
+      }
+    }
+  }
 }
