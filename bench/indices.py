@@ -10,8 +10,11 @@ writer (the same rows).
   ``label = 'l7'`` (BITMAP, 1%), each selecting ``id, key, label``; on the pylance-written table
   with pylance's indices and on the connector's table with indices built by Spark, against the
   same query on the Parquet copy. One warm-up of each side (results checked equal), then
-  ``--reps`` rounds alternating the sides; medians; ratio = Lance / Parquet. Bytes read: the Lance
-  scan's ``lanceBytesRead`` metric and the Parquet stage's input bytes.
+  ``--reps`` rounds alternating the sides; medians; ratio = Lance / Parquet. Each round times the
+  query twice: collected to Python (``DataFrame.collect()``, as a PySpark user runs it) and
+  collected on the JVM (``Dataset.collect`` through py4j: the same query without PySpark's
+  pickling of the rows, which both sides pay). Bytes read: the Lance scan's ``lanceBytesRead``
+  metric and the Parquet stage's input bytes.
 * **Build**: ``CREATE INDEX`` of a BTREE over ``key`` from Spark (``CALL
   lance.system.create_index``) against pylance's ``create_scalar_index``, each round on fresh
   copies of one pylance-written table of the same rows without the vector column; medians of
@@ -186,16 +189,21 @@ def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int) -> List[Dict[s
         if any(r != results[0] for r in results[1:]):
             raise AssertionError(f"{name}: results differ: {[len(r) for r in results]}")
         times: Dict[str, List[float]] = {s: [] for s in sides}
+        jvm: Dict[str, List[float]] = {s: [] for s in sides}
         order = list(sides)
         for r in range(reps):
             for s in (order if r % 2 == 0 else order[::-1]):
                 t = time.perf_counter()
                 sides[s]().collect()
                 times[s].append(time.perf_counter() - t)
-        rec = {"query": name, "rows": len(results[0]), "times": times,
+                t = time.perf_counter()
+                sides[s]()._jdf.collect()
+                jvm[s].append(time.perf_counter() - t)
+        rec = {"query": name, "rows": len(results[0]), "times": times, "jvm": jvm,
                "bytes": {s: v[1] for s, v in first.items()}}
         log(json.dumps({"query": name, "rows": rec["rows"],
                         "medians": {s: round(statistics.median(t), 4) for s, t in times.items()},
+                        "jvm medians": {s: round(statistics.median(t), 4) for s, t in jvm.items()},
                         "bytes": rec["bytes"]}))
         out.append(rec)
     return out
@@ -231,17 +239,21 @@ def _report(out: Path, args, lookups, build, jar: str) -> None:
         "",
         f"![ratios]({png.name})",
         "",
-        "| query | rows | side | median (s) | runs (s) | ratio to Parquet | target | bytes read |",
-        "|---|---:|---|---:|---|---:|---:|---:|",
+        "| query | rows | side | median (s) | runs (s) | ratio to Parquet | target | bytes read | "
+        "JVM median (s) | JVM ratio |",
+        "|---|---:|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for rec in lookups:
         pq = statistics.median(rec["times"]["Parquet"])
+        jpq = statistics.median(rec["jvm"]["Parquet"]) if "jvm" in rec else None
         for side, ts in rec["times"].items():
             med = statistics.median(ts)
             target = "" if side == "Parquet" else f"{TARGETS[rec['query']]:g}x"
+            jmed = statistics.median(rec["jvm"][side]) if jpq else None
+            jcols = f"{jmed:.3f} | {jmed / jpq:.3f}x" if jmed is not None else " | "
             lines.append(f"| {rec['query']} | {rec['rows']:,} | {side} | {med:.3f} | "
                          f"{', '.join(f'{t:.3f}' for t in ts)} | {med / pq:.3f}x | {target} | "
-                         f"{mib(rec['bytes'][side])} |")
+                         f"{mib(rec['bytes'][side])} | {jcols} |")
     py, sp = build["pylance create_scalar_index"], build["Spark create_index"]
     lines += [
         "",
@@ -253,7 +265,8 @@ def _report(out: Path, args, lookups, build, jar: str) -> None:
         f"{', '.join(f'{t:.2f}' for t in sp)} | {statistics.median(sp) / statistics.median(py):.2f}x | 1.5x |",
         "",
         "Bytes read: the Lance scan's `lanceBytesRead` metric (index files are read by the driver "
-        "while planning and are not in it); Parquet: the stage's input bytes.",
+        "while planning and are not in it); Parquet: the stage's input bytes. JVM: the same query "
+        "collected on the JVM (`Dataset.collect`), without PySpark's pickling of the rows.",
         "",
     ]
     out.write_text("\n".join(lines))

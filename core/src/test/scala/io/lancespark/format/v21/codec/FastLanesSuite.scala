@@ -11,18 +11,24 @@ import org.scalatest.funsuite.AnyFunSuite
   * files, the unpacking by reading pylance's.) */
 class FastLanesSuite extends AnyFunSuite {
 
+  /** A group of random `w`-bit values (the largest of the width at one
+    * place: the top bits are kept), packed at byte `at` of the bytes. */
+  private def packed(rng: scala.util.Random, t: Int, w: Int, at: Int, s: FastLanes.Scratch): (Array[Long], Array[Byte]) = {
+    val values = Array.fill[Long](FastLanes.GroupSize) {
+      if (w == 0) 0L else if (w == 64) rng.nextLong() else rng.nextLong() & ((1L << w) - 1)
+    }
+    if (w > 0) values(rng.nextInt(FastLanes.GroupSize)) = if (w == 64) -1L else (1L << w) - 1
+    val bytes = new Array[Byte](at + FastLanes.packedBytes(w) + 8)
+    FastLanes.pack(values, t, w, bytes, at, s)
+    (values, bytes)
+  }
+
   test("unpackInts returns what was packed: every width, whole and partial groups, at offsets") {
     val rng = new scala.util.Random(5)
     val s = new FastLanes.Scratch
     for (t <- Seq(8, 16, 32); w <- 0 to t) {
-      val values = Array.fill[Long](FastLanes.GroupSize) {
-        if (w == 0) 0L else if (w == 64) rng.nextLong() else rng.nextLong() & ((1L << w) - 1)
-      }
-      // the largest value of the width at one place: the top bits are kept
-      if (w > 0) values(rng.nextInt(FastLanes.GroupSize)) = if (w == 64) -1L else (1L << w) - 1
       val at = 3
-      val bytes = new Array[Byte](at + FastLanes.packedBytes(w) + 8)
-      FastLanes.pack(values, t, w, bytes, at, s)
+      val (values, bytes) = packed(rng, t, w, at, s)
       val src = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
       for (take <- Seq(FastLanes.GroupSize, 1000, 1); big <- Seq(false, true)) {
         val into = 7
@@ -40,13 +46,8 @@ class FastLanesSuite extends AnyFunSuite {
     val rng = new scala.util.Random(9)
     val s = new FastLanes.Scratch
     for (t <- Seq(8, 16, 32, 64); w <- 0 to t) {
-      val values = Array.fill[Long](FastLanes.GroupSize) {
-        if (w == 0) 0L else if (w == 64) rng.nextLong() else rng.nextLong() & ((1L << w) - 1)
-      }
-      if (w > 0) values(rng.nextInt(FastLanes.GroupSize)) = if (w == 64) -1L else (1L << w) - 1
       val at = 5
-      val bytes = new Array[Byte](at + FastLanes.packedBytes(w) + 8)
-      FastLanes.pack(values, t, w, bytes, at, s)
+      val (values, bytes) = packed(rng, t, w, at, s)
       for (big <- Seq(false, true)) {
         val src = ByteBuffer.wrap(bytes).order(if (big) ByteOrder.BIG_ENDIAN else ByteOrder.LITTLE_ENDIAN)
         (0 until FastLanes.GroupSize).foreach { p =>
