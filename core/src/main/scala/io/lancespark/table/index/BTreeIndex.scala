@@ -37,7 +37,7 @@ final class BTreeIndex private (storage: DatasetStorage, val entry: IndexEntry, 
 
   /** The lookup's bounds as longs (pages without values: an empty range);
     * None unless the column is a signed integer with bounds on every page
-    * holding values. */
+    * holding values, ascending from page to page. */
   private lazy val bounds: Option[(Array[Long], Array[Long])] = lookup.arrowType match {
     case i: org.apache.arrow.vector.types.pojo.ArrowType.Int if i.getIsSigned =>
       val n = lookup.pages.size
@@ -49,6 +49,16 @@ final class BTreeIndex private (storage: DatasetStorage, val entry: IndexEntry, 
           case _ if p.nullCount == p.numRows => mins(i) = Long.MaxValue; maxs(i) = Long.MinValue
           case _ => ok = false
         }
+      }
+      // the walk below relies on pages in value order: bounds ascending from page to page
+      var last = Long.MinValue
+      var i = 0
+      while (ok && i < n) {
+        if (mins(i) != Long.MaxValue) {
+          if (mins(i) > maxs(i) || mins(i) < last) ok = false
+          last = maxs(i)
+        }
+        i += 1
       }
       if (ok) Some((mins, maxs)) else None
     case _ => None
