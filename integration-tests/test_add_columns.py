@@ -176,6 +176,13 @@ def run_racing(spark, path: str, tmp, other) -> tuple[BaseException | None, dict
     return out.get("err"), out.get("res")
 
 
+def assert_failed_leaving_nothing(err, res, path: str) -> None:
+    """add_columns failed telling to run it again, and none of its files is left."""
+    assert res is None and err is not None
+    assert "add_columns again" in str(err), str(err)
+    assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("addcol-")]
+
+
 def test_append_racing_add_columns_is_a_clear_conflict(spark, tmp_path):
     path = str(tmp_path / "t.lance")
     lance.write_dataset(base_table(0, 200), path, max_rows_per_file=100)
@@ -204,27 +211,22 @@ def test_compaction_racing_add_columns_is_a_clear_conflict(spark, tmp_path):
     lance.dataset(path).delete("id % 9 = 0")
     v0 = lance.dataset(path).version
     err, res = run_racing(spark, path, tmp_path, lambda: lance.dataset(path).optimize.compact_files())
-    assert res is None and err is not None
-    assert "add_columns again" in str(err), str(err)
-    # the compaction's version stands, without the new column; none of add_columns' files is left
+    assert_failed_leaving_nothing(err, res, path)
+    # the compaction's version stands, without the new column
     ds = lance.dataset(path)
     assert ds.version > v0 and ds.schema.names == ["id", "v"]  # pylance's compaction may commit twice
     assert sorted(pylance_rows(path, ["id"])) == [(i,) for i in range(200) if i % 9]
-    assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("addcol-")]
 
 
 def test_row_update_racing_add_columns_is_a_clear_conflict(spark, tmp_path):
     path = str(tmp_path / "t.lance")
     lance.write_dataset(base_table(0, 100), path, max_rows_per_file=50)
     err, res = run_racing(spark, path, tmp_path, lambda: lance.dataset(path).update({"id": "id + 1000"}, where="id < 10"))
-    assert res is None and err is not None
-    assert "add_columns again" in str(err), str(err)
-    # pylance's update stands; no value of the failed add_columns is anywhere
+    assert_failed_leaving_nothing(err, res, path)
+    # pylance's update stands, without the new column
     assert lance.dataset(path).schema.names == ["id", "v"]
     want = sorted((i + 1000 if i < 10 else i,) for i in range(100))
-    assert pylance_rows(path, ["id"]) == want
-    assert spark_rows(spark, path, ["id"]) == want
-    assert not [n for n in os.listdir(os.path.join(path, "data")) if n.startswith("addcol-")]
+    assert pylance_rows(path, ["id"]) == want == spark_rows(spark, path, ["id"])
 
 
 def test_bad_sources_are_clear(spark, tmp_path):
