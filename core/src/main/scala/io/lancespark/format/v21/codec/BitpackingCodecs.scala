@@ -31,20 +31,27 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
     var pos = 0
     var done = 0
     while (done < n) {
-      ctx.check(pos, bytes, buf.remaining(), "a bit-packing width")
-      val w = (bytes match {
-        case 1 => buf.get(pos) & 0xffL
-        case 2 => buf.getShort(pos) & 0xffffL
-        case 4 => buf.getInt(pos) & 0xffffffffL
-        case _ => buf.getLong(pos)
-      })
-      if (w < 0 || w > t) ctx.fail(s"bit-packing width $w for $t-bit values")
-      ctx.check(pos + bytes, FastLanes.packedBytes(w.toInt), buf.remaining(), s"a group packed to $w bits")
+      val w = width(buf, pos, ctx)
       val take = math.min(FastLanes.GroupSize, n - done)
-      unpack(pos + bytes, w.toInt, take, done)
+      unpack(pos + bytes, w, take, done)
       done += take
-      pos += bytes + FastLanes.packedBytes(w.toInt)
+      pos += bytes + FastLanes.packedBytes(w)
     }
+  }
+
+  /** The width of the group at byte `pos`, checked, and that its packed words are in `buf`. */
+  private def width(buf: ByteBuffer, pos: Int, ctx: CodecContext): Int = {
+    val bytes = t / 8
+    ctx.check(pos, bytes, buf.remaining(), "a bit-packing width")
+    val w = bytes match {
+      case 1 => buf.get(pos) & 0xffL
+      case 2 => buf.getShort(pos) & 0xffffL
+      case 4 => buf.getInt(pos) & 0xffffffffL
+      case _ => buf.getLong(pos)
+    }
+    if (w < 0 || w > t) ctx.fail(s"bit-packing width $w for $t-bit values")
+    ctx.check(pos + bytes, FastLanes.packedBytes(w.toInt), buf.remaining(), s"a group packed to $w bits")
+    w.toInt
   }
 
   override def miniBlockIndices(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Array[Int] =
@@ -60,19 +67,7 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
   /** The chunk's one group's width and the byte its packed words start at. */
   private def onlyGroup(buf: ByteBuffer, n: Int, ctx: CodecContext): Option[(Int, Int)] =
     if ((t != 8 && t != 16 && t != 32 && t != 64) || bp.hasValues || n > FastLanes.GroupSize) None
-    else {
-      val bytes = t / 8
-      ctx.check(0, bytes, buf.remaining(), "a bit-packing width")
-      val w = bytes match {
-        case 1 => buf.get(0) & 0xffL
-        case 2 => buf.getShort(0) & 0xffffL
-        case 4 => buf.getInt(0) & 0xffffffffL
-        case _ => buf.getLong(0)
-      }
-      if (w < 0 || w > t) ctx.fail(s"bit-packing width $w for $t-bit values")
-      ctx.check(bytes, FastLanes.packedBytes(w.toInt), buf.remaining(), s"a group packed to $w bits")
-      Some((w.toInt, bytes))
-    }
+    else Some((width(buf, 0, ctx), t / 8))
 
   override def miniBlockAt(buffers: IndexedSeq[ByteBuffer], n: Int, positions: Array[Int], ctx: CodecContext): Option[Block] =
     if (buffers.size != 1) None

@@ -42,21 +42,20 @@ object FastLanes {
       val shift = bit % t
       val word = (bit / t) * lanes + l
       val mask = if (w >= 64) -1L else (1L << w) - 1
-      val lo = wordAt(src, at, t, word) >>> shift
-      val v = if (shift + w > t) lo | (wordAt(src, at, t, word + lanes) << (t - shift)) else lo
+      val in = if (src.order() eq ByteOrder.LITTLE_ENDIAN) src else src.duplicate().order(ByteOrder.LITTLE_ENDIAN)
+      val lo = wordAt(in, at, t, word) >>> shift
+      val v = if (shift + w > t) lo | (wordAt(in, at, t, word + lanes) << (t - shift)) else lo
       v & mask
     }
 
-  /** Word `k` of `t` bits (unsigned) of the packed words at byte `at`. */
-  private def wordAt(src: ByteBuffer, at: Int, t: Int, k: Int): Long = {
-    val in = if (src.order() eq ByteOrder.LITTLE_ENDIAN) src else src.duplicate().order(ByteOrder.LITTLE_ENDIAN)
+  /** Word `k` of `t` bits (unsigned) of the little-endian packed words at byte `at`. */
+  private def wordAt(in: ByteBuffer, at: Int, t: Int, k: Int): Long =
     t match {
       case 8  => in.get(at + k) & 0xffL
       case 16 => in.getShort(at + 2 * k) & 0xffffL
       case 32 => in.getInt(at + 4 * k) & 0xffffffffL
       case _  => in.getLong(at + 8 * k)
     }
-  }
 
   private val scratch: ThreadLocal[Scratch] = ThreadLocal.withInitial(() => new Scratch)
 

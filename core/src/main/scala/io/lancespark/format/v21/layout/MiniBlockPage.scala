@@ -262,12 +262,15 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       case Some(d) => valueCodec.miniBlockIndicesAt(wrapped, values, positions, cctx).map(lookup(_, d, cctx))
       case None    => valueCodec.miniBlockAt(wrapped, values, positions, cctx)
     }
-    if (only.isDefined) return new Chunk(null, null, n, only.get, selected = true)
-    val block = dictionary match {
-      case Some(d) => lookup(valueCodec.miniBlockIndices(wrapped, values, cctx), d, cctx)
-      case None    => valueCodec.miniBlock(wrapped, values, cctx)
+    only match {
+      case Some(block) => new Chunk(null, null, n, block, selected = true)
+      case None =>
+        val block = dictionary match {
+          case Some(d) => lookup(valueCodec.miniBlockIndices(wrapped, values, cctx), d, cctx)
+          case None    => valueCodec.miniBlock(wrapped, values, cctx)
+        }
+        new Chunk(rep, defs, n, block)
     }
-    new Chunk(rep, defs, n, block)
   }
 
   /** Dictionary indices to values. */
