@@ -49,6 +49,18 @@ val testJavaOptions = Seq(
   "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED"
 )
 
+/** A forked test run's temporary files (java.io.tmpdir, and TMPDIR for the pylance and
+  * Spark processes it starts) go under the build's own directory, emptied before and after
+  * the run: suites that make datasets in temporary directories never fill the machine's /tmp. */
+def testTmpSettings: Seq[Setting[_]] = Seq(
+  Test / javaOptions += s"-Djava.io.tmpdir=${(crossTarget.value / "test-tmp").getAbsolutePath}",
+  Test / envVars += "TMPDIR" -> (crossTarget.value / "test-tmp").getAbsolutePath,
+  Test / testOptions ++= {
+    val dir = crossTarget.value / "test-tmp"
+    Seq(Tests.Setup { () => IO.delete(dir); IO.createDirectory(dir) }, Tests.Cleanup(() => IO.delete(dir)))
+  }
+)
+
 lazy val root = (project in file("."))
   .aggregate(core, spark35, spark40, spark41, spark42)
   .settings(publish / skip := true, crossScalaVersions := Nil)
@@ -79,7 +91,8 @@ lazy val core = (project in file("core"))
     Test / fork := true,
     // suites run two at a time in the forked JVM: many wait on pylance processes (a core idles)
     Test / testForkedParallel := true,
-    Test / javaOptions ++= testJavaOptions
+    Test / javaOptions ++= testJavaOptions,
+    testTmpSettings
   )
 
 // One bundle per Spark line: the shared Spark layer (spark-connector/src/main/scala)
@@ -145,6 +158,7 @@ def sparkProject(line: SparkLine): Project = {
       ) ++ arrowDeps(line.bundleArrow),
       Test / fork := true,
       Test / javaOptions ++= testJavaOptions,
+      testTmpSettings,
       // unshaded in tests, our Arrow 19 meets the line's arrow-memory-netty: use the unsafe
       // allocator, as the relocated Arrow of the bundle does
       Test / javaOptions ++= (if (line.bundleArrow) Seq("-Darrow.allocation.manager.type=Unsafe") else Nil),
