@@ -172,7 +172,7 @@ final class IvfIndexWriter(storage: DatasetStorage, uuid: String, model: KMeansM
     offsets.foreach(o => auxModel.addPartitionOffsets(o))
     lengths.foreach(l => auxModel.addPartitionLengths(l.toInt))
     aux.addGlobalBuffer(auxModel.build().toByteArray)
-    pq.foreach(q => aux.addGlobalBuffer(IvfIndexWriter.tensor(q.codebook, PqModel.Centroids, dim, doubles = false).toByteArray))
+    pq.foreach(q => aux.addGlobalBuffer(IvfIndexWriter.tensor(q.codebook, PqModel.Centroids, dim, doubles).toByteArray))
     val auxSize = aux.finish()
     val main = new IndexFileWriter(storage, uuid, IvfIndex.IndexFileName,
       Seq(new Field("__flat_marker", FieldType.notNullable(new ArrowType.Int(64, false)), null)),

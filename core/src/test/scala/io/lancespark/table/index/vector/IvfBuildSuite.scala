@@ -49,12 +49,15 @@ class IvfBuildSuite extends AnyFunSuite {
   private val makeTable: String =
     """import sys, lance, numpy as np, pyarrow as pa
 path, seed = sys.argv[1], int(sys.argv[2])
+dim = int(sys.argv[3]) if len(sys.argv) > 3 else 16
+double = len(sys.argv) > 4 and sys.argv[4] == "float64"
 rng = np.random.default_rng(seed)
-n, dim, ncl = 3000, 16, 10
+n, ncl = 3000, 10
 cent = rng.standard_normal((ncl, dim)) * 4
 v = (cent[rng.integers(0, ncl, n)] + rng.standard_normal((n, dim))).astype(np.float32)
 mask = np.zeros(n, dtype=bool); mask[::97] = True
-emb = pa.FixedSizeListArray.from_arrays(pa.array(v.ravel(), pa.float32()), dim, mask=pa.array(mask))
+values = pa.array(v.astype(np.float64).ravel(), pa.float64()) if double else pa.array(v.ravel(), pa.float32())
+emb = pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(mask))
 lance.write_dataset(pa.table({"id": pa.array(np.arange(n), pa.int64()), "emb": emb}), path, max_rows_per_file=1100)
 lance.dataset(path).delete("id % 17 = 3")
 np.save(path + ".npy", v)
@@ -234,6 +237,46 @@ print("BUILDS ours", ro, "pylance", rp)
       }
     }
   }
+
+  for ((indexType, metric) <- Seq("ivf_flat" -> "l2", "ivf_pq" -> "cosine", "ivf_pq" -> "dot"))
+    test(s"${indexType.toUpperCase} ($metric) built here over 768-d float64 vectors: pylance's search on it equals ours") {
+      val path = dir.resolve(s"wide_${indexType}_$metric.lance").toString
+      PylanceProcess.run(makeTable, path, "17", "768", "float64")
+      val before = Dataset.open(DatasetStorage(path, new Configuration()), None)
+      val opts = Map("num_partitions" -> "6", "metric" -> metric) ++
+        (if (indexType == "ivf_pq") Map("num_sub_vectors" -> "48") else Map.empty)
+      val (after, _, _) = IvfBuild.buildInMemoryWithPq(IvfBuild.plan(before, "emb", indexType, Some("wide"), opts))
+      val idOf = ids(after)
+      val out = PylanceProcess.run(
+        """import sys, lance, numpy as np
+path, metric, itype = sys.argv[1], sys.argv[2], sys.argv[3]
+ds = lance.dataset(path)
+v = np.load(path + ".npy")
+assert [i["type"] for i in ds.list_indices() if i["name"] == "wide"] == [itype], ds.list_indices()
+rng = np.random.default_rng(8)
+for qi in range(6):
+    q = (v[rng.integers(0, len(v))] + rng.standard_normal(v.shape[1]).astype(np.float32) * 0.3).astype(np.float32)
+    nearest = {"column": "emb", "q": q.astype(np.float64), "k": 10, "nprobes": 2, "metric": metric}
+    plan = ds.scanner(nearest=nearest).explain_plan(True)
+    assert "ANNSubIndex" in plan or "ANNIvf" in plan, plan
+    got = ds.to_table(nearest=nearest)
+    print("Q", " ".join(repr(float(x)) for x in q), "|", " ".join(f"{i}:{d!r}" for i, d in zip(got["id"].to_pylist(), got["_distance"].to_pylist())))
+""", path, metric, indexType.toUpperCase)
+      val lines = out.linesIterator.filter(_.startsWith("Q ")).toVector
+      assert(lines.size == 6, out)
+      Using.resource(new RootAllocator()) { alloc =>
+        lines.foreach { line =>
+          val Array(qs, pairs) = line.drop(2).split('|').map(_.trim)
+          val q = qs.split(' ').map(_.toFloat)
+          val expected = pairs.split(' ').map { w => val Array(i, d) = w.split(':'); i.toLong -> d.toFloat }.toVector
+          val res = VectorSearch.run(after, VectorQuery("emb", q, 10, DistanceMetric.parse(metric).get, Some(2)), alloc)
+          assert(res.index.isDefined, "our index was not used")
+          val found = res.neighbours.map(n => idOf(n.rowAddress) -> n.distance)
+          assert(found.map(_._1) == expected.map(_._1), s"ours $found\npylance $expected")
+          found.zip(expected).foreach { case ((_, a), (_, b)) => assert(math.abs(a - b) <= 1e-4f * math.max(1f, math.abs(b))) }
+        }
+      }
+    }
 
   test("bad input fails before any work: non-vector column, unknown metric, num_partitions > rows, unknown option") {
     val path = dir.resolve("bad.lance").toString

@@ -31,18 +31,22 @@ class VectorIndexSuite extends AnyFunSuite {
     """import sys, lance, numpy as np, pyarrow as pa
 root = sys.argv[1]; seed = int(sys.argv[2]); ncases = int(sys.argv[3])
 types = sys.argv[4].split(","); metrics = sys.argv[5].split(","); nq = int(sys.argv[6])
+dims = [int(d) for d in sys.argv[7].split(",")]; dtypes = sys.argv[8].split(","); null_rate = float(sys.argv[9])
 rng = np.random.default_rng(seed)
 combos = [(t, m) for t in types for m in metrics]
 combos += [combos[i] for i in rng.integers(0, len(combos), max(0, ncases - len(combos)))]
 for ci, (itype, metric) in enumerate(combos[:ncases]):
-    dim = int(rng.choice([8, 32, 128]))
+    dim = int(rng.choice(dims))
+    dtype = dtypes[int(rng.integers(0, len(dtypes)))] if len(dtypes) > 1 else dtypes[0]
     ncl = 8
     cent = rng.standard_normal((ncl, dim)) * 3
-    def vecs(n):
+    def vecs(n):  # values a float holds exactly, whatever the column's type
         return (cent[rng.integers(0, ncl, n)] + rng.standard_normal((n, dim))).astype(np.float32)
     def table(ids, v):
+        mask = pa.array(rng.random(len(ids)) < null_rate) if null_rate > 0 else None
+        values = pa.array(v.astype(dtype).ravel(), pa.float64() if dtype == "float64" else pa.float32())
         return pa.table({"id": pa.array(ids, pa.int64()),
-                         "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel(), pa.float32()), dim)})
+                         "emb": pa.FixedSizeListArray.from_arrays(values, dim, mask=mask)})
     n = int(rng.integers(1500, 3500))
     path = f"{root}/c{ci}.lance"
     lance.write_dataset(table(np.arange(n), vecs(n)), path, max_rows_per_file=int(rng.integers(500, 1200)))
@@ -76,7 +80,7 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
             nearest["ef"] = 100000
         t = ds.to_table(nearest=nearest, filter=(f"id < {lim}" if pre else None), prefilter=pre)
         pairs = " ".join(f"{i}:{d!r}" for i, d in zip(t["id"].to_pylist(), t["_distance"].to_pylist()))
-        desc = f"{itype} {metric} dim={dim} parts={parts} {kw} appended={appended}"
+        desc = f"{itype} {metric} dim={dim} {dtype} nulls={null_rate} parts={parts} {kw} appended={appended}"
         print(f"{ci} {path} {metric} {k} {nprobes} {refine or 0} {lim if pre else -1} | "
               + " ".join(repr(float(x)) for x in q) + " | " + pairs + " | " + desc)
 """
@@ -88,12 +92,17 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
   private val HnswTypes: Seq[String] = Seq("IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
   private val AllMetrics: Seq[String] = Seq("l2", "cosine", "dot")
 
+  /** The vectors of the cases: dimensions and element types drawn from these, a share of NULL vectors. */
+  private final case class Vectors(dims: Seq[Int], types: Seq[String], nullRate: Double)
+  private val SmallFloats: Vectors = Vectors(Seq(8, 32, 128), Seq("float32"), 0.0)
+
   /** `n` index cases of `seed` (the first ones cover every type x metric), `perCase` queries each. */
-  private def cases(seed: Int, n: Int, types: Seq[String] = AllTypes, metrics: Seq[String] = AllMetrics,
-      perCase: Int = 4): Vector[Case] = {
+  private def cases(seed: Int, n: Int, types: Seq[String], metrics: Seq[String], perCase: Int,
+      vectors: Vectors): Vector[Case] = {
     val sub = Files.createDirectories(dir.resolve(s"s$seed-${types.mkString}-${metrics.mkString}"))
     val out = PylanceProcess.run(oracleScript, sub.toString, seed.toString, n.toString, types.mkString(","),
-      metrics.mkString(","), perCase.toString)
+      metrics.mkString(","), perCase.toString, vectors.dims.mkString(","), vectors.types.mkString(","),
+      vectors.nullRate.toString)
     out.linesIterator.filter(_.count(_ == '|') == 3).map { line =>
       val Array(head, qs, pairs, desc) = line.split('|').map(_.trim)
       val Array(_, path, metric, k, nprobes, refine, lim) = head.split(' ')
@@ -140,8 +149,8 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
     * ties at a partition's k-th place are kept as pylance keeps them; cause not found). Each
     * disagreement is printed. */
   private def runCases(seed: Int, n: Int, types: Seq[String] = AllTypes, metrics: Seq[String] = AllMetrics,
-      perCase: Int = 4): Int = Using.resource(new RootAllocator()) { alloc =>
-    val all = cases(seed, n, types, metrics, perCase)
+      perCase: Int = 4, vectors: Vectors = SmallFloats): Int = Using.resource(new RootAllocator()) { alloc =>
+    val all = cases(seed, n, types, metrics, perCase, vectors)
     assert(all.size == perCase * n)
     val byPath = all.groupBy(_.path)
     var differing = Vector.empty[String]
@@ -182,6 +191,11 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
     assert(runCases(11, 6) + runCases(12, 6) == 48)
   }
 
+  test("768 dimensions, float64 vectors and NULL vectors: top k equals pylance's indexed search (seed 23)") {
+    // every type x metric once; dimensions 8 or 768, float or double, 4% of the vectors NULL
+    assert(runCases(23, 9, vectors = Vectors(Seq(8, 768), Seq("float32", "float64"), 0.04)) == 36)
+  }
+
   test("IVF_HNSW_FLAT, IVF_HNSW_PQ, IVF_HNSW_SQ x l2, cosine, dot: top k equals pylance's search with a beam covering the partitions (seed 8)") {
     // searched here as IVF over the index's quantized storage: every vector of the probed partitions
     assert(runCases(8, 9, HnswTypes) == 36)
@@ -211,7 +225,7 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
 
   test("an IVF_PQ index with another metric than the query's is not used") {
     Using.resource(new RootAllocator()) { alloc =>
-      val c = cases(21, 4).find(_.desc.startsWith("IVF_PQ l2")).get
+      val c = cases(21, 4, AllTypes, AllMetrics, 4, SmallFloats).find(_.desc.startsWith("IVF_PQ l2")).get
       val snapshot = Dataset.open(DatasetStorage(c.path, new Configuration()), None)
       val other = VectorSearch.run(snapshot, VectorQuery("emb", c.q, 5, DistanceMetric.Dot, Some(2)), alloc)
       assert(other.index.isEmpty && other.partitionsProbed == 0)
