@@ -234,3 +234,29 @@ def test_bad_input_fails_before_any_job(spark, wh):
     assert lance.dataset(path).version == version
     assert not os.path.exists(os.path.join(path, "_indices"))
     shutil.rmtree(path)
+
+
+def test_ivf_pq_over_float64_vectors_with_nulls_built_by_spark(spark, wh):
+    """A float64 vector column with NULL vectors: the Spark job's IVF_PQ (codebook and centroids in
+    float64, as pylance writes them for float64 data) is used by pylance, whose search through it
+    equals ours."""
+    path = str(wh / "db" / "vb_f64.lance")
+    rng = np.random.default_rng(21)
+    v = _vectors(rng, rng.standard_normal((12, DIM)) * 0.8, 3000)
+    mask = rng.random(3000) < 0.05
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(v.astype(np.float64).ravel(), pa.float64()), DIM,
+                                            mask=pa.array(mask))
+    lance.write_dataset(pa.table({"id": pa.array(np.arange(3000), pa.int64()), "emb": emb}), path,
+                        max_rows_per_file=1000)
+    spark.sql(f"CALL lance.system.create_index(table => '`{path}`', column => 'emb', index_type => 'ivf_pq', "
+              f"name => 'emb_f64', options => map('num_partitions', '6', 'num_sub_vectors', '8'))").collect()
+    ds = lance.dataset(path)
+    assert [i["type"] for i in ds.list_indices() if i["name"] == "emb_f64"] == ["IVF_PQ"]
+    for qi in range(4):
+        q = v[int(rng.integers(0, 3000))] + rng.standard_normal(DIM).astype(np.float32) * 0.1
+        nearest = {"column": "emb", "q": q.astype(np.float64), "k": 10, "nprobes": 3}
+        assert "ANN" in ds.scanner(nearest=nearest).explain_plan(True)
+        t = ds.to_table(nearest=nearest)
+        assert not (set(t["id"].to_pylist()) & set(np.flatnonzero(mask).tolist())), "a NULL vector was returned"
+        _same(_sql_search(spark, path, q, 10, 3, "l2"), (t["id"].to_pylist(), t["_distance"].to_numpy()),
+              f"float64 query {qi}")
