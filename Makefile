@@ -67,6 +67,7 @@ test-python: python
 # pytest workers (pytest-xdist; a module and its Spark session stay on one worker;
 # PYTEST_WORKERS=1 runs them one after another).
 test-integration: python
+	rm -rf target/spark-local
 	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-50} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
 	  $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --durations=30 integration-tests
 

@@ -15,6 +15,11 @@ HERE = Path(__file__).resolve().parent
 LONG = os.environ.get("LANCE_LONG_TESTS") == "1"
 long_only = pytest.mark.skipif(not LONG, reason="make test-long (LANCE_LONG_TESTS=1)")
 sys.path.insert(0, str(HERE))
+# Spark's scratch directories (each context's spark-*/userFiles and pyspark copies, block manager
+# and shuffle files) go under the build directory, not /tmp: a JVM that is killed instead of stopped
+# leaves them behind. `make test-integration` empties it before a run.
+os.environ.setdefault("SPARK_LOCAL_DIRS", str(HERE.parent / "target" / "spark-local"))
+Path(os.environ["SPARK_LOCAL_DIRS"]).mkdir(parents=True, exist_ok=True)
 # Python UDF workers run this interpreter (the venv with pyarrow), and times are UTC.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ["TZ"] = "UTC"
