@@ -162,7 +162,9 @@ def _recall(path: Path, queries, truth, nprobes: int, refine: int = 0) -> float:
     return hits / (10 * len(queries))
 
 
-def _build(spark, paths: Dict[str, Path], args) -> Dict[str, Any]:
+def _build(spark, paths: Dict[str, Path], args, seed: int = 0) -> Dict[str, Any]:
+    """One build of each index. pylance trains from random starts; the connector is seeded
+    (default seed 42), so builds after the first pass seeds 1, 2, ... to sample its spread too."""
     import lance
 
     ds = lance.dataset(str(paths["pylance"]))
@@ -180,7 +182,8 @@ def _build(spark, paths: Dict[str, Path], args) -> Dict[str, Any]:
     t = time.perf_counter()
     spark.sql(f"CALL lance.system.create_index(table => '`{paths['spark']}`', column => 'emb', "
               f"index_type => 'ivf_pq', name => 'emb_idx', options => map('num_partitions', "
-              f"'{args.partitions}', 'num_sub_vectors', '{args.sub_vectors}', 'metric', 'l2'))").collect()
+              f"'{args.partitions}', 'num_sub_vectors', '{args.sub_vectors}', 'metric', 'l2'"
+              + (f", 'seed', '{seed}'" if seed else "") + "))").collect()
     sp = time.perf_counter() - t
     log(f"Spark: {sp:.1f} s; recall")
     queries = _queries(args.recall_queries, args.dim, 99, args.shape)
@@ -450,7 +453,7 @@ def main(argv: List[str] | None = None) -> int:
             raise SystemExit(f"--parts: unknown measure(s) {sorted(unknown)}; known: build, one, batch")
         paths = _generate(root, args.rows, args.dim, args.shape, spark)
         if "build" in parts:
-            res["builds"] = [_build(spark, paths, args) for _ in range(args.builds)]
+            res["builds"] = [_build(spark, paths, args, seed=i) for i in range(args.builds)]
             res["build"] = _summary(res["builds"])
         elif "one" in parts or "batch" in parts:
             _ensure_index(paths, args)
