@@ -260,3 +260,57 @@ def test_ivf_pq_over_float64_vectors_with_nulls_built_by_spark(spark, wh):
         assert not (set(t["id"].to_pylist()) & set(np.flatnonzero(mask).tolist())), "a NULL vector was returned"
         _same(_sql_search(spark, path, q, 10, 3, "l2"), (t["id"].to_pylist(), t["_distance"].to_numpy()),
               f"float64 query {qi}")
+
+
+def test_search_after_spark_dml_and_compaction(spark, wh):
+    """The index built by Spark, then Spark's DELETE, UPDATE of vectors, INSERT and compaction: the
+    search through the index with every partition probed (IVF_FLAT: exact) returns numpy's exact
+    top 10 over the table as it now is, and pylance's own search's rows. Then optimize_indices
+    refreshes the index over every fragment (its centroids kept): pylance uses it, and both
+    searches stay equal."""
+    path = str(wh / "db" / "vb_dml.lance")
+    _write(path, 41)
+    spark.sql("CREATE INDEX emb_l2 ON lance.db.vb_dml USING ivf_flat (emb) OPTIONS (num_partitions = 8)")
+    spark.sql("DELETE FROM lance.db.vb_dml WHERE id % 7 = 3")
+    spark.sql("UPDATE lance.db.vb_dml SET emb = transform(emb, x -> -x) WHERE id % 11 = 4")
+    spark.sql("INSERT INTO lance.db.vb_dml SELECT id + 100000, s, transform(emb, x -> x + CAST(0.25 AS FLOAT)) "
+              "FROM lance.db.vb_dml WHERE id < 400")
+    row = spark.sql("CALL lance.system.compact(table => 'lance.db.vb_dml', target_rows_per_fragment => 4000)").first()
+    assert row["new_version"] > row["read_version"]
+    ds = lance.dataset(path)
+    assert [i["type"] for i in ds.list_indices() if i["name"] == "emb_l2"] == ["IVF_FLAT"]
+    t = ds.to_table(columns=["id", "emb"])
+    ids = np.array(t["id"].to_pylist())
+    v = np.stack(t["emb"].to_numpy(zero_copy_only=False)).astype(np.float32)
+    assert len(ids) == len(set(ids.tolist())) == N - len(range(3, N, 7)) + len([i for i in range(400) if i % 7 != 3])
+    rng = np.random.default_rng(12)
+    for qi in range(6):
+        q = v[int(rng.integers(0, len(v)))] + rng.standard_normal(DIM).astype(np.float32) * 0.05
+        d = ((v - q) ** 2).sum(1)
+        want = ids[np.argsort(d, kind="stable")[:10]].tolist()
+        got, _ = _sql_search(spark, path, q, 10, 8, "l2")
+        assert sorted(got) == sorted(want), (qi, got, want)
+        theirs = ds.to_table(nearest={"column": "emb", "q": q, "k": 10, "nprobes": 8})["id"].to_pylist()
+        assert sorted(theirs) == sorted(want), (qi, theirs, want)
+        # two of eight partitions: approximate where the index covers, as pylance's search is
+        t2 = ds.to_table(nearest={"column": "emb", "q": q, "k": 10, "nprobes": 2})
+        _same(_sql_search(spark, path, q, 10, 2, "l2"), (t2["id"].to_pylist(), t2["_distance"].to_numpy()),
+              f"nprobes 2, query {qi}")
+    old = [i for i in ds.list_indices() if i["name"] == "emb_l2"][0]
+    frags = {f.fragment_id for f in ds.get_fragments()}
+    assert not frags <= set(old["fragment_ids"]), "the compaction left the index covering every fragment"
+    row = spark.sql("CALL lance.system.optimize_indices(table => 'lance.db.vb_dml')").first()
+    assert list(row["rebuilt"]) == ["emb_l2"] and row["new_version"] == row["read_version"] + 1
+    again = spark.sql("CALL lance.system.optimize_indices(table => 'lance.db.vb_dml')").first()
+    assert list(again["rebuilt"]) == [] and list(again["up_to_date"]) == ["emb_l2"]
+    ds = lance.dataset(path)
+    [ix] = [i for i in ds.list_indices() if i["name"] == "emb_l2"]
+    assert ix["type"] == "IVF_FLAT" and set(ix["fragment_ids"]) == frags
+    for qi in range(6):
+        q = v[int(rng.integers(0, len(v)))] + rng.standard_normal(DIM).astype(np.float32) * 0.05
+        nearest = {"column": "emb", "q": q, "k": 10, "nprobes": 2}
+        plan = ds.scanner(nearest=nearest).explain_plan(True)
+        assert "ANN" in plan and "KNNVectorDistance" not in plan, plan   # every fragment through the index
+        t2 = ds.to_table(nearest=nearest)
+        _same(_sql_search(spark, path, q, 10, 2, "l2"), (t2["id"].to_pylist(), t2["_distance"].to_numpy()),
+              f"refreshed, nprobes 2, query {qi}")

@@ -15,7 +15,7 @@ import io.lancespark.spark.procedures.LanceProcedure._
 import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.table.index.{BuiltIndexType, IndexBuild, IndexBuildPlan, IndexCatalog, IndexFileWriter, IndexValues,
   KeyCodec, KeyRuns, RowChunk, ZoneIndexWriter, ZoneParams, ZoneRow}
-import io.lancespark.table.index.vector.VectorIndexTypes
+import io.lancespark.table.index.vector.{IvfBuild, VectorIndexTypes}
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** `CALL lance.system.create_index(table => 'db.t', column => 'id', index_type => 'btree'|'bitmap',
@@ -249,7 +249,8 @@ object IndexBuildJob {
 final class OptimizeIndicesProcedure(tables: TableResolver) extends LanceProcedure(tables) {
   override def name(): String = "optimize_indices"
   override def description(): String =
-    "Rebuilds indices that do not cover every fragment (appends since the build) over the current fragments"
+    "Rebuilds indices that do not cover every fragment (appends, updates or compaction since the build) over the " +
+      "current fragments; IVF_FLAT and IVF_PQ indices keep their centroids and codebook"
 
   override val params: Seq[ProcParam] = Seq(
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
@@ -268,14 +269,16 @@ final class OptimizeIndicesProcedure(tables: TableResolver) extends LanceProcedu
     val chosen = args.string("index") match {
       case Some(n) => Seq(all.find(_.name == n).getOrElse(throw new IllegalArgumentException(
         s"${s.uri} (version ${snap.version}): no index named '$n' (indices: ${all.map(_.name).mkString(", ")})")))
-      case None => all.filter(e => BuiltIndexType.All.exists(_.detailsType == e.kind))
+      case None => all.filter(e => BuiltIndexType.All.exists(_.detailsType == e.kind) || e.kind == IvfBuild.DetailsKind)
+        .groupBy(_.name).values.map(_.head).toSeq.sortBy(_.name)
     }
     // each rebuild reads the latest version (the one the previous rebuild committed)
     val results = chosen.map(_.name).map { n =>
       val latest = Dataset.open(s, None)
       val e = IndexCatalog.load(latest).find(_.name == n).getOrElse(
         throw new IllegalStateException(s"${s.uri}: index '$n' was dropped meanwhile"))
-      n -> IndexBuild.rebuildPlan(latest, e).map(plan => IndexBuildJob.execute(SparkSession.active, plan))
+      n -> (if (e.kind == IvfBuild.DetailsKind) VectorIndexBuildJob.refresh(SparkSession.active, s, e)
+            else IndexBuild.rebuildPlan(latest, e).map(plan => IndexBuildJob.execute(SparkSession.active, plan)))
     }
     def names(xs: Seq[String]): GenericArrayData = new GenericArrayData(xs.map(utf8).toArray[Any])
     InternalRow(names(results.collect { case (n, Some(_)) => n }), names(results.collect { case (n, None) => n }),

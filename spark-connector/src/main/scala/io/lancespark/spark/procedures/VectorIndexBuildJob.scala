@@ -7,17 +7,19 @@ import org.apache.spark.sql.SparkSession
 import io.lancespark.spark.SerializableHadoopConf
 import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.table.commit.CommitSettings
-import io.lancespark.table.index.vector.{IvfBuild, IvfBuildPlan, IvfPqEncoder, KMeansModel}
+import io.lancespark.table.index.IndexEntry
+import io.lancespark.table.index.vector.{IvfBuild, IvfBuildPlan, IvfPqEncoder, KMeansModel, PqModel}
 import io.lancespark.table.storage.{Dataset, DatasetStorage}
 
 /** What each task of a vector index build needs; serialized to executors,
   * where it re-plans the build at the same dataset version (the plan's
   * checks pass there as they did on the driver). */
 final case class VectorIndexTask(uri: String, hadoopConf: SerializableHadoopConf, version: Long, column: String,
-                                 indexType: String, name: String, options: Map[String, String]) {
+                                 indexType: String, name: String, options: Map[String, String],
+                                 replace: Boolean = false) {
   private def plan(): IvfBuildPlan = {
     val snapshot = Dataset.open(DatasetStorage(uri, hadoopConf.value), Some(version))
-    IvfBuild.plan(snapshot, column, indexType, Some(name), options)
+    IvfBuild.plan(snapshot, column, indexType, Some(name), options, replace)
   }
 
   /** A seeded sample of one fragment's vectors (concatenated). */
@@ -72,37 +74,67 @@ object VectorIndexBuildJob {
         .collect().sortBy(_._1).map(_._2).toVector
       val model = IvfBuild.train(plan, samples)
       val pq = IvfBuild.trainPq(plan, model, samples)
-      var indexed = 0L
-      val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
-      val files = pq match {
-        case Some(q) =>
-          val bc = sc.broadcast(IvfPqEncoder(model, q, plan.metric))
-          try {
-            val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.encode(bc.value, id))
-              .sortByKey(ascending = true, parts)
-            Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
-              IvfBuild.writePq(plan, model, q, sorted.toLocalIterator.map { case ((p, addr), code) =>
-                indexed += 1
-                (p, addr, code)
-              }, a)
-            }
-          } finally { bc.destroy() }
-        case None =>
-          val bc = sc.broadcast(model)
-          try {
-            val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.assign(bc.value, id))
-              .sortByKey(ascending = true, parts)
-            Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
-              IvfBuild.write(plan, model, sorted.toLocalIterator.map { case ((p, addr), v) =>
-                indexed += 1
-                (p, addr, v)
-              }, a)
-            }
-          } finally { bc.destroy() }
-      }
-      val committed = IvfBuild.commit(plan, CommitSettings())
-      IndexBuildResult(plan.name, plan.indexType, plan.uuid, snapshot.version, committed.version,
-        indexed, plan.fragments.getLongCardinality, files.map(_._2).sum)
+      writeAndCommit(spark, plan, task, model, pq)
     } finally sc.setJobDescription(description)
+  }
+
+  /** Refreshes the IVF_FLAT or IVF_PQ index `entry` over the current fragments with its own
+    * centroids and codebook ([[IvfBuild.refreshPlan]]): one job assigns (and encodes) every live
+    * vector on the executors, the driver writes and commits the index replacing the old one. None
+    * when it already covers every fragment. */
+  def refresh(spark: SparkSession, storage: DatasetStorage, entry: IndexEntry): Option[IndexBuildResult] = {
+    val snapshot = Dataset.open(storage, None)
+    IvfBuild.refreshPlan(snapshot, entry).map { case (plan, model, pq) =>
+      val options = Map("num_partitions" -> plan.numPartitions.toString, "metric" -> plan.metric.name) ++
+        pq.map(q => "num_sub_vectors" -> q.m.toString)
+      val task = VectorIndexTask(storage.uri, new SerializableHadoopConf(spark.sessionState.newHadoopConf()),
+        snapshot.version, entry.fields.head.mkString("."), plan.indexType, plan.name, options, replace = true)
+      val sc = spark.sparkContext
+      val description = sc.getLocalProperty("spark.job.description")
+      sc.setJobDescription(s"lance optimize_indices ${plan.name} (${plan.indexType} on ${plan.field.name}, " +
+        s"${plan.numPartitions} partitions, ${plan.metric.name}) ${storage.uri} (version ${snapshot.version}, " +
+        s"${snapshot.fragments.size} fragments)")
+      try writeAndCommit(spark, plan, task, model, pq)
+      finally sc.setJobDescription(description)
+    }
+  }
+
+  /** Assigns (IVF_PQ: and encodes) every live vector of the plan's fragments on the executors,
+    * sorted by (partition, row address); the driver writes the index and commits it. */
+  private def writeAndCommit(spark: SparkSession, plan: IvfBuildPlan, task: VectorIndexTask, model: KMeansModel,
+                             pq: Option[PqModel]): IndexBuildResult = {
+    val sc = spark.sparkContext
+    val ids = plan.snapshot.fragments.map(_.id)
+    var indexed = 0L
+    val parts = math.max(1, math.min(ids.size, sc.defaultParallelism * 2))
+    val files = pq match {
+      case Some(q) =>
+        val bc = sc.broadcast(IvfPqEncoder(model, q, plan.metric))
+        try {
+          val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.encode(bc.value, id))
+            .sortByKey(ascending = true, parts)
+          Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
+            IvfBuild.writePq(plan, model, q, sorted.toLocalIterator.map { case ((p, addr), code) =>
+              indexed += 1
+              (p, addr, code)
+            }, a)
+          }
+        } finally { bc.destroy() }
+      case None =>
+        val bc = sc.broadcast(model)
+        try {
+          val sorted = sc.parallelize(ids, math.max(1, ids.size)).flatMap(id => task.assign(bc.value, id))
+            .sortByKey(ascending = true, parts)
+          Using.resource(ArrowAllocators.root.newChildAllocator(s"lance-index-${plan.uuid}", 0, Long.MaxValue)) { a =>
+            IvfBuild.write(plan, model, sorted.toLocalIterator.map { case ((p, addr), v) =>
+              indexed += 1
+              (p, addr, v)
+            }, a)
+          }
+        } finally { bc.destroy() }
+    }
+    val committed = IvfBuild.commit(plan, CommitSettings())
+    IndexBuildResult(plan.name, plan.indexType, plan.uuid, plan.snapshot.version, committed.version,
+      indexed, plan.fragments.getLongCardinality, files.map(_._2).sum)
   }
 }

@@ -14,7 +14,7 @@ import org.roaringbitmap.RoaringBitmap
 import io.lancespark.proto.table.{IndexDetails, IndexMetadata}
 import io.lancespark.schema.{LanceField, LanceFormatException, LogicalType}
 import io.lancespark.table.commit.{CommitSettings, Committer, CreateIndices}
-import io.lancespark.table.index.{IndexBuild, IndexCatalog, IndexFileWriter}
+import io.lancespark.table.index.{IndexBuild, IndexCatalog, IndexEntry, IndexFileWriter}
 import io.lancespark.table.model.DataFileVersion
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, Snapshot}
@@ -75,7 +75,7 @@ object IvfBuildOptions {
 final case class IvfBuildPlan(snapshot: Snapshot, field: LanceField, dim: Int, doubles: Boolean, indexType: String,
                               metric: DistanceMetric, numPartitions: Int, sampleRate: Int, maxIters: Int, seed: Long,
                               name: String, uuid: String, fragments: RoaringBitmap, fileVersion: DataFileVersion,
-                              numSubVectors: Int = 0) {
+                              numSubVectors: Int = 0, replacing: Seq[IndexEntry] = Nil) {
   def where: String = s"${snapshot.storage.uri} (version ${snapshot.version})"
   def isPq: Boolean = indexType == VectorIndexTypes.IvfPq
   /** Training vectors of the IVF centroids: `sampleRate` per partition. */
@@ -115,8 +115,12 @@ final case class IvfPqEncoder(model: KMeansModel, pq: PqModel, metric: DistanceM
   * on unit vectors, as the reference does. */
 object IvfBuild {
 
+  /** The manifest's details type of vector indices (the last part of its type URL). */
+  val DetailsKind: String = "VectorIndexDetails"
+
+  /** `replace`: the build replaces the index of that name (a refresh), which must exist. */
   def plan(snapshot: Snapshot, column: String, indexType: String, name: Option[String],
-           options: Map[String, String]): IvfBuildPlan = {
+           options: Map[String, String], replace: Boolean = false): IvfBuildPlan = {
     val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
     val tpe = indexType.trim.toUpperCase(Locale.ROOT)
     if (!VectorIndexTypes.Built.contains(tpe))
@@ -139,8 +143,11 @@ object IvfBuild {
       throw new IllegalArgumentException(s"$where: num_partitions is $parts but the table has $rows rows " +
         "(at most one partition per row)")
     val indexName = name.map(_.trim).filter(_.nonEmpty).getOrElse(s"${column}_idx")
-    if (IndexCatalog.load(snapshot).exists(_.name == indexName))
+    val replacing = IndexCatalog.load(snapshot).filter(_.name == indexName)
+    if (replacing.nonEmpty && !replace)
       throw new IllegalArgumentException(s"$where: an index named '$indexName' already exists")
+    if (replacing.isEmpty && replace)
+      throw new IllegalArgumentException(s"$where: no index named '$indexName' to refresh")
     if (snapshot.hasStableRowIds)
       throw new IllegalArgumentException(s"$where: building indices on a dataset with stable row ids is not supported")
     val version = DataFileVersion.parse(snapshot.fileVersion).filter(DataFileVersion.Written.contains).getOrElse(
@@ -162,7 +169,43 @@ object IvfBuild {
     val frags = new RoaringBitmap()
     snapshot.fragments.foreach(f => frags.add(f.id.toInt))
     IvfBuildPlan(snapshot, field, dim, item == "double", tpe, opts.metric, parts, opts.sampleRate, opts.maxIters,
-      opts.seed, indexName, UUID.randomUUID().toString, frags, version, subs)
+      opts.seed, indexName, UUID.randomUUID().toString, frags, version, subs, if (replace) replacing else Nil)
+  }
+
+  /** A refresh of the IVF_FLAT or IVF_PQ index `entry` (built here or by pylance) over the current
+    * fragments, as pylance's `optimize_indices` adds new rows to a vector index without training:
+    * its centroids (and PQ codebook) are kept, every live vector of the version is assigned (and
+    * encoded) with them, and the new index replaces every entry of that name in one CreateIndex.
+    * None when the index already covers every fragment. Refused (naming the index) for other types,
+    * older layouts and 4-bit PQ codes. */
+  def refreshPlan(snapshot: Snapshot, entry: IndexEntry): Option[(IvfBuildPlan, KMeansModel, Option[PqModel])] = {
+    val where = s"${snapshot.storage.uri} (version ${snapshot.version})"
+    val all = new RoaringBitmap()
+    snapshot.fragments.foreach(f => all.add(f.id.toInt))
+    val entries = IndexCatalog.load(snapshot).filter(_.name == entry.name)
+    if (entries.exists(_.covered.equals(all)) || snapshot.fragments.isEmpty) None
+    else {
+      val first = entries.minBy(_.datasetVersion)
+      val ix = IvfIndex.open(snapshot.storage, first).fold(
+        why => throw new IllegalArgumentException(s"$where: ${first.describe} is not refreshed here: $why"), identity)
+      if (!VectorIndexTypes.Built.contains(ix.indexType))
+        throw new IllegalArgumentException(s"$where: ${first.describe} is a ${ix.indexType} index; refreshed here: " +
+          VectorIndexTypes.Built.mkString(", "))
+      val column = first.fields.headOption.map(_.mkString(".")).getOrElse(
+        throw new IllegalArgumentException(s"$where: ${first.describe}: its column is not in the schema"))
+      val pq = ix.storage match {
+        case q: IvfStorage.Pq if q.nbits == 8 => Some(PqModel(q.subVectors, q.subDim, q.codebook))
+        case q: IvfStorage.Pq => throw new IllegalArgumentException(
+          s"$where: ${first.describe} has ${q.nbits}-bit PQ codes; refreshed here: 8-bit codes")
+        case _ => None
+      }
+      val options = Map("num_partitions" -> ix.numPartitions.toString, "metric" -> ix.metric.name) ++
+        pq.map(q => "num_sub_vectors" -> q.m.toString)
+      val p = plan(snapshot, column, ix.indexType, Some(entry.name), options, replace = true)
+      if (p.dim != ix.dim) throw new IllegalArgumentException(
+        s"$where: ${first.describe} holds vectors of ${ix.dim} values; column '$column' has ${p.dim}")
+      Some((p, ix.model, pq))
+    }
   }
 
   /** The live, non-null vectors of fragment `fragmentId` of `snapshot`'s
@@ -382,7 +425,8 @@ object IvfBuild {
   /** Commits the written index as a CreateIndex read at the plan's version;
     * on any failure removes the files. */
   def commit(plan: IvfBuildPlan, settings: CommitSettings): Snapshot =
-    try Committer.commit(plan.snapshot.storage, Some(plan.snapshot.version), CreateIndices(Seq(metadata(plan))), settings)
+    try Committer.commit(plan.snapshot.storage, Some(plan.snapshot.version),
+      CreateIndices(Seq(metadata(plan)), plan.replacing.map(_.proto)), settings)
     catch { case e: Throwable => IndexFileWriter.removeDir(plan.snapshot.storage, plan.uuid); throw e }
 
   /** The build without Spark (tables whose vectors fit in memory): sample,
@@ -399,6 +443,21 @@ object IvfBuild {
       val samples = ids.map(id => sampleFragment(plan, id, fraction, allocator))
       val model = train(plan, samples)
       val pq = trainPq(plan, model, samples)
+      writeInMemory(plan, model, pq, allocator)
+      (commit(plan, settings), model, pq)
+    }
+
+  /** A refresh ([[refreshPlan]]) without Spark: assign (and encode) with the kept model, write, commit. */
+  def refreshInMemory(plan: IvfBuildPlan, model: KMeansModel, pq: Option[PqModel],
+                      settings: CommitSettings = CommitSettings()): Snapshot =
+    Using.resource(new RootAllocator()) { allocator =>
+      writeInMemory(plan, model, pq, allocator)
+      commit(plan, settings)
+    }
+
+  private def writeInMemory(plan: IvfBuildPlan, model: KMeansModel, pq: Option[PqModel],
+                            allocator: BufferAllocator): Seq[(String, Long)] = {
+      val ids = plan.snapshot.fragments.map(_.id)
       def before(a: (Int, Long, _), b: (Int, Long, _)): Boolean = a._1 < b._1 || (a._1 == b._1 && a._2 < b._2)
       pq match {
         case Some(q) =>
@@ -409,6 +468,5 @@ object IvfBuild {
           write(plan, model, ids.flatMap(id => assignFragment(plan, model, id, allocator)).sortWith(before).iterator,
             allocator)
       }
-      (commit(plan, settings), model, pq)
-    }
+  }
 }

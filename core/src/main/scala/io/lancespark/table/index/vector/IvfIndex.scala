@@ -70,6 +70,9 @@ final class IvfIndex private (
 
   def numPartitions: Int = lengths.length
 
+  /** The IVF centroids as a model that assigns vectors (a refresh keeps them). */
+  def model: KMeansModel = KMeansModel(numPartitions, dim, centroids.clone(), 0.0)
+
   private val loaded = new ConcurrentHashMap[Integer, IvfPartition]()
 
   /** The partitions nearest `query` first (the query normalized for cosine).

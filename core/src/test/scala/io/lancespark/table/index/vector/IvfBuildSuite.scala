@@ -278,6 +278,83 @@ for qi in range(6):
       }
     }
 
+  for ((builder, indexType) <- Seq("pylance" -> "IVF_FLAT", "pylance" -> "IVF_PQ", "ours" -> "IVF_PQ"))
+    test(s"refresh: an $indexType index built by $builder, after appends, deletes and a compaction, keeps its model and covers every fragment") {
+      val path = dir.resolve(s"refresh_${builder}_$indexType.lance").toString
+      PylanceProcess.run(makeTable, path, "23")
+      val kw = if (indexType == "IVF_PQ") Map("num_sub_vectors" -> "4") else Map.empty[String, String]
+      if (builder == "pylance")
+        PylanceProcess.run(
+          """import sys, lance
+            |lance.dataset(sys.argv[1]).create_index("emb", index_type=sys.argv[2], num_partitions=6, name="emb_ix",
+            |                                        **({"num_sub_vectors": 4} if sys.argv[2] == "IVF_PQ" else {}))
+            |""".stripMargin, path, indexType)
+      else IvfBuild.buildInMemoryWithPq(IvfBuild.plan(Dataset.open(DatasetStorage(path, new Configuration()), None),
+        "emb", indexType, Some("emb_ix"), Map("num_partitions" -> "6") ++ kw))
+      // pylance appends rows, deletes some and compacts (the index no longer covers the new fragments)
+      PylanceProcess.run(
+        """import sys, lance, numpy as np, pyarrow as pa
+          |path = sys.argv[1]
+          |v = np.load(path + ".npy")
+          |rng = np.random.default_rng(5)
+          |extra = (v[rng.integers(0, len(v), 700)] + rng.standard_normal((700, v.shape[1])).astype(np.float32) * 0.2).astype(np.float32)
+          |emb = pa.FixedSizeListArray.from_arrays(pa.array(extra.ravel(), pa.float32()), v.shape[1])
+          |lance.write_dataset(pa.table({"id": pa.array(np.arange(3000, 3700), pa.int64()), "emb": emb}), path, mode="append")
+          |np.save(path + ".npy", np.concatenate([v, extra]))
+          |ds = lance.dataset(path)
+          |ds.delete("id % 23 = 5")
+          |ds.optimize.compact_files(target_rows_per_fragment=2000, materialize_deletions_threshold=0.01, defer_index_remap=False)
+          |""".stripMargin, path)
+      val storage = DatasetStorage(path, new Configuration())
+      val before = Dataset.open(storage, None)
+      val old = IndexCatalog.load(before).filter(_.name == "emb_ix")
+      val all = new org.roaringbitmap.RoaringBitmap()
+      before.fragments.foreach(f => all.add(f.id.toInt))
+      assume(!old.exists(_.covered.equals(all)), "pylance's compaction left the index covering every fragment")
+      val oldIx = IvfIndex.open(storage, old.minBy(_.datasetVersion)).fold(e => fail(e), identity)
+      val (plan, model, pq) = IvfBuild.refreshPlan(before, old.head).getOrElse(fail("nothing to refresh"))
+      assert(model.centroids.sameElements(oldIx.model.centroids) && plan.numPartitions == 6)
+      val after = IvfBuild.refreshInMemory(plan, model, pq)
+      val entries = IndexCatalog.load(after).filter(_.name == "emb_ix")
+      assert(entries.size == 1 && entries.head.covered.equals(all) && entries.head.uuid == plan.uuid)
+      assert(IvfBuild.refreshPlan(after, entries.head).isEmpty, "a second refresh has nothing to do")
+      val ix = IvfIndex.open(storage, entries.head).fold(e => fail(e), identity)
+      assert(ix.indexType == indexType && ix.model.centroids.sameElements(oldIx.model.centroids))
+      val idOf = ids(after)
+      Using.resource(new RootAllocator()) { alloc =>
+        val indexed = ix.partitions(0 until 6, alloc).values.flatMap(_.rowIds.toSeq).map(idOf).toVector
+        val live = idOf.values.toSet.filterNot(i => i < 3000 && i % 97 == 0)   // (the table's NULL vectors)
+        assert(indexed.size == live.size && indexed.toSet == live)
+      }
+      // pylance uses the refreshed index; its search on it equals ours
+      val out = PylanceProcess.run(
+        """import sys, lance, numpy as np
+path = sys.argv[1]
+ds = lance.dataset(sys.argv[1])
+v = np.load(path + ".npy")
+rng = np.random.default_rng(2)
+for qi in range(5):
+    q = v[rng.integers(0, len(v))] + rng.standard_normal(v.shape[1]).astype(np.float32) * 0.1
+    nearest = {"column": "emb", "q": q, "k": 10, "nprobes": 2}
+    plan = ds.scanner(nearest=nearest).explain_plan(True)
+    assert "ANN" in plan and "KNNVectorDistance" not in plan.split("ANN")[0], plan
+    got = ds.to_table(nearest=nearest)
+    print("Q", " ".join(repr(float(x)) for x in q), "|", " ".join(f"{i}:{d!r}" for i, d in zip(got["id"].to_pylist(), got["_distance"].to_pylist())))
+""", path)
+      val lines = out.linesIterator.filter(_.startsWith("Q ")).toVector
+      assert(lines.size == 5, out)
+      Using.resource(new RootAllocator()) { alloc =>
+        lines.foreach { line =>
+          val Array(qs, pairs) = line.drop(2).split('|').map(_.trim)
+          val expected = pairs.split(' ').map { w => val Array(i, d) = w.split(':'); i.toLong -> d.toFloat }.toVector
+          val res = VectorSearch.run(after, VectorQuery("emb", qs.split(' ').map(_.toFloat), 10, DistanceMetric.L2, Some(2)), alloc)
+          assert(res.index.isDefined)
+          val found = res.neighbours.map(n => idOf(n.rowAddress) -> n.distance)
+          assert(found.map(_._1).toSet == expected.map(_._1).toSet, s"ours $found\npylance $expected")
+        }
+      }
+    }
+
   test("bad input fails before any work: non-vector column, unknown metric, num_partitions > rows, unknown option") {
     val path = dir.resolve("bad.lance").toString
     PylanceProcess.run(makeTable, path, "12")
