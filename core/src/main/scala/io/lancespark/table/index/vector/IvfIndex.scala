@@ -110,8 +110,13 @@ final class IvfIndex private (
   }
 
   private val cachedBytes = new java.util.concurrent.atomic.AtomicLong(0L)
+  private val reads = new java.util.concurrent.atomic.AtomicLong(0L)
+
+  /** Partitions read from `auxiliary.idx` so far (cached ones are read once). */
+  def partitionsRead: Long = reads.get()
 
   private def readPartition(f: IndexFile, p: Int, allocator: BufferAllocator): IvfPartition = {
+    reads.incrementAndGet()
     val n = lengths(p)
     if (n == 0) IvfPartition(Array.emptyLongArray, Array.emptyFloatArray, Array.emptyByteArray, 0)
     else {

@@ -201,6 +201,31 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
     assert(runCases(8, 9, HnswTypes) == 36)
   }
 
+  test("a partition is read from the index file once per JVM, however many searches probe it (knn_join's tasks)") {
+    val path = dir.resolve("reads.lance").toString
+    PylanceProcess.run(
+      """import sys, lance, numpy as np, pyarrow as pa
+        |rng = np.random.default_rng(4)
+        |v = (rng.standard_normal((8, 16))[rng.integers(0, 8, 3000)] * 3 + rng.standard_normal((3000, 16))).astype(np.float32)
+        |lance.write_dataset(pa.table({"id": np.arange(3000), "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), 16)}),
+        |                    sys.argv[1], max_rows_per_file=1000)
+        |lance.dataset(sys.argv[1]).create_index("emb", index_type="IVF_PQ", num_partitions=8, num_sub_vectors=4)
+        |""".stripMargin, path)
+    val storage = DatasetStorage(path, new Configuration())
+    val snapshot = Dataset.open(storage, None)
+    val entry = io.lancespark.table.index.IndexCatalog.load(snapshot).head
+    val rng = new scala.util.Random(6)
+    Using.resource(new RootAllocator()) { alloc =>
+      (0 until 40).foreach { _ =>
+        val q = Array.fill(16)((rng.nextGaussian() * 3).toFloat)
+        val out = VectorSearch.run(snapshot, VectorQuery("emb", q, 10, DistanceMetric.L2, Some(3)), alloc)
+        assert(out.index.isDefined && out.partitionsProbed == 3)
+      }
+    }
+    val ix = IvfIndex.cached(storage, entry).fold(e => fail(e), identity)
+    assert(ix.partitionsRead >= 3 && ix.partitionsRead <= ix.numPartitions, s"${ix.partitionsRead} reads for 120 probes")
+  }
+
   test("indices not read here (IVF_RQ) and a metric other than the index's: exact search, no error") {
     val path = dir.resolve("rq.lance").toString
     PylanceProcess.run(
