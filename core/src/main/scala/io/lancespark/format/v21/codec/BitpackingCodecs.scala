@@ -228,6 +228,9 @@ object OutOfLineBitpackingCodec {
   def levelsEncoding(w: Int): CompressiveEncoding = CompressiveEncoding.newBuilder().setOutOfLineBitpacking(
     OutOfLineBitpacking.newBuilder().setUncompressedBitsPerValue(16).setValues(FlatCodec.encoding(w))).build()
 
+  /** Up to this many non-zero levels in a group are placed one by one rather than packed. */
+  private val SparseLevels: Int = 64
+
   /** `n` unsigned 16-bit levels packed to `w` bits: whole groups of 1024, and a
     * last partial group packed (padded) only when that is strictly smaller
     * than storing it raw, so that the size tells a reader which it is. */
@@ -246,11 +249,23 @@ object OutOfLineBitpackingCodec {
     while (g < groups) {
       val take = math.min(size, n - g * size)
       val base = from + g * size
-      var any = 0
+      var nonZero = 0
       var i = 0
-      while (i < take) { val l = levels(base + i) & 0xffff; any |= l; group(i) = l.toLong; i += 1 }
-      if (any == 0) out.put(zeros, 0, groupBytes)  // (a group of zeros packs to zeros)
-      else {
+      while (i < take) { if ((levels(base + i) & 0xffff) != 0) nonZero += 1; i += 1 }
+      if (nonZero == 0) out.put(zeros, 0, groupBytes)  // (a group of zeros packs to zeros)
+      else if (nonZero <= SparseLevels) {
+        // few non-zero levels (the starts of long lists): placed one by one into zeroed words
+        java.util.Arrays.fill(packed, 0.toByte)
+        i = 0
+        while (i < take) {
+          val l = levels(base + i) & 0xffff
+          if (l != 0) FastLanes.orValue(packed, 0, 16, w, i, l.toLong)
+          i += 1
+        }
+        out.put(packed, 0, groupBytes)
+      } else {
+        i = 0
+        while (i < take) { group(i) = (levels(base + i) & 0xffff).toLong; i += 1 }
         java.util.Arrays.fill(group, take, size, 0L)
         FastLanes.pack(group, 16, w, packed, 0, words)
         out.put(packed, 0, groupBytes)

@@ -233,6 +233,29 @@ object FastLanes {
     }
   }
 
+  /** ORs value `v` (at most `w` bits) as output position `p` into the group of `t`-bit values
+    * packed to `w` bits at byte `at` of `dst` (little-endian words): with the group's bytes zeroed
+    * first, placing each non-zero value this way gives what [[pack]] gives, in time proportional
+    * to the non-zero values (levels of long lists: a one where a list starts, zeros elsewhere). */
+  def orValue(dst: Array[Byte], at: Int, t: Int, w: Int, p: Int, v: Long): Unit = {
+    val lanes = GroupSize / t
+    val rl = inverse(Integer.numberOfTrailingZeros(t) - 3)(p)
+    val r = rl / lanes
+    val l = rl % lanes
+    val bit = r * w
+    val shift = bit % t
+    val word = (bit / t) * lanes + l
+    val wordMask = if (t == 64) -1L else (1L << t) - 1
+    orWord(dst, at, t, word, (v << shift) & wordMask)
+    if (shift + w > t) orWord(dst, at, t, word + lanes, v >>> (t - shift))
+  }
+
+  private def orWord(dst: Array[Byte], at: Int, t: Int, k: Int, bits: Long): Unit = {
+    val from = at + k * (t / 8)
+    var b = 0
+    while (b < t / 8) { dst(from + b) = (dst(from + b) | (bits >>> (8 * b))).toByte; b += 1 }
+  }
+
   /** Bits needed for the largest of `values(0 until n)` taken as unsigned. */
   def width(values: Array[Long], n: Int): Int = {
     var or = 0L

@@ -56,4 +56,43 @@ class FastLanesSuite extends AnyFunSuite {
       }
     }
   }
+  test("orValue into zeroed words places values where pack puts them: every value type and width, sparse and dense") {
+    val rng = new scala.util.Random(13)
+    val s = new FastLanes.Scratch
+    for (t <- Seq(8, 16, 32, 64); w <- 1 to t; nonZero <- Seq(1, 3, 64, FastLanes.GroupSize)) {
+      val values = new Array[Long](FastLanes.GroupSize)
+      (0 until nonZero).foreach { _ =>
+        values(rng.nextInt(FastLanes.GroupSize)) = if (w == 64) rng.nextLong() | 1L else (rng.nextLong() & ((1L << w) - 1)) | 1L
+      }
+      val at = 3
+      val want = new Array[Byte](at + FastLanes.packedBytes(w) + 4)
+      FastLanes.pack(values, t, w, want, at, s)
+      val got = new Array[Byte](want.length)
+      values.indices.foreach(p => if (values(p) != 0) FastLanes.orValue(got, at, t, w, p, values(p)))
+      assert(got.sameElements(want), s"t $t, w $w, $nonZero non-zero values")
+    }
+  }
+
+  test("levels with few non-zero values (long lists) encode as when every value is packed") {
+    val rng = new scala.util.Random(21)
+    for (w <- 1 to 16; ones <- Seq(0, 1, 3, 64, 65, 300)) {
+      val n = 1024 * 3 + 700
+      val levels = new Array[Int](n + 10)
+      (0 until ones * 4).foreach(_ => levels(5 + rng.nextInt(n)) = 1 + rng.nextInt((1 << w) - 1 max 1))
+      val sparse = new io.lancespark.format.file.ByteBuilder(16)
+      OutOfLineBitpackingCodec.encodeLevels(levels, 5, n, w, sparse)
+      // every group packed value by value, as encodeLevels does for dense groups
+      val dense = new io.lancespark.format.file.ByteBuilder(16)
+      val s = new FastLanes.Scratch
+      val groups = n / 1024 + (if (FastLanes.packedBytes(w) < 2 * (n % 1024)) 1 else 0)
+      (0 until groups).foreach { g =>
+        val group = Array.tabulate[Long](1024)(i => if (g * 1024 + i < n) levels(5 + g * 1024 + i).toLong else 0L)
+        val out = new Array[Byte](FastLanes.packedBytes(w))
+        FastLanes.pack(group, 16, w, out, 0, s)
+        dense.put(out, 0, out.length)
+      }
+      if (groups * 1024 < n) (groups * 1024 until n).foreach(i => dense.putShort(levels(5 + i)))
+      assert(sparse.toArray.sameElements(dense.toArray), s"w $w, ${ones * 4} ones")
+    }
+  }
 }
