@@ -243,27 +243,26 @@ object OutOfLineBitpackingCodec {
     val packTail = tail > 0 && groupBytes < 2 * tail
     val groups = whole + (if (packTail) 1 else 0)
     val packed = new Array[Byte](groupBytes)
-    val zeros = new Array[Byte](groupBytes)
     val words = new Array[Long](size)
     var g = 0
     while (g < groups) {
       val take = math.min(size, n - g * size)
       val base = from + g * size
+      // few non-zero levels (none, or the starts of long lists) are placed one by one into
+      // zeroed words in one pass; past SparseLevels of them the group is packed value by value
+      java.util.Arrays.fill(packed, 0.toByte)
       var nonZero = 0
       var i = 0
-      while (i < take) { if ((levels(base + i) & 0xffff) != 0) nonZero += 1; i += 1 }
-      if (nonZero == 0) out.put(zeros, 0, groupBytes)  // (a group of zeros packs to zeros)
-      else if (nonZero <= SparseLevels) {
-        // few non-zero levels (the starts of long lists): placed one by one into zeroed words
-        java.util.Arrays.fill(packed, 0.toByte)
-        i = 0
-        while (i < take) {
-          val l = levels(base + i) & 0xffff
-          if (l != 0) FastLanes.orValue(packed, 0, 16, w, i, l.toLong)
-          i += 1
+      while (i < take && nonZero <= SparseLevels) {
+        val l = levels(base + i) & 0xffff
+        if (l != 0) {
+          nonZero += 1
+          if (nonZero <= SparseLevels) FastLanes.orValue(packed, 0, 16, w, i, l.toLong)
         }
-        out.put(packed, 0, groupBytes)
-      } else {
+        i += 1
+      }
+      if (nonZero <= SparseLevels) out.put(packed, 0, groupBytes)
+      else {
         i = 0
         while (i < take) { group(i) = (levels(base + i) & 0xffff).toLong; i += 1 }
         java.util.Arrays.fill(group, take, size, 0L)
