@@ -31,7 +31,9 @@ its MERGE's shuffle files, about 30 GB, must fit).
 Broadcast joins are off (``spark.sql.autoBroadcastJoinThreshold=-1``): Spark estimates the
 MERGE's source from the few megabytes of the table it is computed from and would broadcast the
 whole gigabytes of embeddings. Each round starts from fresh copies of both tables (copied on disk, not timed); ``--reps``
-rounds, alternating which side goes first; medians. Bytes written: the growth of each table's
+rounds, alternating which side goes first; medians. Each side's time ends with an ``os.sync()``:
+it includes writing its own files to disk, and the next side does not run while the kernel writes
+back the previous side's gigabytes (which had slowed whichever side came next). Bytes written: the growth of each table's
 directory (a Lance round adds files and keeps the old ones; a Delta round adds rewritten files and
 keeps the old ones until VACUUM, so the growth is what each wrote). The new column's own size is
 ``rows x dim x 4`` bytes (float32 values; they do not compress). Checked once: both tables then
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -141,6 +144,7 @@ def _round(spark, base: Dict[str, Path], root: Path, dim: int, order: List[str],
                 spark.read.parquet(str(emb)).createOrReplaceTempView("evo_dsrc")
             spark.sql(f"MERGE INTO delta.`{work[s]}` t USING evo_dsrc s ON t.id = s.id "
                       "WHEN MATCHED THEN UPDATE SET t.emb = s.emb").collect()
+        os.sync()   # each side's time includes writing its files to disk, not the next side's
         times[s] = time.perf_counter() - t
         written[s] = _du(work[s]) - before[s]
         if low_disk is not None:   # checked and deleted before the other side runs

@@ -10,7 +10,7 @@ import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, Fi
 import io.lancespark.format.file.{ByteBuilder, PageMeta}
 import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.{LeafColumn, LeafRun, Levels, RepDef}
-import io.lancespark.format.v21.codec.{Codec, CodecContext, MiniBlockValues, OutOfLineBitpackingCodec}
+import io.lancespark.format.v21.codec.{Codec, CodecContext, FastLanes, MiniBlockValues, OutOfLineBitpackingCodec}
 import io.lancespark.format.v21.write.LeafBuffer
 import io.lancespark.proto.encodings21.{CompressiveEncoding, MiniBlockLayout, PageLayout}
 
@@ -536,13 +536,20 @@ private[v21] object MiniBlockPage {
   /** One chunk: its header, levels and value buffers, each padded to 8 bytes. */
   private def serializeChunk(values: MiniBlockValues, v: Int, n: Int, rep: Array[Int], defs: Array[Int], e0: Int,
                              e1: Int, repW: Int, defW: Int, large: Boolean): ByteBuilder = {
-    val repBytes = if (rep == null) null else { val b = new ByteBuilder(); OutOfLineBitpackingCodec.encodeLevels(rep, e0, e1 - e0, repW, b); b }
-    val defBytes = if (defs == null) null else { val b = new ByteBuilder(); OutOfLineBitpackingCodec.encodeLevels(defs, e0, e1 - e0, defW, b); b }
+    // (builders sized up front: levels take at most a packed group per 1,024 and a raw tail)
+    def levelBytes(w: Int): Int = ((e1 - e0) / FastLanes.GroupSize + 1) * FastLanes.packedBytes(w) + 2 * FastLanes.GroupSize
+    val repBytes = if (rep == null) null else {
+      val b = new ByteBuilder(levelBytes(repW)); OutOfLineBitpackingCodec.encodeLevels(rep, e0, e1 - e0, repW, b); b
+    }
+    val defBytes = if (defs == null) null else {
+      val b = new ByteBuilder(levelBytes(defW)); OutOfLineBitpackingCodec.encodeLevels(defs, e0, e1 - e0, defW, b); b
+    }
     val bufs = values.chunk(v, n)
     if (!large && (bufs.exists(_.length > 65535) || (repBytes != null && repBytes.size > 65535) ||
         (defBytes != null && defBytes.size > 65535))) return null
     if (repBytes != null && repBytes.size > 65535 || defBytes != null && defBytes.size > 65535) return null
-    val out = new ByteBuilder()
+    val out = new ByteBuilder(16 + 4 * bufs.size + (if (repBytes == null) 0 else repBytes.size + 8) +
+      (if (defBytes == null) 0 else defBytes.size + 8) + bufs.map(_.length + 8).sum)
     out.putShort(if (rep == null && defs == null) 0 else e1 - e0)
     if (repBytes != null) out.putShort(repBytes.size)
     if (defBytes != null) out.putShort(defBytes.size)
