@@ -63,6 +63,19 @@ lance.dataset(path).delete("id % 17 = 3")
 np.save(path + ".npy", v)
 """
 
+  /** Runs a pylance script printing one line per query, `Q <query floats> | <id>:<distance> ...`, and
+    * parses its `count` lines into (query, pylance's neighbours). */
+  private def pylanceSearches(script: String, count: Int, args: String*): Vector[(Array[Float], Vector[(Long, Float)])] = {
+    val out = PylanceProcess.run(script, args: _*)
+    val lines = out.linesIterator.filter(_.startsWith("Q ")).toVector
+    assert(lines.size == count, out)
+    lines.map { line =>
+      val Array(qs, pairs) = line.drop(2).split('|').map(_.trim)
+      qs.split(' ').map(_.toFloat) ->
+        pairs.split(' ').map { w => val Array(i, d) = w.split(':'); i.toLong -> d.toFloat }.toVector
+    }
+  }
+
   private def ids(snapshot: Snapshot): Map[Long, Long] = Using.resource(new RootAllocator()) { alloc =>
     snapshot.fragments.flatMap { f =>
       Using.resource(new FragmentScanner(snapshot.storage, snapshot.version, f, Seq(snapshot.schema.field("id").get),
@@ -247,7 +260,7 @@ print("BUILDS ours", ro, "pylance", rp)
         (if (indexType == "ivf_pq") Map("num_sub_vectors" -> "48") else Map.empty)
       val (after, _, _) = IvfBuild.buildInMemoryWithPq(IvfBuild.plan(before, "emb", indexType, Some("wide"), opts))
       val idOf = ids(after)
-      val out = PylanceProcess.run(
+      val searches = pylanceSearches(
         """import sys, lance, numpy as np
 path, metric, itype = sys.argv[1], sys.argv[2], sys.argv[3]
 ds = lance.dataset(path)
@@ -261,14 +274,9 @@ for qi in range(6):
     assert "ANNSubIndex" in plan or "ANNIvf" in plan, plan
     got = ds.to_table(nearest=nearest)
     print("Q", " ".join(repr(float(x)) for x in q), "|", " ".join(f"{i}:{d!r}" for i, d in zip(got["id"].to_pylist(), got["_distance"].to_pylist())))
-""", path, metric, indexType.toUpperCase)
-      val lines = out.linesIterator.filter(_.startsWith("Q ")).toVector
-      assert(lines.size == 6, out)
+""", 6, path, metric, indexType.toUpperCase)
       Using.resource(new RootAllocator()) { alloc =>
-        lines.foreach { line =>
-          val Array(qs, pairs) = line.drop(2).split('|').map(_.trim)
-          val q = qs.split(' ').map(_.toFloat)
-          val expected = pairs.split(' ').map { w => val Array(i, d) = w.split(':'); i.toLong -> d.toFloat }.toVector
+        searches.foreach { case (q, expected) =>
           val res = VectorSearch.run(after, VectorQuery("emb", q, 10, DistanceMetric.parse(metric).get, Some(2)), alloc)
           assert(res.index.isDefined, "our index was not used")
           val found = res.neighbours.map(n => idOf(n.rowAddress) -> n.distance)
@@ -327,7 +335,7 @@ for qi in range(6):
         assert(indexed.size == live.size && indexed.toSet == live)
       }
       // pylance uses the refreshed index; its search on it equals ours
-      val out = PylanceProcess.run(
+      val searches = pylanceSearches(
         """import sys, lance, numpy as np
 path = sys.argv[1]
 ds = lance.dataset(sys.argv[1])
@@ -340,14 +348,10 @@ for qi in range(5):
     assert "ANN" in plan and "KNNVectorDistance" not in plan.split("ANN")[0], plan
     got = ds.to_table(nearest=nearest)
     print("Q", " ".join(repr(float(x)) for x in q), "|", " ".join(f"{i}:{d!r}" for i, d in zip(got["id"].to_pylist(), got["_distance"].to_pylist())))
-""", path)
-      val lines = out.linesIterator.filter(_.startsWith("Q ")).toVector
-      assert(lines.size == 5, out)
+""", 5, path)
       Using.resource(new RootAllocator()) { alloc =>
-        lines.foreach { line =>
-          val Array(qs, pairs) = line.drop(2).split('|').map(_.trim)
-          val expected = pairs.split(' ').map { w => val Array(i, d) = w.split(':'); i.toLong -> d.toFloat }.toVector
-          val res = VectorSearch.run(after, VectorQuery("emb", qs.split(' ').map(_.toFloat), 10, DistanceMetric.L2, Some(2)), alloc)
+        searches.foreach { case (q, expected) =>
+          val res = VectorSearch.run(after, VectorQuery("emb", q, 10, DistanceMetric.L2, Some(2)), alloc)
           assert(res.index.isDefined)
           val found = res.neighbours.map(n => idOf(n.rowAddress) -> n.distance)
           assert(found.map(_._1).toSet == expected.map(_._1).toSet, s"ours $found\npylance $expected")
