@@ -277,7 +277,7 @@ final class OptimizeIndicesProcedure(tables: TableResolver) extends LanceProcedu
       val latest = Dataset.open(s, None)
       val e = IndexCatalog.load(latest).find(_.name == n).getOrElse(
         throw new IllegalStateException(s"${s.uri}: index '$n' was dropped meanwhile"))
-      n -> (if (e.kind == IvfBuild.DetailsKind) VectorIndexBuildJob.refresh(SparkSession.active, s, e)
+      n -> (if (e.kind == IvfBuild.DetailsKind) VectorIndexBuildJob.refresh(SparkSession.active, latest, e)
             else IndexBuild.rebuildPlan(latest, e).map(plan => IndexBuildJob.execute(SparkSession.active, plan)))
     }
     def names(xs: Seq[String]): GenericArrayData = new GenericArrayData(xs.map(utf8).toArray[Any])

@@ -9,7 +9,7 @@ import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.table.commit.CommitSettings
 import io.lancespark.table.index.IndexEntry
 import io.lancespark.table.index.vector.{IvfBuild, IvfBuildPlan, IvfPqEncoder, KMeansModel, PqModel}
-import io.lancespark.table.storage.{Dataset, DatasetStorage}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, Snapshot}
 
 /** What each task of a vector index build needs; serialized to executors,
   * where it re-plans the build at the same dataset version (the plan's
@@ -82,13 +82,11 @@ object VectorIndexBuildJob {
     * centroids and codebook ([[IvfBuild.refreshPlan]]): one job assigns (and encodes) every live
     * vector on the executors, the driver writes and commits the index replacing the old one. None
     * when it already covers every fragment. */
-  def refresh(spark: SparkSession, storage: DatasetStorage, entry: IndexEntry): Option[IndexBuildResult] = {
-    val snapshot = Dataset.open(storage, None)
+  def refresh(spark: SparkSession, snapshot: Snapshot, entry: IndexEntry): Option[IndexBuildResult] =
     IvfBuild.refreshPlan(snapshot, entry).map { case (plan, model, pq) =>
-      val options = Map("num_partitions" -> plan.numPartitions.toString, "metric" -> plan.metric.name) ++
-        pq.map(q => "num_sub_vectors" -> q.m.toString)
+      val storage = snapshot.storage
       val task = VectorIndexTask(storage.uri, new SerializableHadoopConf(spark.sessionState.newHadoopConf()),
-        snapshot.version, entry.fields.head.mkString("."), plan.indexType, plan.name, options, replace = true)
+        snapshot.version, entry.fields.head.mkString("."), plan.indexType, plan.name, plan.modelOptions, replace = true)
       val sc = spark.sparkContext
       val description = sc.getLocalProperty("spark.job.description")
       sc.setJobDescription(s"lance optimize_indices ${plan.name} (${plan.indexType} on ${plan.field.name}, " +
@@ -97,7 +95,6 @@ object VectorIndexBuildJob {
       try writeAndCommit(spark, plan, task, model, pq)
       finally sc.setJobDescription(description)
     }
-  }
 
   /** Assigns (IVF_PQ: and encodes) every live vector of the plan's fragments on the executors,
     * sorted by (partition, row address); the driver writes the index and commits it. */

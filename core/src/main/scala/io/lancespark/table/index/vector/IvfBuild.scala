@@ -78,6 +78,10 @@ final case class IvfBuildPlan(snapshot: Snapshot, field: LanceField, dim: Int, d
                               numSubVectors: Int = 0, replacing: Seq[IndexEntry] = Nil) {
   def where: String = s"${snapshot.storage.uri} (version ${snapshot.version})"
   def isPq: Boolean = indexType == VectorIndexTypes.IvfPq
+  /** Options that plan this build's model again (a refresh's tasks re-plan with them). */
+  def modelOptions: Map[String, String] =
+    Map("num_partitions" -> numPartitions.toString, "metric" -> metric.name) ++
+      (if (isPq) Map("num_sub_vectors" -> numSubVectors.toString) else Map.empty)
   /** Training vectors of the IVF centroids: `sampleRate` per partition. */
   def ivfSampleSize: Long = numPartitions.toLong * sampleRate
   /** Training vectors sampled: the IVF's, or for PQ `sampleRate` per PQ centroid (256) if more. */
@@ -457,16 +461,16 @@ object IvfBuild {
 
   private def writeInMemory(plan: IvfBuildPlan, model: KMeansModel, pq: Option[PqModel],
                             allocator: BufferAllocator): Seq[(String, Long)] = {
-      val ids = plan.snapshot.fragments.map(_.id)
-      def before(a: (Int, Long, _), b: (Int, Long, _)): Boolean = a._1 < b._1 || (a._1 == b._1 && a._2 < b._2)
-      pq match {
-        case Some(q) =>
-          val enc = IvfPqEncoder(model, q, plan.metric)
-          writePq(plan, model, q, ids.flatMap(id => encodeFragment(plan, enc, id, allocator)).sortWith(before).iterator,
-            allocator)
-        case None =>
-          write(plan, model, ids.flatMap(id => assignFragment(plan, model, id, allocator)).sortWith(before).iterator,
-            allocator)
-      }
+    val ids = plan.snapshot.fragments.map(_.id)
+    def before(a: (Int, Long, _), b: (Int, Long, _)): Boolean = a._1 < b._1 || (a._1 == b._1 && a._2 < b._2)
+    pq match {
+      case Some(q) =>
+        val enc = IvfPqEncoder(model, q, plan.metric)
+        writePq(plan, model, q, ids.flatMap(id => encodeFragment(plan, enc, id, allocator)).sortWith(before).iterator,
+          allocator)
+      case None =>
+        write(plan, model, ids.flatMap(id => assignFragment(plan, model, id, allocator)).sortWith(before).iterator,
+          allocator)
+    }
   }
 }
