@@ -557,3 +557,68 @@ def test_a_source_in_address_order_is_written_where_it_is_read(spark, tmp_path, 
     with pytest.raises(Exception, match="more than one row for _rowaddr"):
         call_add_columns(spark, path, "dup_src")
     assert _leftover_files(path) == set()
+
+
+# ---- embeddings added as vectors (fixed-size lists), usable by vector search ----
+
+def test_add_columns_as_vectors_pylance_searches_them(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 300), path, max_rows_per_file=100)
+    before = data_files(path)
+    rng = np.random.default_rng(11)
+    vecs = rng.standard_normal((300, 16), dtype=np.float32)
+    addrs = spark.read.format("lance").load(path).select("_rowaddr", "id").toPandas()
+    keep = addrs[addrs["id"] % 10 != 3]   # every tenth row gets no value: NULL
+    src = spark.createDataFrame([(int(a), [float(x) for x in vecs[int(i)]]) for a, i in zip(keep["_rowaddr"], keep["id"])],
+                                "_rowaddr BIGINT, emb ARRAY<FLOAT>")
+    t = LanceTable.forPath(spark, path)
+    res = t.add_columns(src, vector_columns={"emb": 16})
+    assert res["columns_added"] == ["emb"]
+    assert data_files(path).items() >= before.items()   # the old files untouched
+    ds = lance.dataset(path)
+    assert ds.schema.field("emb").type == pa.list_(pa.float32(), 16)   # a vector, not a list
+    got = ds.to_table(columns=["id", "emb"]).to_pydict()
+    for i, e in zip(got["id"], got["emb"]):
+        if i % 10 == 3:
+            assert e is None
+        else:
+            assert np.array_equal(np.array(e, dtype=np.float32), vecs[i])
+    # pylance's own vector search over the added column, exact and with an index it builds
+    q = vecs[42]
+    assert ds.to_table(nearest={"column": "emb", "q": q, "k": 1}, columns=["id"]).column("id").to_pylist() == [42]
+    ds.create_index("emb", index_type="IVF_FLAT", num_partitions=2)
+    near = lance.dataset(path).to_table(nearest={"column": "emb", "q": q, "k": 1, "nprobes": 2}, columns=["id"])
+    assert near.column("id").to_pylist() == [42]
+    # Spark reads it as ARRAY<FLOAT> marked with its dimension; a copy made by Spark stays a vector column
+    df = spark.read.format("lance").load(path)
+    assert df.schema["emb"].metadata.get("lance.vector.dimension") == 16
+    copy = str(tmp_path / "copy.lance")
+    df.select("id", "emb").write.format("lance").save(copy)
+    assert lance.dataset(copy).schema.field("emb").type == pa.list_(pa.float32(), 16)
+
+
+def test_add_columns_vectors_from_expressions_and_bad_input(spark, tmp_path):
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(base_table(0, 40), path)
+    q = quoted(path)
+    spark.sql(f"CALL lance.system.add_columns(table => '{q}', "
+              "expressions => map('v2', 'array(CAST(id AS DOUBLE), CAST(id * 2 AS DOUBLE))'), "
+              "vector_columns => 'v2:2')").collect()
+    ds = lance.dataset(path)
+    assert ds.schema.field("v2").type == pa.list_(pa.float64(), 2)
+    assert pylance_rows(path, ["id", "v2"]) == sorted((i, [float(i), 2.0 * i]) for i in range(40))
+    version = ds.version
+    files = data_files(path)
+    cases = [
+        ("map('w', 'array(1.0F)'), vector_columns => 'x:1'", ["vector_columns", "'x'", "w"]),
+        ("map('w', 'array(1.0F)'), vector_columns => 'w:zero'", ["vector_columns", "w:zero"]),
+        ("map('w', 'id'), vector_columns => 'w:1'", ["w", "ARRAY<FLOAT> and ARRAY<DOUBLE>"]),
+        ("map('w', 'array(1.0F, 2.0F)'), vector_columns => 'w:3'", ["w"]),
+    ]
+    for tail, words in cases:
+        with pytest.raises(Exception) as e:
+            spark.sql(f"CALL lance.system.add_columns(table => '{q}', expressions => {tail})").collect()
+        for w in words:
+            assert w.lower() in str(e.value).lower(), (tail, str(e.value))
+    assert lance.dataset(path).version == version   # nothing committed, nothing left behind
+    assert data_files(path) == files

@@ -154,7 +154,8 @@ class LanceTable:
                           materialize_deletions_threshold=None if materialize_deletions_threshold is None
                           else float(materialize_deletions_threshold))
 
-    def add_columns(self, df=None, *, expressions: Optional[Dict[str, str]] = None):
+    def add_columns(self, df=None, *, expressions: Optional[Dict[str, str]] = None,
+                    vector_columns: Optional[Dict[str, int]] = None):
         """Adds columns to the table without rewriting it, one commit.
 
         ``add_columns(df)``: ``df`` has ``_rowaddr`` (or ``_rowid``) and the new
@@ -164,20 +165,30 @@ class LanceTable:
 
         ``add_columns(expressions={"c2": "a * 2", ...})``: computed columns, each a
         Spark SQL expression over the table's columns, evaluated per fragment on
-        the executors (in the order given). Returns the procedure's result row."""
+        the executors (in the order given).
+
+        ``vector_columns={"emb": 384}``: new ``ARRAY<FLOAT>`` / ``ARRAY<DOUBLE>``
+        columns stored as fixed-size lists of that dimension (vectors, which vector
+        indices and ``lance_knn`` need); a row of another length is an error.
+        Returns the procedure's result row."""
         if (df is None) == (expressions is None):
             raise ValueError("add_columns: give either a DataFrame or expressions={name: SQL expression}, not both")
+        vectors = None
+        if vector_columns:
+            vectors = ",".join(f"{name}:{int(dim)}" for name, dim in vector_columns.items())
         if expressions is not None:
             if not expressions:
                 raise ValueError("add_columns: expressions is empty")
             pairs = ", ".join(f"{_literal(str(k))}, {_literal(str(v))}" for k, v in expressions.items())
             text = f"table => {_literal(self._table)}, expressions => map({pairs})"
+            if vectors is not None:
+                text += f", vector_columns => {_literal(vectors)}"
             return self._spark.sql(f"CALL {self._catalog}.system.add_columns({text})").collect()[0]
         import uuid
         view = "lance_add_columns_" + uuid.uuid4().hex[:12]
         df.createOrReplaceTempView(view)
         try:
-            return self._call("add_columns", source=view)
+            return self._call("add_columns", source=view, vector_columns=vectors)
         finally:
             self._spark.catalog.dropTempView(view)
 

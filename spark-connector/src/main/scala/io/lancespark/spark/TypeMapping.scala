@@ -19,8 +19,22 @@ final case class TypeMapping(timeTypeEnabled: Boolean) {
   def toSpark(schema: LanceSchema): StructType =
     StructType(schema.fields.map(f => toSparkField(f, f.name)))
 
-  def toSparkField(f: LanceField, path: String): StructField =
-    StructField(f.name, toSpark(f, path), nullable = f.nullable)
+  /** A fixed-size list of floats or doubles (a vector) carries its dimension
+    * in the field's metadata (`lance.vector.dimension`, as writes accept it),
+    * so that a DataFrame read from a Lance table writes its vectors back as
+    * vectors. */
+  def toSparkField(f: LanceField, path: String): StructField = {
+    val dt = toSpark(f, path)
+    val vectorDim: Option[Int] = (f.arrowType, dt) match {
+      case (l: ArrowType.FixedSizeList, ArrayType(FloatType | DoubleType, _)) => Some(l.getListSize)
+      case _ => None
+    }
+    vectorDim match {
+      case Some(d) => StructField(f.name, dt, nullable = f.nullable,
+        new MetadataBuilder().putLong(TypeMapping.VectorDimensionKey, d.toLong).build())
+      case None => StructField(f.name, dt, nullable = f.nullable)
+    }
+  }
 
   def toSpark(f: LanceField, path: String): DataType = {
     def unsupported(why: String): Nothing =
@@ -93,6 +107,8 @@ object TypeMapping {
   val TimeTypeConf: String = "spark.sql.timeType.enabled"
   /** Spark's metadata key for CHAR(n)/VARCHAR(n) columns kept as STRING. */
   val CharVarcharKey: String = "__CHAR_VARCHAR_TYPE_STRING"
+  /** Metadata key of a vector column's dimension (the same as writes' `WriteOptions.VectorDimensionMetadata`). */
+  val VectorDimensionKey: String = "lance.vector.dimension"
 
   /** The mapping the active session allows. */
   def forActiveSession(): TypeMapping = {

@@ -81,7 +81,7 @@ object WriteOptions {
       V2ManifestPaths, MergeSchema, BlobColumns)
 
   /** Column metadata key that marks an ARRAY<FLOAT|DOUBLE> column as a vector of that dimension. */
-  val VectorDimensionMetadata = "lance.vector.dimension"
+  val VectorDimensionMetadata: String = io.lancespark.spark.TypeMapping.VectorDimensionKey
 
   val DefaultMaxRowsPerFile: Long = 1024L * 1024L
 
@@ -117,7 +117,8 @@ object WriteOptions {
     properties.filter { case (k, _) => All.exists(_.key == k.toLowerCase(java.util.Locale.ROOT)) }
   }
 
-  private def parseVectors(v: String): Option[Map[String, Int]] = {
+  /** "emb:768,other:128" as names and dimensions; None when an entry is not `name:positive integer`. */
+  def parseVectors(v: String): Option[Map[String, Int]] = {
     val entries = v.split(",").map(_.trim).filter(_.nonEmpty).toSeq.map { spec =>
       spec.split(":") match {
         case Array(name, dim) if name.trim.nonEmpty => scala.util.Try(dim.trim.toInt).toOption.filter(_ > 0).map(name.trim -> _)

@@ -9,6 +9,7 @@ import org.apache.spark.sql.functions.{col, expr, shiftrightunsigned}
 import org.apache.spark.sql.types._
 
 import io.lancespark.spark.{MetadataColumns, SerializableHadoopConf}
+import io.lancespark.spark.options.WriteOptions
 import io.lancespark.spark.procedures.LanceProcedure._
 import io.lancespark.spark.write.{AddColumnsTask, SparkToArrow}
 import io.lancespark.table.commit.{Commits, FragmentColumns}
@@ -34,7 +35,9 @@ final class AddColumnsProcedure(tables: TableResolver) extends LanceProcedure(ta
     required("table", StringType, "db.t, lance.db.t or `/path/to/dataset.lance`"),
     optional("source", StringType, "a view or table with _rowaddr (or _rowid) and the new columns"),
     optional("expressions", MapType(StringType, StringType),
-      "new column name -> Spark SQL expression over the table's columns (instead of source)"))
+      "new column name -> Spark SQL expression over the table's columns (instead of source)"),
+    optional("vector_columns", StringType,
+      "new ARRAY<FLOAT|DOUBLE> columns stored as fixed-size lists (vectors): name:dimension,... e.g. emb:384"))
 
   override val outputType: StructType = new StructType()
     .add("read_version", LongType).add("new_version", LongType)
@@ -45,9 +48,12 @@ final class AddColumnsProcedure(tables: TableResolver) extends LanceProcedure(ta
     val spark = SparkSession.active
     val s = storage(args)
     val exprs = args.stringMap("expressions")
+    val vectors = args.string("vector_columns").map(v => WriteOptions.parseVectors(v).getOrElse(
+      throw new IllegalArgumentException(s"add_columns(${s.uri}): vector_columns is '$v'; expected " +
+        "name:dimension entries separated by commas, e.g. emb:384"))).getOrElse(Map.empty[String, Int])
     val r = (args.string("source"), exprs) match {
-      case (Some(source), None) => AddColumnsJob.run(spark, s, spark.table(source), s"source '$source'")
-      case (None, Some(e)) => AddColumnsJob.runExpressions(spark, s, e)
+      case (Some(source), None) => AddColumnsJob.run(spark, s, spark.table(source), s"source '$source'", vectors)
+      case (None, Some(e)) => AddColumnsJob.runExpressions(spark, s, e, vectors)
       case (Some(_), Some(_)) => throw new IllegalArgumentException(
         s"add_columns(${s.uri}): give either source (a view with the new columns) or expressions " +
           "(name -> SQL expression), not both")
@@ -71,13 +77,17 @@ object AddColumnsJob {
 
   private val Keys: Set[String] = MetadataColumns.names
 
-  def run(spark: SparkSession, storage: DatasetStorage, source: DataFrame, what: String): AddColumnsResult =
-    runOn(spark, storage, snapshot => withRowAddress(spark, snapshot, source, what))
+  /** `vectors`: new columns stored as fixed-size lists of that dimension
+    * (besides those whose Spark metadata says so, as in writes). */
+  def run(spark: SparkSession, storage: DatasetStorage, source: DataFrame, what: String,
+      vectors: Map[String, Int] = Map.empty): AddColumnsResult =
+    runOn(spark, storage, vectors, snapshot => withRowAddress(spark, snapshot, source, what))
 
   /** Computed columns: `exprs` (new name -> Spark SQL expression, in order)
     * evaluated over a scan of the version read, keyed by its `_rowaddr`
     * (deleted rows are not scanned: NULL, like a source without them). */
-  def runExpressions(spark: SparkSession, storage: DatasetStorage, exprs: Seq[(String, String)]): AddColumnsResult = {
+  def runExpressions(spark: SparkSession, storage: DatasetStorage, exprs: Seq[(String, String)],
+      vectors: Map[String, Int] = Map.empty): AddColumnsResult = {
     if (exprs.isEmpty) throw new IllegalArgumentException(s"add_columns(${storage.uri}): expressions is empty")
     exprs.foreach { case (n, e) =>
       if (n.trim.isEmpty) throw new IllegalArgumentException(
@@ -85,7 +95,7 @@ object AddColumnsJob {
       if (Keys.contains(n)) throw new IllegalArgumentException(
         s"add_columns(${storage.uri}): $n is a metadata column name; choose another name for '$e'")
     }
-    runOn(spark, storage, { snapshot =>
+    runOn(spark, storage, vectors, { snapshot =>
       val table = spark.read.format("lance").option("version", snapshot.version.toString).load(storage.uri)
       val computed = exprs.map { case (n, e) =>
         val parsed = try { spark.sessionState.sqlParser.parseExpression(e); expr(e) } catch {
@@ -104,13 +114,18 @@ object AddColumnsJob {
     })
   }
 
-  private def runOn(spark: SparkSession, storage: DatasetStorage, keyedAt: Snapshot => DataFrame): AddColumnsResult =
+  private def runOn(spark: SparkSession, storage: DatasetStorage, vectors: Map[String, Int],
+      keyedAt: Snapshot => DataFrame): AddColumnsResult =
     runPlanned(spark, storage, "add_columns", { snapshot =>
       val keyed = keyedAt(snapshot)
       val newCols = keyed.schema.fields.toVector.filterNot(f => Keys.contains(f.name))
+      vectors.keys.filterNot(n => newCols.exists(_.name == n)).toSeq.sorted.headOption.foreach { n =>
+        throw new IllegalArgumentException(s"add_columns(${storage.uri}): vector_columns names '$n', which is not " +
+          s"one of the new columns (${newCols.map(_.name).mkString(", ")})")
+      }
       val sparkSchema = StructType(newCols.map(_.copy(nullable = true)))
       val plan = ColumnAddition.plan(snapshot,
-        SparkToArrow.schema(sparkSchema, Map.empty, io.lancespark.table.model.DataFileVersion.ofDataset(snapshot.fileVersion)
+        SparkToArrow.schema(sparkSchema, vectors, io.lancespark.table.model.DataFileVersion.ofDataset(snapshot.fileVersion)
           .getOrElse(io.lancespark.table.model.DataFileVersion.Default)))
       Planned(keyed.select((col(MetadataColumns.RowAddr) +: newCols.map(f => col(f.name))): _*), plan, sparkSchema)
     })

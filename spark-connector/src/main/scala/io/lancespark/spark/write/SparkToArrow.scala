@@ -24,6 +24,11 @@ object SparkToArrow {
     vectors.keys.foreach { name =>
       if (!st.fieldNames.contains(name))
         throw new IllegalArgumentException(s"vectorColumns names '$name', which is not a column of the DataFrame")
+      st(name).dataType match {
+        case ArrayType(FloatType | DoubleType, _) => ()
+        case other => throw new IllegalArgumentException(s"column '$name' is ${other.simpleString}; only " +
+          "ARRAY<FLOAT> and ARRAY<DOUBLE> can be vectors (vectorColumns)")
+      }
     }
     checkBlobColumns(st, blobs, version)
     new Schema(st.fields.toSeq.map { f =>
@@ -136,7 +141,8 @@ object SparkToArrow {
         new Field(name, new FieldType(nullable, t, null), java.util.Collections.singletonList(entries))
       case st: StructType =>
         new Field(name, new FieldType(nullable, ArrowType.Struct.INSTANCE, null),
-          st.fields.toSeq.map(f => withCharMetadata(field(f.name, f.dataType, f.nullable, s"$path.${f.name}", maps), f))
+          st.fields.toSeq.map(f => withCharMetadata(field(f.name, f.dataType, f.nullable, s"$path.${f.name}", maps,
+            dimension(f, Map.empty)), f))
             .asJava)
       case other =>
         throw new LanceFormatException(s"column '$path' has Spark type ${other.simpleString}, which Lance cannot store")
