@@ -20,7 +20,12 @@ writer (the same rows).
   copies of one pylance-written table of the same rows without the vector column; medians of
   ``--build-reps`` rounds.
 
-    python -m bench.indices [--rows 10000000] [--dim 384] [--reps 5] [--data bench-data/indices]
+With ``--staged`` only two copies are on disk at a time (10M rows with 384 floats are 15 GB a
+copy): pylance's and Parquet are measured side by side, then pylance's is deleted and the
+connector's copy is written from the Parquet copy and measured beside Parquet again; each Lance
+side's ratio is to the Parquet of its own phase.
+
+    python -m bench.indices [--rows 10000000] [--dim 384] [--reps 5] [--staged] [--data bench-data/indices]
                             [--out docs/benchmarks-indices.md]
 
 Targets (issue 37): id/key lookups at most 0.05x Parquet, 1,000 ids at most 0.2x, the BITMAP
@@ -67,13 +72,19 @@ def _batches(rows: int, dim: int, seed: int = 7):
         yield pa.RecordBatch.from_pydict(cols)
 
 
-def _generate(root: Path, rows: int, dim: int, spark) -> Dict[str, Path]:
+def _paths(root: Path) -> Dict[str, Path]:
+    return {"pylance": root / "pylance.lance", "spark": root / "spark.lance", "parquet": root / "parquet"}
+
+
+def _generate(root: Path, rows: int, dim: int, spark, staged: bool = False) -> Dict[str, Path]:
+    """The three copies (staged: pylance's and Parquet only; the connector's is written later by
+    [_write_spark_copy], after pylance's is deleted)."""
     import lance
     import pyarrow as pa
 
-    paths = {"pylance": root / "pylance.lance", "spark": root / "spark.lance", "parquet": root / "parquet"}
-    stamp = root / f"done-{rows}-{dim}"
-    if stamp.exists():
+    paths = _paths(root)
+    stamp = root / (f"done-{rows}-{dim}" + ("-staged" if staged else ""))
+    if stamp.exists() and paths["pylance"].exists():
         return paths
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
@@ -82,11 +93,23 @@ def _generate(root: Path, rows: int, dim: int, spark) -> Dict[str, Path]:
     log(f"pylance writes {rows:,} rows")
     lance.write_dataset(reader, str(paths["pylance"]))
     src = spark.read.format("lance").load(str(paths["pylance"]))
-    log("the connector writes its copy; Spark writes Parquet")
-    src.write.format("lance").save(str(paths["spark"]))
+    log("Spark writes Parquet" + ("" if staged else "; the connector writes its copy"))
     src.write.parquet(str(paths["parquet"]))
+    if not staged:
+        src.write.format("lance").save(str(paths["spark"]))   # (emb stays a vector: its metadata says so)
     stamp.touch()
     return paths
+
+
+def _write_spark_copy(spark, paths: Dict[str, Path], dim: int) -> None:
+    """Staged runs: the connector's copy from the Parquet copy (the same rows and order), with
+    ``emb`` stored as a vector as in pylance's."""
+    shutil.rmtree(paths["spark"], ignore_errors=True)
+    log("the connector writes its copy from the Parquet copy")
+    w = spark.read.parquet(str(paths["parquet"])).write.format("lance")
+    if dim:
+        w = w.option("vectorColumns", f"emb:{dim}")
+    w.save(str(paths["spark"]))
 
 
 def _call_create_index(spark, path: Path, column: str, kind: str, name: str) -> None:
@@ -94,18 +117,20 @@ def _call_create_index(spark, path: Path, column: str, kind: str, name: str) -> 
               f"index_type => '{kind}', name => '{name}')").collect()
 
 
-def _index(spark, paths: Dict[str, Path]) -> None:
+def _index(spark, paths: Dict[str, Path], sides: Tuple[str, ...] = ("pylance", "spark")) -> None:
     import lance
 
-    ds = lance.dataset(str(paths["pylance"]))
-    have = {i["name"] for i in ds.list_indices()}
-    for col, kind in (("id", "BTREE"), ("key", "BTREE"), ("label", "BITMAP")):
-        if f"{col}_idx" not in have:
-            ds.create_scalar_index(col, kind, name=f"{col}_idx")
-    have = {i["name"] for i in lance.dataset(str(paths["spark"])).list_indices()}
-    for col, kind in (("id", "btree"), ("key", "btree"), ("label", "bitmap")):
-        if f"{col}_idx" not in have:
-            _call_create_index(spark, paths["spark"], col, kind, f"{col}_idx")
+    if "pylance" in sides:
+        ds = lance.dataset(str(paths["pylance"]))
+        have = {i["name"] for i in ds.list_indices()}
+        for col, kind in (("id", "BTREE"), ("key", "BTREE"), ("label", "BITMAP")):
+            if f"{col}_idx" not in have:
+                ds.create_scalar_index(col, kind, name=f"{col}_idx")
+    if "spark" in sides:
+        have = {i["name"] for i in lance.dataset(str(paths["spark"])).list_indices()}
+        for col, kind in (("id", "btree"), ("key", "btree"), ("label", "bitmap")):
+            if f"{col}_idx" not in have:
+                _call_create_index(spark, paths["spark"], col, kind, f"{col}_idx")
 
 
 def _build_times(spark, rows: int, root: Path, reps: int) -> Dict[str, List[float]]:
@@ -162,7 +187,8 @@ def _metrics(spark, df) -> Tuple[List[Any], int]:
     return rows, sum(int(s.inputBytes()) for s in new)
 
 
-def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int) -> List[Dict[str, Any]]:
+def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int,
+             only: Tuple[str, ...] = ("pylance-written", "Spark-written", "Parquet")) -> List[Dict[str, Any]]:
     import random
 
     rnd = random.Random(11)
@@ -175,6 +201,7 @@ def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int) -> List[Dict[s
         "Spark-written": lambda w: spark.read.format("lance").load(str(paths["spark"])).where(w),
         "Parquet": lambda w: spark.read.parquet(str(paths["parquet"])).where(w),
     }
+    frames = {s: f for s, f in frames.items() if s in only}
     out = []
     for name, where in queries.items():
         sides = {s: (lambda f=f: f(where).select("id", "key", "label")) for s, f in frames.items()}
@@ -209,11 +236,34 @@ def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int) -> List[Dict[s
     return out
 
 
+PARQUET_2 = "Parquet (second phase)"
+
+
+def _merge_phases(first: List[Dict[str, Any]], second: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Staged runs: the pylance-written side with Parquet measured beside it, then the Spark-written
+    side with Parquet measured again beside it; each Lance side's ratio is to its own phase's Parquet."""
+    out = []
+    for a, b in zip(first, second):
+        rec = {"query": a["query"], "rows": a["rows"], "times": dict(a["times"]), "jvm": dict(a["jvm"]),
+               "bytes": dict(a["bytes"]), "base": {"Spark-written": PARQUET_2, PARQUET_2: PARQUET_2}}
+        for key in ("times", "jvm", "bytes"):
+            rec[key]["Spark-written"] = b[key]["Spark-written"]
+            rec[key][PARQUET_2] = b[key]["Parquet"]
+        if b["rows"] != a["rows"]:
+            raise AssertionError(f"{a['query']}: {a['rows']} rows in the first phase, {b['rows']} in the second")
+        out.append(rec)
+    return out
+
+
+def _base(rec: Dict[str, Any], side: str) -> str:
+    return rec.get("base", {}).get(side, "Parquet")
+
+
 def _plot(lookups: List[Dict[str, Any]], build: Dict[str, List[float]], path: Path) -> None:
     bars: List[Tuple[str, float, float]] = []
     for rec in lookups:
-        pq = statistics.median(rec["times"]["Parquet"])
         for side in ("pylance-written", "Spark-written"):
+            pq = statistics.median(rec["times"][_base(rec, side)])
             bars.append((f"{rec['query']}\n{side} vs Parquet", statistics.median(rec["times"][side]) / pq,
                          TARGETS[rec["query"]]))
     bars.append(("CREATE INDEX BTREE (key)\nSpark vs pylance",
@@ -230,7 +280,8 @@ def _report(out: Path, args, lookups, build, jar: str) -> None:
     lines = [
         "# Scalar indices: lookups against Spark on Parquet, builds against pylance",
         "",
-        f"Generated by `python -m bench.indices --rows {args.rows} --dim {args.dim} --reps {args.reps}` "
+        f"Generated by `python -m bench.indices --rows {args.rows} --dim {args.dim} --reps {args.reps}"
+        + (" --staged" if args.staged else "") + "` "
         f"({datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}); see the module's docstring.",
         f"Machine: {m.get('cpu_model')}, {m.get('nproc')} cores. Package: `{WHERE}`; jar: `{jar}`; "
         f"local[{args.cores}], Spark's default shuffle partitions (200).",
@@ -244,11 +295,11 @@ def _report(out: Path, args, lookups, build, jar: str) -> None:
         "|---|---:|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for rec in lookups:
-        pq = statistics.median(rec["times"]["Parquet"])
-        jpq = statistics.median(rec["jvm"]["Parquet"]) if "jvm" in rec else None
         for side, ts in rec["times"].items():
+            pq = statistics.median(rec["times"][_base(rec, side)])
+            jpq = statistics.median(rec["jvm"][_base(rec, side)]) if "jvm" in rec else None
             med = statistics.median(ts)
-            target = "" if side == "Parquet" else f"{TARGETS[rec['query']]:g}x"
+            target = "" if side.startswith("Parquet") else f"{TARGETS[rec['query']]:g}x"
             jmed = statistics.median(rec["jvm"][side]) if jpq else None
             jcols = f"{jmed:.3f} | {jmed / jpq:.3f}x" if jmed is not None else " | "
             lines.append(f"| {rec['query']} | {rec['rows']:,} | {side} | {med:.3f} | "
@@ -264,6 +315,11 @@ def _report(out: Path, args, lookups, build, jar: str) -> None:
         f"| Spark `CALL lance.system.create_index(... 'btree')` | {statistics.median(sp):.2f} | "
         f"{', '.join(f'{t:.2f}' for t in sp)} | {statistics.median(sp) / statistics.median(py):.2f}x | 1.5x |",
         "",
+        *(["Staged: the pylance-written table and Parquet were measured side by side, then the "
+           "pylance-written table was deleted and the connector's copy written from the Parquet copy "
+           f"and measured beside Parquet again (`{PARQUET_2}`); each Lance side's ratio is to the "
+           "Parquet of its own phase (three copies of the table do not fit the disk).", ""]
+          if args.staged else []),
         "Bytes read: the Lance scan's `lanceBytesRead` metric (index files are read by the driver "
         "while planning and are not in it); Parquet: the stage's input bytes. JVM: the same query "
         "collected on the JVM (`Dataset.collect`), without PySpark's pickling of the rows.",
@@ -280,6 +336,8 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--build-reps", type=int, default=3)
     ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--staged", action="store_true",
+                    help="keep two copies on disk at a time: pylance's and Parquet, then the connector's and Parquet")
     ap.add_argument("--data", default=str(env.REPO / "bench-data" / "indices"))
     ap.add_argument("--out", default=str(env.REPO / "docs" / "benchmarks-indices.md"))
     args = ap.parse_args(argv)
@@ -292,11 +350,23 @@ def main(argv: List[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     root = Path(args.data)
     try:
-        paths = _generate(root, args.rows, args.dim, spark)
+        paths = _generate(root, args.rows, args.dim, spark, args.staged)
         log("indices")
-        _index(spark, paths)
-        build = _build_times(spark, args.rows, root, args.build_reps)
-        lookups = _lookups(spark, paths, args.rows, args.reps)
+        if not args.staged:
+            _index(spark, paths)
+            build = _build_times(spark, args.rows, root, args.build_reps)
+            lookups = _lookups(spark, paths, args.rows, args.reps)
+        else:
+            _index(spark, paths, ("pylance",))
+            build = _build_times(spark, args.rows, root, args.build_reps)
+            first = _lookups(spark, paths, args.rows, args.reps, ("pylance-written", "Parquet"))
+            shutil.rmtree(paths["pylance"], ignore_errors=True)
+            _write_spark_copy(spark, paths, args.dim)
+            _index(spark, paths, ("spark",))
+            second = _lookups(spark, paths, args.rows, args.reps, ("Spark-written", "Parquet"))
+            lookups = _merge_phases(first, second)
+            shutil.rmtree(paths["spark"], ignore_errors=True)
+            (root / f"done-{args.rows}-{args.dim}-staged").unlink(missing_ok=True)
     finally:
         spark.stop()
     _report(Path(args.out), args, lookups, build, jar)
