@@ -348,7 +348,7 @@ def main(argv: List[str] | None = None) -> int:
     spark = local_session({"spark.sql.shuffle.partitions": "200"}, app="lance-spark-bench-indices",
                           cores=str(args.cores), driver_memory="6g")
     spark.sparkContext.setLogLevel("ERROR")
-    root = Path(args.data)
+    root = Path(args.data).resolve()   # SQL names the tables by absolute path
     try:
         paths = _generate(root, args.rows, args.dim, spark, args.staged)
         log("indices")
