@@ -106,6 +106,12 @@ object GeneralCodec {
   private def le64(a: Array[Byte], at: Int): Long =
     (le32(a, at) & 0xffffffffL) | (le32(a, at + 4).toLong << 32)
 
+  /** One zstd decompressor per thread, reused: building one allocates its
+    * entropy tables, which cost as much as decoding a mini-block chunk (a
+    * third of a zstd column's decode time when made per chunk). */
+  private val Decompressors: ThreadLocal[ZstdDecompressor] =
+    ThreadLocal.withInitial[ZstdDecompressor](() => new ZstdDecompressor())
+
   private def zstd(in: Array[Byte], ctx: CodecContext): Array[Byte] = {
     // a bare frame starts with the magic and has the frame header's reserved bit clear
     val bare = in.length < 8 || (le32(in, 0) == ZstdMagic && (in(4) & 0x10) == 0)
@@ -118,7 +124,11 @@ object GeneralCodec {
     if (size < 0 || size > Int.MaxValue - 16 || (size > (256L << 20) && size > 4096L * in.length))
       ctx.fail(s"zstd data of ${in.length} bytes claims to hold $size bytes")
     val out = new Array[Byte](size.toInt)
-    val got = new ZstdDecompressor().decompress(in, start, in.length - start, out, 0, out.length)
+    val got = try Decompressors.get().decompress(in, start, in.length - start, out, 0, out.length) catch {
+      case e: Throwable =>
+        Decompressors.remove()  // (a fresh one after a failure: no state carried into the next frame)
+        throw e
+    }
     if (got != size) ctx.fail(s"zstd data decompressed to $got bytes, expected $size")
     out
   }
