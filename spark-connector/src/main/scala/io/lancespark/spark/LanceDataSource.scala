@@ -31,14 +31,25 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
 
   override def shortName(): String = "lance"
 
+  /** The snapshot inferSchema opened, handed to the getTable call Spark makes
+    * right after it on this instance (DataSourceV2Utils.loadV2Source), so that
+    * a `load()` opens the latest version once, not twice. Taken once: a later
+    * getTable opens again, as does one where no dataset existed yet (a stream's
+    * sink may create it). */
+  private val inferred = new java.util.concurrent.atomic.AtomicReference[Option[(ReadTarget, Option[Snapshot])]](None)
+
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     val asked = options.asCaseSensitiveMap().asScala.toMap
     // a stream's sink may create the dataset: no schema yet (a read of the table still fails, naming the path)
     val target = ReadOptions.target(asked)
     if (ChangeFeedOptions.requested(asked))  // the table's columns and the change columns
       ChangeFeedColumns.schema(TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(target).schema), target.path)
-    else LanceDataSource.snapshotIfExists(target).fold(new StructType())(s =>
-      LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(s.schema), NearestOptions.parse(asked).isDefined))
+    else {
+      val opened = LanceDataSource.snapshotIfExists(target)
+      inferred.set(Some((target, opened)))
+      opened.fold(new StructType())(s =>
+        LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(s.schema), NearestOptions.parse(asked).isDefined))
+    }
   }
 
   /** Lets DataFrameWriter hand us the DataFrame's schema instead of inferring
@@ -48,8 +59,12 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
   override def getTable(
       schema: StructType,
       partitioning: Array[Transform],
-      properties: util.Map[String, String]): Table =
-    new LanceTable(ReadOptions.target(properties.asScala.toMap), properties.asScala.toMap)
+      properties: util.Map[String, String]): Table = {
+    val options = properties.asScala.toMap
+    val target = ReadOptions.target(options)
+    val opened = inferred.getAndSet(None).collect { case (t, Some(snapshot)) if t == target => Some(snapshot) }
+    new LanceTable(target, options, opened = opened)
+  }
 
   override def createRelation(
       ctx: SQLContext,
