@@ -1,7 +1,7 @@
 """What a Lance scan tells Spark's planner (issue 15): the rows and bytes of
 the scan as planned — after pruning by page statistics, deletions and LIMIT,
-scaled to the columns read by their share of the files' bytes — so that
-joins are planned alike on both formats. Expected values
+scaled to the columns read the way Spark scales a projection of a Parquet
+relation — so that joins are planned alike on both formats. Expected values
 come from the files on disk, pylance and Spark's own estimate for Parquet."""
 from __future__ import annotations
 
@@ -41,48 +41,27 @@ def test_rows_and_bytes_of_the_whole_table(spark, table):
     assert size == pytest.approx(data_bytes(table) * 0.99, rel=0.001)
 
 
-def stored_column_bytes(path: str) -> list:
-    """Bytes each column of the dataset's data files stores, summed over the files,
-    from pylance's reading of their column metadata (pages' and columns' buffers)."""
-    from lance.file import LanceFileReader
-    total = None
-    for f in sorted((Path(path) / "data").glob("*.lance")):
-        cols = LanceFileReader(str(f)).metadata().columns
-        sizes = [sum(b.size for p in c.pages for b in p.buffers) + sum(b.size for b in c.column_buffers)
-                 for c in cols]
-        total = sizes if total is None else [a + b for a, b in zip(total, sizes)]
-    return total
-
-
-def spark_row_size(df) -> float:
-    """Spark's per-row size estimate of a schema: 8 bytes plus each column's default size."""
-    return 8 + sum(f.dataType().defaultSize() for f in df._jdf.schema().fields())
-
-
-def expected_projection(full: int, stored: list, picked: list) -> float:
-    """The whole scan's bytes scaled by the picked columns' share of the stored bytes."""
-    return full * sum(stored[i] for i in picked) / sum(stored)
-
-
-def test_projection_weighs_the_columns_stored_bytes(spark, table):
-    """A projection is the columns' share of the files' bytes as the files store them
-    (their column metadata), not Spark's per-type guess."""
-    df = spark.read.format("lance").load(table)
-    full, _ = stats(df)
-    one, rows = stats(df.select("id"))
-    stored = stored_column_bytes(table)   # columns: id, small, name, x
-    # (the estimate takes the share from a sample of the fragments, three of the four here)
-    assert one == pytest.approx(expected_projection(full, stored, [0]), rel=0.02)
+def test_projection_scales_like_a_parquet_relation(spark, table, tmp_path):
+    full, _ = stats(spark.read.format("lance").load(table))
+    one, rows = stats(spark.read.format("lance").load(table).select("id"))
+    # Spark's per-row estimate: 8 bytes + default sizes (long 8, string 20, double 8)
+    assert one == pytest.approx(full * (8 + 8) / (8 + 8 + 8 + 20 + 8), rel=0.001)
     assert rows == 198_000
-    two, _ = stats(df.select("name", "x"))
-    assert two == pytest.approx(expected_projection(full, stored, [2, 3]), rel=0.02)
+    # Parquet of the same rows, projected alike, by Spark's own rule
+    pq = str(tmp_path / "pq")
+    spark.read.format("lance").load(table).write.parquet(pq)
+    pq_full, _ = stats(spark.read.parquet(pq))
+    pq_one, _ = stats(spark.read.parquet(pq).select("id"))
+    assert one / full == pytest.approx(pq_one / pq_full, rel=0.01)
 
 
-def test_pylance_decimal_table_projection_is_not_overweighted(spark, tmp_path):
-    """pylance's files hold a DECIMAL(7,2) in 16 bytes and pack small integers: a
-    projection of the integer keys of a decimal-heavy table takes far less than
-    Spark's per-type guess (decimal 8 bytes, int 4) makes of it, so joins on such
-    keys are planned as on Parquet (TPC-DS store_returns: a broadcast, not a sort-merge join)."""
+def test_projection_weighs_decimals_at_the_width_lance_stores(spark, tmp_path):
+    """Lance stores a decimal of any precision in 16 bytes (Arrow's decimal128), where
+    Spark's per-type guess says 8: a projection's share of the files' bytes is taken
+    with Lance's widths, else the integer keys of a decimal-heavy table as pylance
+    writes it (uncompressed decimals) weigh twice their share, and joins on them are
+    planned as sort-merge joins where the Parquet of the same rows gets broadcasts
+    (TPC-DS store_returns)."""
     import decimal
     import pyarrow as pa
     n = 50_000
@@ -93,24 +72,13 @@ def test_pylance_decimal_table_projection_is_not_overweighted(spark, tmp_path):
     lance.write_dataset(pa.table(cols), path)
     df = spark.read.format("lance").load(path)
     full, _ = stats(df)
+    assert full == data_bytes(path)
     keys, _ = stats(df.select("k0", "k1", "k2"))
-    stored = stored_column_bytes(path)
-    assert keys == pytest.approx(expected_projection(full, stored, [0, 1, 2]), rel=0.001)
-    # first principles: the keys (< 2^17) pack into at most 17 bits a row each; the
-    # 6 decimals take 16 bytes a row each, uncompressed
-    assert sum(stored[:3]) <= 3 * n * 17 / 8 * 1.02
-    assert sum(stored[3:]) == pytest.approx(96 * n, rel=0.01)
-    by_spark_defaults = full * (8 + 3 * 4) / spark_row_size(df)
-    assert keys < 0.5 * by_spark_defaults
-    # Spark's estimate of the same projection of the same rows in Parquet: the Lance
-    # table now weighs about as much, where Spark's rule made it several times more
-    pq = str(tmp_path / "dec.parquet")
-    df.write.parquet(pq)
-    pq_keys, _ = stats(spark.read.parquet(pq).select("k0", "k1", "k2"))
-    assert keys <= 1.5 * pq_keys < by_spark_defaults
-    # a metadata column weighs Spark's size of a long a row on top
-    with_rowid, _ = stats(df.select("k0", "_rowid"))
-    assert with_rowid == pytest.approx(expected_projection(full, stored, [0]) + 8 * n, rel=0.001)
+    # 8 bytes a row plus int 4 each, over 8 plus 3 ints and 6 decimals of 16 bytes
+    assert keys == pytest.approx(full * (8 + 3 * 4) / (8 + 3 * 4 + 6 * 16), rel=0.001)
+    assert keys < 0.6 * full * (8 + 3 * 4) / (8 + 3 * 4 + 6 * 8)    # Spark's guess: decimal 8
+    mixed, _ = stats(df.select("k0", "m0"))
+    assert mixed == pytest.approx(full * (8 + 4 + 16) / (8 + 3 * 4 + 6 * 16), rel=0.001)
 
 
 def test_pruned_filter_and_limit_shrink_the_estimate(spark, table):

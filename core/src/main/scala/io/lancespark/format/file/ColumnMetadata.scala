@@ -138,36 +138,4 @@ final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer) {
 
 object ColumnMetadataReader {
   val ColumnEncodingType = "lance.encodings.ColumnEncoding"
-
-  /** The bytes each column of a 2.x file stores (its pages' buffers and its
-    * own), from the column metadata alone: the section from the first
-    * column's metadata to the end of their offset table is read in one request. */
-  def columnBytes(source: RandomAccessSource, footer: Footer): Vector[Long] = {
-    val n = footer.numColumns
-    if (n == 0) return Vector.empty
-    val start = footer.columnMetadataStart
-    val end = footer.columnMetadataTablePos + 16L * n
-    if (start > footer.columnMetadataTablePos || end - start > Int.MaxValue)
-      throw LanceFormatException(source.path,
-        s"corrupt footer: column metadata at [$start, ${footer.columnMetadataTablePos}) (file has ${source.size} bytes)")
-    val all = source.read(start, end - start).order(java.nio.ByteOrder.LITTLE_ENDIAN)
-    val tableAt = (footer.columnMetadataTablePos - start).toInt
-    Vector.tabulate(n) { i =>
-      val pos = all.getLong(tableAt + 16 * i)
-      val size = all.getLong(tableAt + 16 * i + 8)
-      if (pos < start || size < 0 || pos + size > footer.columnMetadataTablePos)
-        throw LanceFormatException(source.path,
-          s"corrupt file: column metadata $i at [$pos, ${pos + size}) lies outside the column metadata section")
-      val slice = all.duplicate()
-      slice.position((pos - start).toInt).limit((pos - start + size).toInt)
-      val meta =
-        try ColumnMetadata.parseFrom(slice)
-        catch {
-          case e: InvalidProtocolBufferException =>
-            throw LanceFormatException(source.path, s"column $i: corrupt column metadata", e)
-        }
-      meta.getBufferSizesList.asScala.map(_.longValue).sum +
-        meta.getPagesList.asScala.map(_.getBufferSizesList.asScala.map(_.longValue).sum).sum
-    }
-  }
 }

@@ -75,7 +75,7 @@ object StatisticsCache {
 
   /** `tasks` run on the pool (the calling thread waits); their results in order.
     * The first failure is rethrown as it was. */
-  private[table] def inParallel[A](tasks: Seq[() => A]): Seq[A] =
+  private[filter] def inParallel[A](tasks: Seq[() => A]): Seq[A] =
     if (tasks.size <= 1) tasks.map(_())
     else {
       val futures = tasks.map(t => pool.submit(new Callable[A] { def call(): A = t() }))

@@ -94,11 +94,6 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     }
   }
 
-  /** Of the planned fragments' bytes, the share the top-level `columns` take
-    * as the files store them (see [[ColumnSizes]]); None where that is not known. */
-  def columnShare(columns: Set[String]): Option[Double] =
-    ColumnSizes.share(snapshot.storage, snapshot.schema, plans.map(_.fragment), columns)
-
   /** Fragments that may hold matching rows. */
   def plans: Vector[FragmentPlan] = planned.map(_.plan).filter(_.mayMatch.nonEmpty)
 

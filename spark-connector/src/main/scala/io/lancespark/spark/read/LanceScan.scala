@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.connector.expressions.NamedReference
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
 import org.apache.spark.sql.connector.read.{Batch, Scan, Statistics, SupportsReportStatistics}
-import org.apache.spark.sql.types.{StringType, StructField, StructType}
+import org.apache.spark.sql.types.{DataType, DecimalType, StringType, StructType}
 
 import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
@@ -198,8 +198,10 @@ final class LanceScan(
     * of the row ranges left after pruning (each fragment's share of them less
     * its deleted share), at most LIMIT; the bytes of the same share of each
     * fragment's files (what the scan returns, not what it reads), scaled by
-    * the share of them the columns read take in the files (`outputBytes`), so
-    * a Lance scan weighs its bytes on disk as a Parquet scan does.
+    * the columns read as Spark scales a projection of a file relation (its
+    * per-row size estimate: 8 bytes plus each column's default size, here with
+    * the widths Lance stores, [[LanceScan.storedRowSize]]), so a Lance scan
+    * weighs its bytes on disk as a Parquet scan does.
     * From the manifest and the statistics already read for pruning; never
     * from the data. Fragments whose manifest entry has no file sizes count
     * Spark's per-row estimate per row. Under the cost-based optimizer the
@@ -224,7 +226,8 @@ final class LanceScan(
     def avgLens: Map[String, Long] = summaries.flatMap { case (c, s) => s.avgLen.map(c.head -> _) }
     val bytes =
       if (cbo) math.max(1.0, math.ceil(rows) * LanceScan.rowSize(outputSchema, avgLens))
-      else outputBytes(plannedBytes * kept * (if (planned > 0) rows / planned else 1.0), rows, data)
+      else plannedBytes * kept * (if (planned > 0) rows / planned else 1.0) *
+        LanceScan.storedRowSize(outputSchema) / LanceScan.storedRowSize(tableSchema)
     // column statistics only for the cost-based optimizer (the only user of
     // them): they read the page statistics of every column the scan returns,
     // carried through the filter as the optimizer carries them through a Filter
@@ -232,24 +235,6 @@ final class LanceScan(
       if (!cbo) new java.util.HashMap[NamedReference, ColumnStatistics]()
       else CboStatistics.of(data.toSeq, summaries)
     LanceScan.statistics(math.ceil(rows).toLong, math.ceil(bytes).toLong, columns)
-  }
-
-  /** The bytes of `fileBytes` (the planned rows' share of the files) the
-    * scan returns: the data columns' share as the files store them (their
-    * column metadata, see ColumnSizes), plus metadata columns at Spark's
-    * per-type size, at least a byte a row; where the files' column sizes are
-    * not known, the output's share of Spark's per-row size estimate, as Spark
-    * scales a projection of a file relation. The columns' stored bytes stand
-    * alone: a fixed 8 bytes a row on top (Spark's rule) would weigh a table of
-    * uncompressed decimals (pylance's) at three times the Parquet of its rows,
-    * and turn its joins from broadcasts into sort-merge joins. */
-  private def outputBytes(fileBytes: Double, rows: Double, data: Seq[StructField]): Double = {
-    val names = data.map(_.name).toSet
-    planner.columnShare(names).fold(fileBytes * LanceScan.rowSize(outputSchema) / LanceScan.rowSize(tableSchema)) {
-      stored =>
-        val metadata = LanceScan.rowSize(StructType(outputSchema.fields.filterNot(f => names(f.name)))) - 8.0
-        math.max(fileBytes * stored + rows * metadata, rows)
-    }
   }
 }
 
@@ -269,6 +254,21 @@ object LanceScan {
         }
       }
     }.sum
+
+  /** Spark's per-row size estimate with the widths Lance stores: the same
+    * per-type sizes, but a decimal of any precision in 16 bytes (Arrow's
+    * decimal128; Spark guesses 8 for precision 18 or less, as Parquet stores
+    * them). A projection's share of a file's bytes is taken from it: with
+    * Spark's own sizes the integer keys of a table of decimals, as pylance
+    * writes it (uncompressed), weigh twice their share, and their joins
+    * become sort-merge joins where Parquet's rows get broadcasts. */
+  def storedRowSize(schema: StructType): Double = 8.0 + schema.fields.map(f => storedSize(f.dataType)).sum
+
+  private def storedSize(t: DataType): Double = t match {
+    case _: DecimalType => 16.0
+    case s: StructType => s.fields.map(f => storedSize(f.dataType)).sum
+    case other => other.defaultSize.toDouble
+  }
 
   def statistics(rows: Long, bytes: Long,
                  columns: java.util.Map[NamedReference, ColumnStatistics] = java.util.Map.of()): Statistics = new Statistics {
