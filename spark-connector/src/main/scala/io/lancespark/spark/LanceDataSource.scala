@@ -36,7 +36,7 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
     * a `load()` opens the latest version once, not twice. Taken once: a later
     * getTable opens again, as does one where no dataset existed yet (a stream's
     * sink may create it). */
-  private val inferred = new java.util.concurrent.atomic.AtomicReference[Option[(ReadTarget, Option[Snapshot])]](None)
+  private val inferred = new java.util.concurrent.atomic.AtomicReference[Option[(ReadTarget, Snapshot)]](None)
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType = {
     val asked = options.asCaseSensitiveMap().asScala.toMap
@@ -46,7 +46,7 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
       ChangeFeedColumns.schema(TypeMapping.forActiveSession().toSpark(LanceDataSource.snapshot(target).schema), target.path)
     else {
       val opened = LanceDataSource.snapshotIfExists(target)
-      inferred.set(Some((target, opened)))
+      inferred.set(opened.map(target -> _))
       opened.fold(new StructType())(s =>
         LanceTable.withDistance(TypeMapping.forActiveSession().toSpark(s.schema), NearestOptions.parse(asked).isDefined))
     }
@@ -62,7 +62,7 @@ final class LanceDataSource extends TableProvider with DataSourceRegister with C
       properties: util.Map[String, String]): Table = {
     val options = properties.asScala.toMap
     val target = ReadOptions.target(options)
-    val opened = inferred.getAndSet(None).collect { case (t, Some(snapshot)) if t == target => Some(snapshot) }
+    val opened = inferred.getAndSet(None).collect { case (t, snapshot) if t == target => Some(snapshot) }
     new LanceTable(target, options, opened = opened)
   }
 
