@@ -118,3 +118,66 @@ def test_groups_that_merge_and_that_do_not(spark, tables, sql, jobs):
     lance_sql, parquet_sql = sql.format(t="subq_lance"), sql.format(t="subq_parquet")
     assert _run(spark, lance_sql) == _run(spark, parquet_sql)
     assert _jobs(spark, lance_sql) == jobs
+
+
+# -- predicates Spark infers above built scans (extensions.ResidualScanFilters) --------------------
+
+_CTE_TWICE = """
+WITH ctr AS (
+  SELECT r.cust AS c, a.st AS st, sum(r.amt) AS total
+  FROM {p}_ret r, {p}_days d, {p}_addr a
+  WHERE r.day = d.d_sk AND d.yr = 2002 AND r.addr = a.addr_sk
+  GROUP BY r.cust, a.st)
+SELECT c1.c, c1.st, c1.total FROM ctr c1
+WHERE c1.total > (SELECT avg(total) * 1.2 FROM ctr c2 WHERE c1.st = c2.st)
+"""
+
+
+@pytest.fixture(scope="module")
+def star(spark, tmp_path_factory):
+    """A fact table of returns and two dimensions (TPC-DS q30's shape), as Lance and as Parquet."""
+    root = tmp_path_factory.mktemp("star")
+    rnd = random.Random(30)
+    ret = [(rnd.randint(1, 400) if rnd.random() > 0.03 else None, rnd.randint(1, 300),
+            decimal.Decimal(rnd.randint(0, 99_999)) / 100, rnd.randint(1, 730) if rnd.random() > 0.03 else None)
+           for _ in range(6000)]
+    days = [(d, 2001 + (d - 1) // 365) for d in range(1, 731)]
+    addr = [(a, rnd.choice(["GA", "TX", "OH", None])) for a in range(1, 301)]
+    tables = {"ret": (ret, "cust INT, addr INT, amt DECIMAL(7,2), day INT"), "days": (days, "d_sk INT, yr INT"),
+              "addr": (addr, "addr_sk INT, st STRING")}
+    for name, (rows, schema) in tables.items():
+        df = spark.createDataFrame(rows, schema)
+        df.write.format("lance").save(str(root / f"{name}.lance"))
+        df.write.parquet(str(root / f"{name}.parquet"))
+        spark.read.format("lance").load(str(root / f"{name}.lance")).createOrReplaceTempView(f"sl_{name}")
+        spark.read.parquet(str(root / f"{name}.parquet")).createOrReplaceTempView(f"sp_{name}")
+    yield
+    spark.conf.unset("spark.lance.pushResidualFilters")
+
+
+def _fact_scans(spark, sql: str) -> int:
+    """Scans of the fact table `ret` in the executed plan (without adaptive execution); an
+    exchange reused is not a scan."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    return len(re.findall(r"(?:BatchScan lance\.`[^`]*/ret\.lance`|FileScan parquet \[cust#)", plan))
+
+
+def test_inferred_predicates_join_the_scan_and_the_cte_runs_once_as_parquets(spark, star):
+    """A CTE read twice, once through a decorrelated subquery: Spark infers `IS NOT NULL`s after
+    the subquery's scans were built. With them in the scans both reads of the CTE have one plan,
+    computed once (its exchange reused) as Parquet's; without (the rule off), twice. Same rows."""
+    lance_sql, parquet_sql = _CTE_TWICE.format(p="sl"), _CTE_TWICE.format(p="sp")
+    expected = sorted(_run(spark, parquet_sql), key=repr)
+    assert expected and _fact_scans(spark, parquet_sql) == 1
+    assert sorted(_run(spark, lance_sql), key=repr) == expected
+    assert _fact_scans(spark, lance_sql) == 1
+    spark.conf.set("spark.lance.pushResidualFilters", "false")
+    try:
+        assert sorted(_run(spark, lance_sql), key=repr) == expected
+        assert _fact_scans(spark, lance_sql) == 2
+    finally:
+        spark.conf.unset("spark.lance.pushResidualFilters")

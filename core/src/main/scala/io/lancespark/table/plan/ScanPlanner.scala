@@ -27,6 +27,10 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
   def withLabels(clauses: Vector[LabelClause]): ScanPlanner =
     new ScanPlanner(snapshot, filter, useIndex, restriction, clauses)
 
+  /** This plan with another filter, the same restriction and labels. */
+  def withFilter(other: Option[Filter]): ScanPlanner =
+    new ScanPlanner(snapshot, other, useIndex, restriction, labels)
+
   private final case class Planned(plan: FragmentPlan, statsPages: Long, prunedPages: Long,
                                    byIndex: Option[Long] = None, prunedByIndex: Boolean = false)
 

@@ -36,6 +36,9 @@ final class LanceTableFunctionsExtension extends (SparkSessionExtensions => Unit
     ext.injectPlannerStrategy(_ => LocalScans)
     // scalar subqueries over one Lance table with one filter: one scan, which Spark merges (see SharedSubqueryScans)
     ext.injectPostHocResolutionRule(_ => SharedSubqueryReads)
+    // predicates Spark inferred above built Lance scans go into them (see ResidualScanFilters); first, so
+    // that subqueries' scans are alike for SharedSubqueryScans
+    ext.injectPreCBORule(_ => ResidualScanFilters)
     ext.injectPreCBORule(_ => SharedSubqueryScans)
     // mergeSchema for catalog writes (see CatalogWriteSchema)
     ext.injectResolutionRule(session => CatalogWriteSchema(session))

@@ -94,6 +94,26 @@ final class LanceScan(
       options, filter, filterFields, limit, planner, streamOptions))
   }
 
+  /** This scan with `more` predicates ANDed to its filter (those Spark
+    * inferred after the push-down, see
+    * `io.lancespark.spark.extensions.ResidualScanFilters`); None with a
+    * LIMIT, which the filter would have to come before. */
+  /** Whether the scan evaluates `f` exactly (its columns exist in the version, of types it compares). */
+  private[spark] def evaluates(f: Filter): Boolean =
+    io.lancespark.table.filter.RowEvaluator.unsupported(f,
+      (c: Filter.Column) => io.lancespark.table.filter.FragmentStats.field(snapshot.schema, c).map(_.arrowType)).isEmpty
+
+  private[spark] def withMoreFilters(more: Seq[Filter]): Option[LanceScan] =
+    if (limit.isDefined || more.isEmpty) None
+    else {
+      val combined = Filter.and(filter.toSeq ++ more)
+      val columns = combined.columns.toSeq.map(_.head).distinct
+      val resolved = columns.flatMap(c => snapshot.schema.field(c))
+      if (resolved.size != columns.size) None
+      else Some(new LanceScan(snapshot, tableSchema, dataSchema, fields, metadataColumns, outputSchema, options,
+        Some(combined), resolved, limit, planner.withFilter(Some(combined)), streamOptions))
+    }
+
   override def equals(other: Any): Boolean = other match {
     case that: LanceScan => that.identity == identity
     case _ => false
