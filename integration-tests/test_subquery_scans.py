@@ -181,3 +181,41 @@ def test_inferred_predicates_join_the_scan_and_the_cte_runs_once_as_parquets(spa
         assert _fact_scans(spark, lance_sql) == 2
     finally:
         spark.conf.unset("spark.lance.pushResidualFilters")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_predicates_in_a_cte_read_twice_give_parquets_rows(spark, star, seed):
+    """Seeded random predicates (ranges, IN, IS NULL, OR, NOT over the fact table and the
+    dimensions) in the CTE read twice: with inferred predicates moved into the scans, the rows
+    are Parquet's, and the CTE is computed once, as Parquet's."""
+    rnd = random.Random(seed)
+
+    def pred() -> str:
+        choices = [
+            lambda: f"r.amt {rnd.choice(['<', '>=', '<=', '>'])} {rnd.randint(0, 1000)}",
+            lambda: f"r.cust IN ({', '.join(str(rnd.randint(1, 400)) for _ in range(rnd.randint(1, 30)))})",
+            lambda: f"r.cust {rnd.choice(['<', '>'])} {rnd.randint(1, 400)}",
+            lambda: "a.st IS NULL" if rnd.random() < 0.3 else f"a.st = '{rnd.choice(['GA', 'TX', 'OH'])}'",
+            lambda: f"d.d_sk BETWEEN {rnd.randint(1, 365)} AND {rnd.randint(366, 730)}",
+        ]
+        p = rnd.choice(choices)()
+        roll = rnd.random()
+        if roll < 0.25:
+            return f"({p} OR {rnd.choice(choices)()})"
+        if roll < 0.4:
+            return f"NOT ({p})"
+        return p
+
+    extra = " AND ".join(pred() for _ in range(rnd.randint(1, 3)))
+    sql = """
+WITH ctr AS (
+  SELECT r.cust AS c, a.st AS st, sum(r.amt) AS total
+  FROM {p}_ret r, {p}_days d, {p}_addr a
+  WHERE r.day = d.d_sk AND r.addr = a.addr_sk AND """ + extra + """
+  GROUP BY r.cust, a.st)
+SELECT c1.c, c1.st, c1.total FROM ctr c1
+WHERE c1.total > (SELECT avg(total) FROM ctr c2 WHERE c1.st <=> c2.st)
+"""
+    expected = sorted(_run(spark, sql.format(p="sp")), key=repr)
+    assert sorted(_run(spark, sql.format(p="sl")), key=repr) == expected, extra
+    assert _fact_scans(spark, sql.format(p="sl")) == _fact_scans(spark, sql.format(p="sp")) == 1, extra
