@@ -39,16 +39,16 @@ object ResidualScanFilters extends Rule[LogicalPlan] with PredicateHelper {
   override def apply(plan: LogicalPlan): LogicalPlan =
     if (!conf.getConfString(Conf, "true").toBoolean) plan
     else plan.transform {
-      case f @ FilterNode(cond, r: DataSourceV2ScanRelation) if r.relation.table.isInstanceOf[LanceTable] =>
+      case f @ FilterNode(_, r: DataSourceV2ScanRelation) if r.relation.table.isInstanceOf[LanceTable] =>
         r.scan match {
-          case scan: LanceScan => pushed(f, cond, r, scan)
+          case scan: LanceScan => pushed(f, r, scan)
           case _ => f
         }
     }
 
   /** The filter `f` over `r` with the conjuncts `scan` evaluates moved into it. */
-  private def pushed(f: FilterNode, cond: Expression, r: DataSourceV2ScanRelation, scan: LanceScan): LogicalPlan = {
-    val (taken, kept) = splitConjunctivePredicates(cond).map(c => c -> translated(c, r, scan)).partition(_._2.isDefined)
+  private def pushed(f: FilterNode, r: DataSourceV2ScanRelation, scan: LanceScan): LogicalPlan = {
+    val (taken, kept) = splitConjunctivePredicates(f.condition).map(c => c -> translated(c, r, scan)).partition(_._2.isDefined)
     if (taken.isEmpty) f
     else scan.withMoreFilters(taken.flatMap(_._2)) match {
       case None => f

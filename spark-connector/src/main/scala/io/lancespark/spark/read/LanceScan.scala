@@ -94,15 +94,13 @@ final class LanceScan(
       options, filter, filterFields, limit, planner, streamOptions))
   }
 
+  /** Whether the scan evaluates `f` exactly, as the push-down decides it ([[LanceScanBuilder.evaluable]]). */
+  private[spark] def evaluates(f: Filter): Boolean = LanceScanBuilder.evaluable(snapshot, f)
+
   /** This scan with `more` predicates ANDed to its filter (those Spark
     * inferred after the push-down, see
     * `io.lancespark.spark.extensions.ResidualScanFilters`); None with a
     * LIMIT, which the filter would have to come before. */
-  /** Whether the scan evaluates `f` exactly (its columns exist in the version, of types it compares). */
-  private[spark] def evaluates(f: Filter): Boolean =
-    io.lancespark.table.filter.RowEvaluator.unsupported(f,
-      (c: Filter.Column) => io.lancespark.table.filter.FragmentStats.field(snapshot.schema, c).map(_.arrowType)).isEmpty
-
   private[spark] def withMoreFilters(more: Seq[Filter]): Option[LanceScan] =
     if (limit.isDefined || more.isEmpty) None
     else {

@@ -41,9 +41,8 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
   override def pushPredicates(predicates: Array[Predicate]): Array[Predicate] = {
     if (!options.pushdown || nearest.exists(!_.prefilter)) return predicates
     if (nearest.isEmpty) restriction = RowAddressPredicates.restriction(predicates.toSeq, snapshot)
-    val typeOf = (c: Filter.Column) => FragmentStats.field(snapshot.schema, c).map(_.arrowType)
     val (ok, rest) = predicates.toSeq.map(p => p -> PredicateTranslation(p)).partition {
-      case (_, Some(f)) => RowEvaluator.unsupported(f, typeOf).isEmpty
+      case (_, Some(f)) => LanceScanBuilder.evaluable(snapshot, f)
       case _ => false
     }
     accepted = ok.map { case (p, f) => p -> f.get }
@@ -151,6 +150,10 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
 }
 
 object LanceScanBuilder {
+  /** Whether a scan of `snapshot` evaluates `f` exactly: its columns exist in the version, of types it compares. */
+  def evaluable(snapshot: Snapshot, f: Filter): Boolean =
+    RowEvaluator.unsupported(f, (c: Filter.Column) => FragmentStats.field(snapshot.schema, c).map(_.arrowType)).isEmpty
+
   /** Keeps the struct children (at any depth, through lists) that `wanted` names. */
   def prune(f: LanceField, wanted: DataType): LanceField = (wanted, f) match {
     case (st: StructType, _) if f.isStruct =>
