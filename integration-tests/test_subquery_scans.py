@@ -219,3 +219,59 @@ WHERE c1.total > (SELECT avg(total) FROM ctr c2 WHERE c1.st <=> c2.st)
     expected = sorted(_run(spark, sql.format(p="sp")), key=repr)
     assert sorted(_run(spark, sql.format(p="sl")), key=repr) == expected, extra
     assert _fact_scans(spark, sql.format(p="sl")) == _fact_scans(spark, sql.format(p="sp")) == 1, extra
+
+
+_NESTED_CTE = """
+WITH ctr AS (
+  SELECT r.k.cust AS c, a.st AS st, sum(r.amt) AS total
+  FROM {p}_nret r, {p}_days d, {p}_addr a
+  WHERE r.day = d.d_sk AND d.yr = 2002 AND r.k.addr = a.addr_sk{extra}
+  GROUP BY r.k.cust, a.st)
+SELECT c1.c, c1.st, c1.total FROM ctr c1
+WHERE c1.total > (SELECT avg(total) * 1.1 FROM ctr c2 WHERE c1.st <=> c2.st)
+"""
+
+
+@pytest.fixture(scope="module")
+def nested_star(spark, star, tmp_path_factory):
+    """The fact table of [star] with its keys in a struct (null structs and null fields both)."""
+    root = tmp_path_factory.mktemp("nstar")
+    rnd = random.Random(31)
+
+    def key():
+        if rnd.random() < 0.04:
+            return None
+        return (rnd.randint(1, 400) if rnd.random() > 0.05 else None, rnd.randint(1, 300) if rnd.random() > 0.05 else None)
+    rows = [(key(), decimal.Decimal(rnd.randint(0, 99_999)) / 100, rnd.randint(1, 730) if rnd.random() > 0.03 else None)
+            for _ in range(6000)]
+    df = spark.createDataFrame(rows, "k STRUCT<cust: INT, addr: INT>, amt DECIMAL(7,2), day INT")
+    df.write.format("lance").save(str(root / "nret.lance"))
+    df.write.parquet(str(root / "nret.parquet"))
+    spark.read.format("lance").load(str(root / "nret.lance")).createOrReplaceTempView("sl_nret")
+    spark.read.parquet(str(root / "nret.parquet")).createOrReplaceTempView("sp_nret")
+
+
+def _nested_fact_scans(spark, sql: str) -> int:
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    return len(re.findall(r"(?:BatchScan lance\.`[^`]*/nret\.lance`|FileScan parquet \[k#)", plan))
+
+
+@pytest.mark.parametrize("extra", ["", " AND r.k.cust > 150", " AND (r.k IS NULL OR r.k.cust IN (3, 5, 7, 11))",
+                                   " AND NOT (r.k.addr BETWEEN 20 AND 200)"])
+def test_inferred_predicates_on_struct_fields_give_parquets_rows_and_scans(spark, nested_star, extra):
+    """Join keys inside a struct: Spark infers `IS NOT NULL` of the struct (and of its field)
+    above the scans it built for the subquery. The rows are Parquet's, and the fact table is
+    scanned once, as Parquet's is (twice with the rule off)."""
+    lance_sql, parquet_sql = _NESTED_CTE.format(p="sl", extra=extra), _NESTED_CTE.format(p="sp", extra=extra)
+    expected = sorted(_run(spark, parquet_sql), key=repr)
+    assert sorted(_run(spark, lance_sql), key=repr) == expected
+    assert _nested_fact_scans(spark, lance_sql) == _nested_fact_scans(spark, parquet_sql) == 1
+    spark.conf.set("spark.lance.pushResidualFilters", "false")
+    try:   # without the rule, the struct's inferred IS NOT NULL stays above the subquery's scan
+        assert _nested_fact_scans(spark, lance_sql) == 2
+    finally:
+        spark.conf.unset("spark.lance.pushResidualFilters")
