@@ -28,6 +28,8 @@ import io.lancespark.table.aggregate.AggFn._
 final class Aggregator(spec: Aggregation, complete: Boolean = false) {
 
   private val keys = new GroupKeys(spec.groupBy)
+  /** No GROUP BY: every row is in group 0, and counts and sums take a batch's values in one loop. */
+  private val oneGroup: Boolean = spec.groupBy.isEmpty
   private val states: Vector[State] = spec.aggregates.map {
     case CountStar | Count(_) => new Counts
     case Sum(e) => new Sums(if (complete) Aggregator.resultType(e.tpe) else e.tpe)
@@ -63,7 +65,7 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
         case CountStar => state.asInstanceOf[Counts].all(groups)
         case Count(Left(c)) =>
           val v = vectors(c)
-          if (v.getNullCount == 0) state.asInstanceOf[Counts].all(groups)
+          if (!ExprEval.anyNull(v)) state.asInstanceOf[Counts].all(groups)
           else state.asInstanceOf[Counts].nonNull(groups, j => v.isNull(rows(j)))
         case Count(Right(e)) => numbers(e, vectors, rows, groups, a, longs, (g, _) => state.asInstanceOf[Counts].one(g))
         case Sum(e) => numbers(e, vectors, rows, groups, a, longs, state.asInstanceOf[Sums].add(a))
@@ -82,6 +84,7 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
     fast match {
       case Some(l) =>
         states(a) match {
+          case s: Sums if l.nulls.isEmpty && oneGroup => s.addLongsToGroup0(a, l.values, rows.length)
           case s: Sums if l.nulls.isEmpty => s.addLongs(a, groups, l.values)
           case s: Sums => s.addLongsSkippingNulls(a, groups, l)
           case _ =>
@@ -130,7 +133,9 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
   private final class Counts extends State {
     var counts: Array[Long] = new Array[Long](16)
     def ensure(n: Int): Unit = if (counts.length < n) counts = java.util.Arrays.copyOf(counts, math.max(n, counts.length * 2))
-    def all(groups: Array[Int]): Unit = { var j = 0; while (j < groups.length) { counts(groups(j)) += 1; j += 1 } }
+    def all(groups: Array[Int]): Unit =
+      if (oneGroup) counts(0) += groups.length
+      else { var j = 0; while (j < groups.length) { counts(groups(j)) += 1; j += 1 } }
     def nonNull(groups: Array[Int], isNull: Int => Boolean): Unit = {
       var j = 0
       while (j < groups.length) { if (!isNull(j)) counts(groups(j)) += 1; j += 1 }
@@ -169,6 +174,25 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
       var j = 0
       while (j < groups.length) { addLong(a, groups(j), values(j)); j += 1 }
     }
+
+    /** As [[addLongs]] with every row in group 0 (no GROUP BY): one loop over
+      * the values while the sum stays a long within `t`'s range, then, from
+      * the value that would leave it, value by value. */
+    def addLongsToGroup0(a: Int, values: Array[Long], n: Int): Unit =
+      if (n > 0 && bigs(0) == null) {
+        var s = longs(0)
+        var j = 0
+        var inRange = true
+        while (inRange && j < n) {
+          val v = values(j)
+          val r = s + v
+          if (((s ^ r) & (v ^ r)) < 0 || r > longLimit || r < -longLimit) inRange = false
+          else { s = r; j += 1 }
+        }
+        longs(0) = s
+        if (j > 0) has(0) = true
+        while (j < n) { addLong(a, 0, values(j)); j += 1 }
+      } else { var j = 0; while (j < n) { addLong(a, 0, values(j)); j += 1 } }
 
     def addLongsSkippingNulls(a: Int, groups: Array[Int], l: ExprEval.Longs): Unit = {
       val values = l.values

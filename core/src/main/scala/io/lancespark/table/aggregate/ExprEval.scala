@@ -2,6 +2,7 @@ package io.lancespark.table.aggregate
 
 import java.math.{BigDecimal => JBigDecimal, BigInteger}
 
+import org.apache.arrow.memory.util.MemoryUtil
 import org.apache.arrow.vector._
 
 import io.lancespark.table.aggregate.Expr._
@@ -93,27 +94,60 @@ object ExprEval {
   private def column(v: ValueVector, t: NumType, rows: Array[Int]): Longs = {
     val n = rows.length
     val out = new Array[Long](n)
-    val nulls = if (v.getNullCount == 0) Array.empty[Boolean] else Array.tabulate(n)(j => v.isNull(rows(j)))
+    val nulls = if (!anyNull(v)) Array.empty[Boolean] else Array.tabulate(n)(j => v.isNull(rows(j)))
     var j = 0
     v match {
       case d: DecimalVector =>
         val buf = d.getDataBuffer
         val wide = t match { case Dec(p, _) => p > 18; case _ => true }
-        while (j < n) {
+        if (!wide) { val a = addressOf(v, rows, 16); while (j < n) { out(j) = MemoryUtil.getLong(a + 16L * rows(j)); j += 1 } }
+        else while (j < n) {
           val at = 16L * rows(j)
           val lo = buf.getLong(at)
-          if (wide && buf.getLong(at + 8) != (lo >> 63) && !(nulls.length > 0 && nulls(j))) throw notLong
+          if (buf.getLong(at + 8) != (lo >> 63) && !(nulls.length > 0 && nulls(j))) throw notLong
           out(j) = lo
           j += 1
         }
-      case x: BigIntVector => val b = x.getDataBuffer; while (j < n) { out(j) = b.getLong(8L * rows(j)); j += 1 }
-      case x: IntVector => val b = x.getDataBuffer; while (j < n) { out(j) = b.getInt(4L * rows(j)).toLong; j += 1 }
-      case x: SmallIntVector => val b = x.getDataBuffer; while (j < n) { out(j) = b.getShort(2L * rows(j)).toLong; j += 1 }
-      case x: TinyIntVector => val b = x.getDataBuffer; while (j < n) { out(j) = b.getByte(rows(j).toLong).toLong; j += 1 }
+      // read by address, bounds checked once: ArrowBuf's getters check them on every call
+      case _: BigIntVector => val a = addressOf(v, rows, 8); while (j < n) { out(j) = MemoryUtil.getLong(a + 8L * rows(j)); j += 1 }
+      case _: IntVector => val a = addressOf(v, rows, 4); while (j < n) { out(j) = MemoryUtil.getInt(a + 4L * rows(j)).toLong; j += 1 }
+      case _: SmallIntVector => val a = addressOf(v, rows, 2); while (j < n) { out(j) = MemoryUtil.getShort(a + 2L * rows(j)).toLong; j += 1 }
+      case _: TinyIntVector => val a = addressOf(v, rows, 1); while (j < n) { out(j) = MemoryUtil.getByte(a + rows(j)).toLong; j += 1 }
       case other => throw new IllegalArgumentException(
         s"column '${other.getField.getName}' (${other.getClass.getSimpleName}) is not an integer or decimal column")
     }
     new Longs(out, nulls)
+  }
+
+  /** The address of `v`'s values, its buffer checked once to hold the largest of `rows` at `width` bytes a value. */
+  private def addressOf(v: ValueVector, rows: Array[Int], width: Int): Long = {
+    val d = v.getDataBuffer
+    var max = -1
+    var j = 0
+    while (j < rows.length) { if (rows(j) > max) max = rows(j); j += 1 }
+    if (max >= 0) d.checkBytes(0L, width.toLong * (max + 1L))
+    d.memoryAddress()
+  }
+
+  /** Whether any of `v`'s values is null: its validity bits read a word at a
+    * time, stopping at the first null (Arrow's null count reads every byte). */
+  private[aggregate] def anyNull(v: ValueVector): Boolean = {
+    val n = v.getValueCount
+    val validity = v.getValidityBuffer
+    if (n == 0) false
+    else if (validity == null || validity.capacity < (n + 7L) / 8) v.getNullCount > 0
+    else {
+      val a = validity.memoryAddress()
+      val words = n >>> 6
+      var w = 0
+      while (w < words && MemoryUtil.getLong(a + 8L * w) == -1L) w += 1
+      if (w < words) true
+      else {
+        var i = words << 6
+        while (i < n && (MemoryUtil.getByte(a + (i >>> 3)) & (1 << (i & 7))) != 0) i += 1
+        i < n
+      }
+    }
   }
 
   private def columnValue(v: ValueVector, row: Int): Option[JBigDecimal] =

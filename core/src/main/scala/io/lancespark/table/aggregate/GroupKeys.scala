@@ -22,6 +22,9 @@ final class GroupKeys(columns: Vector[String]) {
   private val wide = mutable.HashMap.empty[Vector[Int], Int]
   private val bits: Int = if (columns.size <= 1) 64 else 64 / columns.size
 
+  /** The groups of a batch without grouping columns (see [[groups]]). */
+  private var zeros: Array[Int] = Array.emptyIntArray
+
   /** Whether a row had NULL in the one grouping column (its code 0 exists without rows). */
   private var nullSeen = false
 
@@ -37,7 +40,10 @@ final class GroupKeys(columns: Vector[String]) {
   /** The group of each of `rows` (positions in the vectors). */
   def groups(vectors: String => ValueVector, dictionaries: String => Option[ColumnDictionary], rows: Array[Int]): Array[Int] = {
     val m = rows.length
-    if (columns.isEmpty) return new Array[Int](m)
+    if (columns.isEmpty) {   // one group: the same zeros for every batch of this size (callers only read them)
+      if (zeros.length != m) zeros = new Array[Int](m)
+      return zeros
+    }
     val perColumn = columns.indices.map(i => codes(i).of(vectors(columns(i)), dictionaries(columns(i)), rows))
     if (columns.size == 1) {
       if (!nullSeen) nullSeen = GroupKeys.hasZero(perColumn.head)
@@ -191,7 +197,7 @@ private final class ColumnCodes {
   def of(v: ValueVector, dictionary: Option[ColumnDictionary], rows: Array[Int]): Array[Int] = {
     val m = rows.length
     val out = new Array[Int](m)
-    val hasNulls = v.getNullCount > 0
+    val hasNulls = ExprEval.anyNull(v)
     def isNull(r: Int): Boolean = hasNulls && v.isNull(r)
     var j = 0
     v match {

@@ -90,6 +90,41 @@ class AggregatorSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(out.map(r => count(r._2(1))).sum == values.size)
   }
 
+  test("no GROUP BY, no NULLs, several batches: the partial sums add up to the sum, each within range") {
+    // the one-group loop: the sum leaves DECIMAL(3,1) after ten values of 99.9, is set aside, starts again
+    val first = Seq.fill(12)(Some("99.9")) ++ Seq(Some("-0.5"), Some("0.3"))
+    val second = Seq(Some("-99.9"), Some("50.0")) ++ Seq.fill(9)(Some("99.9"))
+    val spec = Aggregation(Vector.empty, Vector(Sum(Col("x", Dec(3, 1))), CountStar, Sum(Col("i", Integral(32)))))
+    val a = new Aggregator(spec)
+    val vectors = Seq(decimals("x", 3, 1, first), ints("i", first.indices.map(j => Some(Int.MaxValue - j))),
+      decimals("x", 3, 1, second), ints("i", second.indices.map(j => Some(-j))))
+    try {
+      a.add(Map("x" -> vectors(0), "i" -> vectors(1)), _ => None, Array.range(0, first.size))
+      a.add(Map("x" -> vectors(2), "i" -> vectors(3)), _ => None, Array.range(0, second.size))
+      val out = a.rows.toVector.map(_.toVector.map(v => Option(v).map {
+        case l: java.lang.Long => BigInteger.valueOf(l)
+        case other => other
+      }))
+      val sums = out.flatMap(r => r(0).map(_.asInstanceOf[BigInteger]))
+      assert(sums.reduce(_ add _) == BigInteger.valueOf(12 * 999 - 5 + 3 - 999 + 500 + 9 * 999))
+      assert(sums.forall(_.abs.compareTo(BigInteger.valueOf(999)) <= 0), sums)
+      assert(out.map(r => count(r(1))).sum == first.size + second.size)
+      // the integer sums stay within INT's range too, and add up to the exact sum
+      val intSums = out.flatMap(r => r(2).map(_.asInstanceOf[BigInteger]))
+      val exact = first.indices.map(j => b(Int.MaxValue.toLong - j)).reduce(_ add _).add(b(-(0 until second.size).sum.toLong))
+      assert(intSums.reduce(_ add _) == exact)
+      assert(intSums.forall(_.abs.compareTo(b(Int.MaxValue.toLong)) <= 0), intSums)
+    } finally vectors.foreach(_.close())
+  }
+
+  test("anyNull: a null at any position (in a whole word, in the tail), or none") {
+    for (n <- Seq(1, 63, 64, 65, 130, 200); at <- Seq(-1, 0, n / 2, n - 1)) {
+      val v = ints("i", (0 until n).map(j => if (j == at) None else Some(j)))
+      try assert(ExprEval.anyNull(v) == (at >= 0), s"n=$n null at $at")
+      finally v.close()
+    }
+  }
+
   test("fewSetAside: a sum is pushed when its input stays within 1/1,024 of its type's range, or its type is wide") {
     def agg(e: Expr): Aggregation = Aggregation(Vector.empty, Vector(Sum(e), CountStar))
     val bounds = Map("price" -> new JBigDecimal("20000.00"), "rate" -> new JBigDecimal("0.09"),

@@ -81,6 +81,13 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
     * merges them). Complete: once that full, it reads on to the next cut of
     * the partition's pieces, where no group goes on, and returns its groups
     * before it. */
+  /** 0 until n, the same array for each batch of n rows (the aggregator only reads it). */
+  private var identity: Array[Int] = Array.emptyIntArray
+  private def allRows(n: Int): Array[Int] = {
+    if (identity.length != n) identity = Array.range(0, n)
+    identity
+  }
+
   private def aggregateChunk(): Iterator[InternalRow] = {
     val aggregator = new Aggregator(factory.aggregation, factory.complete)
     pending.foreach { case (v, d, r) => aggregator.add(v, d, r) }
@@ -89,7 +96,7 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
     while (!full && !done) {
       if (batches.next()) {
         val b = batches.currentBatch
-        val rows = b.selection.getOrElse(Array.range(0, b.rowCount))
+        val rows = b.selection.getOrElse(allRows(b.rowCount))
         val byName = names.zip(b.vectors).toMap
         val dictionaries = names.indices.map(i => names(i) -> b.dictionary(i)).toMap
         if (!factory.complete) {
