@@ -5,6 +5,8 @@ import java.math.{BigDecimal => JBigDecimal, BigInteger}
 import org.apache.arrow.memory.util.MemoryUtil
 import org.apache.arrow.vector._
 
+import io.lancespark.format.arrow.NullCounts
+
 import io.lancespark.table.aggregate.Expr._
 import io.lancespark.table.aggregate.NumType._
 
@@ -129,26 +131,8 @@ object ExprEval {
     d.memoryAddress()
   }
 
-  /** Whether any of `v`'s values is null: its validity bits read a word at a
-    * time, stopping at the first null (Arrow's null count reads every byte). */
-  private[aggregate] def anyNull(v: ValueVector): Boolean = {
-    val n = v.getValueCount
-    val validity = v.getValidityBuffer
-    if (n == 0) false
-    else if (validity == null || validity.capacity < (n + 7L) / 8) v.getNullCount > 0
-    else {
-      val a = validity.memoryAddress()
-      val words = n >>> 6
-      var w = 0
-      while (w < words && MemoryUtil.getLong(a + 8L * w) == -1L) w += 1
-      if (w < words) true
-      else {
-        var i = words << 6
-        while (i < n && (MemoryUtil.getByte(a + (i >>> 3)) & (1 << (i & 7))) != 0) i += 1
-        i < n
-      }
-    }
-  }
+  /** Whether any of `v`'s values is null (see [[NullCounts.any]]). */
+  private[aggregate] def anyNull(v: ValueVector): Boolean = NullCounts.any(v)
 
   private def columnValue(v: ValueVector, row: Int): Option[JBigDecimal] =
     if (v.isNull(row)) None

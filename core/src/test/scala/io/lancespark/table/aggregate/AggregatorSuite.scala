@@ -117,10 +117,13 @@ class AggregatorSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally vectors.foreach(_.close())
   }
 
-  test("anyNull: a null at any position (in a whole word, in the tail), or none") {
+  test("anyNull and NullCounts.count: a null at any position (in a whole word, in the tail), or none, as Arrow counts") {
     for (n <- Seq(1, 63, 64, 65, 130, 200); at <- Seq(-1, 0, n / 2, n - 1)) {
       val v = ints("i", (0 until n).map(j => if (j == at) None else Some(j)))
-      try assert(ExprEval.anyNull(v) == (at >= 0), s"n=$n null at $at")
+      try {
+        assert(ExprEval.anyNull(v) == (at >= 0), s"n=$n null at $at")
+        assert(io.lancespark.format.arrow.NullCounts.count(v) == v.getNullCount, s"n=$n null at $at")
+      }
       finally v.close()
     }
   }

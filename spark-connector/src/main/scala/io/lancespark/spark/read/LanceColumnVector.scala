@@ -59,7 +59,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   // Hot-path state resolved once per batch: Spark calls the getters once per
   // row, so they read the Arrow buffers directly (the vectors are immutable
   // while the batch is alive) instead of going through Arrow's checked accessors.
-  private val nullCount: Int = vector.getNullCount
+  private val nullCount: Int = io.lancespark.format.arrow.NullCounts.count(vector)
   private val validityAddress: Long =
     if (nullCount == 0) 0L
     else vector match {

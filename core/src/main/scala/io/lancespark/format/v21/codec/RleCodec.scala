@@ -43,9 +43,11 @@ final case class RleCodec(rle: Rle) extends Codec {
       }
       if (len < 0) ctx.fail(s"run length $len")
       val take = math.min(len, n - pos)
-      values.duplicate().position(r * w).asInstanceOf[ByteBuffer].get(value)
-      if (w == 1) java.util.Arrays.fill(out, pos, pos + take, value(0))
+      // the run's value read in place (absolute indexes, as the lengths are): no buffer view per run
+      if (w == 1) java.util.Arrays.fill(out, pos, pos + take, values.get(r))
       else if (take > 0) {
+        var b = 0
+        while (b < w) { value(b) = values.get(r * w + b); b += 1 }
         // one copy of the value, then doubling copies of what is written
         val start = pos * w
         val total = take * w
