@@ -155,15 +155,15 @@ def star(spark, tmp_path_factory):
     spark.conf.unset("spark.lance.pushResidualFilters")
 
 
-def _fact_scans(spark, sql: str) -> int:
-    """Scans of the fact table `ret` in the executed plan (without adaptive execution); an
-    exchange reused is not a scan."""
+def _fact_scans(spark, sql: str, table: str = "ret", first_column: str = "cust") -> int:
+    """Scans of the fact table `table` (Lance, or Parquet's, whose first column is `first_column`)
+    in the executed plan (without adaptive execution); an exchange reused is not a scan."""
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     try:
         plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
     finally:
         spark.conf.unset("spark.sql.adaptive.enabled")
-    return len(re.findall(r"(?:BatchScan lance\.`[^`]*/ret\.lance`|FileScan parquet \[cust#)", plan))
+    return len(re.findall(rf"(?:BatchScan lance\.`[^`]*/{table}\.lance`|FileScan parquet \[{first_column}#)", plan))
 
 
 def test_inferred_predicates_join_the_scan_and_the_cte_runs_once_as_parquets(spark, star):
@@ -252,12 +252,7 @@ def nested_star(spark, star, tmp_path_factory):
 
 
 def _nested_fact_scans(spark, sql: str) -> int:
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
-    finally:
-        spark.conf.unset("spark.sql.adaptive.enabled")
-    return len(re.findall(r"(?:BatchScan lance\.`[^`]*/nret\.lance`|FileScan parquet \[k#)", plan))
+    return _fact_scans(spark, sql, table="nret", first_column="k")
 
 
 @pytest.mark.parametrize("extra", ["", " AND r.k.cust > 150", " AND (r.k IS NULL OR r.k.cust IN (3, 5, 7, 11))",
