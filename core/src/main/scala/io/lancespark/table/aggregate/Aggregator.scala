@@ -6,6 +6,7 @@ import scala.collection.mutable
 
 import org.apache.arrow.vector.ValueVector
 
+import io.lancespark.format.arrow.NullCounts
 import io.lancespark.table.scan.ColumnDictionary
 import io.lancespark.table.aggregate.AggFn._
 
@@ -65,7 +66,7 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
         case CountStar => state.asInstanceOf[Counts].all(groups)
         case Count(Left(c)) =>
           val v = vectors(c)
-          if (!ExprEval.anyNull(v)) state.asInstanceOf[Counts].all(groups)
+          if (!NullCounts.any(v)) state.asInstanceOf[Counts].all(groups)
           else state.asInstanceOf[Counts].nonNull(groups, j => v.isNull(rows(j)))
         case Count(Right(e)) => numbers(e, vectors, rows, groups, a, longs, (g, _) => state.asInstanceOf[Counts].one(g))
         case Sum(e) => numbers(e, vectors, rows, groups, a, longs, state.asInstanceOf[Sums].add(a))

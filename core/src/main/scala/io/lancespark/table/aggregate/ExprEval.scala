@@ -96,7 +96,7 @@ object ExprEval {
   private def column(v: ValueVector, t: NumType, rows: Array[Int]): Longs = {
     val n = rows.length
     val out = new Array[Long](n)
-    val nulls = if (!anyNull(v)) Array.empty[Boolean] else Array.tabulate(n)(j => v.isNull(rows(j)))
+    val nulls = if (!NullCounts.any(v)) Array.empty[Boolean] else Array.tabulate(n)(j => v.isNull(rows(j)))
     var j = 0
     v match {
       case d: DecimalVector =>
@@ -130,9 +130,6 @@ object ExprEval {
     if (max >= 0) d.checkBytes(0L, width.toLong * (max + 1L))
     d.memoryAddress()
   }
-
-  /** Whether any of `v`'s values is null (see [[NullCounts.any]]). */
-  private[aggregate] def anyNull(v: ValueVector): Boolean = NullCounts.any(v)
 
   private def columnValue(v: ValueVector, row: Int): Option[JBigDecimal] =
     if (v.isNull(row)) None

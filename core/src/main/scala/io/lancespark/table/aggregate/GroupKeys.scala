@@ -4,6 +4,7 @@ import scala.collection.mutable
 
 import org.apache.arrow.vector._
 
+import io.lancespark.format.arrow.NullCounts
 import io.lancespark.table.scan.ColumnDictionary
 
 /** Dense group numbers for the rows of batches, over one or more grouping
@@ -197,7 +198,7 @@ private final class ColumnCodes {
   def of(v: ValueVector, dictionary: Option[ColumnDictionary], rows: Array[Int]): Array[Int] = {
     val m = rows.length
     val out = new Array[Int](m)
-    val hasNulls = ExprEval.anyNull(v)
+    val hasNulls = NullCounts.any(v)
     def isNull(r: Int): Boolean = hasNulls && v.isNull(r)
     var j = 0
     v match {

@@ -8,6 +8,7 @@ import org.apache.arrow.vector.{DecimalVector, IntVector, ValueVector, VarCharVe
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.lancespark.format.arrow.NullCounts
 import io.lancespark.table.aggregate.AggFn._
 import io.lancespark.table.aggregate.Expr._
 import io.lancespark.table.aggregate.NumType._
@@ -117,12 +118,12 @@ class AggregatorSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally vectors.foreach(_.close())
   }
 
-  test("anyNull and NullCounts.count: a null at any position (in a whole word, in the tail), or none, as Arrow counts") {
+  test("NullCounts.any and count: a null at any position (in a whole word, in the tail), or none, as Arrow counts") {
     for (n <- Seq(1, 63, 64, 65, 130, 200); at <- Seq(-1, 0, n / 2, n - 1)) {
       val v = ints("i", (0 until n).map(j => if (j == at) None else Some(j)))
       try {
-        assert(ExprEval.anyNull(v) == (at >= 0), s"n=$n null at $at")
-        assert(io.lancespark.format.arrow.NullCounts.count(v) == v.getNullCount, s"n=$n null at $at")
+        assert(NullCounts.any(v) == (at >= 0), s"n=$n null at $at")
+        assert(NullCounts.count(v) == v.getNullCount, s"n=$n null at $at")
       }
       finally v.close()
     }

@@ -75,12 +75,6 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
     * aggregation hands out its groups at a cut inside a batch). */
   private var pending: Option[(Map[String, ValueVector], Map[String, Option[ColumnDictionary]], Array[Int])] = None
 
-  /** Aggregates batches until the partition ends or the aggregator holds
-    * [[LanceAggregateReader.MaxRows]] rows, then returns its rows. Partial:
-    * a group may then have rows in several chunks (Spark's final aggregation
-    * merges them). Complete: once that full, it reads on to the next cut of
-    * the partition's pieces, where no group goes on, and returns its groups
-    * before it. */
   /** 0 until n, the same array for each batch of n rows (the aggregator only reads it). */
   private var identity: Array[Int] = Array.emptyIntArray
   private def allRows(n: Int): Array[Int] = {
@@ -88,6 +82,12 @@ final class LanceAggregateReader(factory: LanceAggregateReaderFactory, partition
     identity
   }
 
+  /** Aggregates batches until the partition ends or the aggregator holds
+    * [[LanceAggregateReader.MaxRows]] rows, then returns its rows. Partial:
+    * a group may then have rows in several chunks (Spark's final aggregation
+    * merges them). Complete: once that full, it reads on to the next cut of
+    * the partition's pieces, where no group goes on, and returns its groups
+    * before it. */
   private def aggregateChunk(): Iterator[InternalRow] = {
     val aggregator = new Aggregator(factory.aggregation, factory.complete)
     pending.foreach { case (v, d, r) => aggregator.add(v, d, r) }

@@ -9,6 +9,7 @@ import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
+import io.lancespark.format.arrow.NullCounts
 import io.lancespark.table.scan.ColumnDictionary
 
 /** A Spark column over an Arrow vector decoded by the codec, converting on
@@ -59,7 +60,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   // Hot-path state resolved once per batch: Spark calls the getters once per
   // row, so they read the Arrow buffers directly (the vectors are immutable
   // while the batch is alive) instead of going through Arrow's checked accessors.
-  private val nullCount: Int = io.lancespark.format.arrow.NullCounts.count(vector)
+  private val nullCount: Int = NullCounts.count(vector)
   private val validityAddress: Long =
     if (nullCount == 0) 0L
     else vector match {
