@@ -60,15 +60,15 @@ test-scala: venv fixtures
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "spark40/test" "spark35/test" "++2.12.20 core/testOnly * -*V21CodecChoiceSuite" "spark35/test" < /dev/null
 
 test-python: python
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 tests
 
-# A slice of the randomized differential tests (50 seeds per case, 5 Delta sequences, 1 change-feed sequence) keeps
+# A slice of the randomized differential tests (30 seeds per case, 5 Delta sequences, 1 change-feed sequence) keeps
 # make test inside CI's budget; make test-long runs them at length. The modules run on two
 # pytest workers (pytest-xdist; a module and its Spark session stay on one worker;
 # PYTEST_WORKERS=1 runs them one after another).
 test-integration: python
 	rm -rf target/spark-local
-	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-50} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
+	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-30} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
 	  $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --durations=30 integration-tests
 
 # Each further Spark line, in a venv with that line's pip pyspark (issue 36): the real-Spark
@@ -103,16 +103,17 @@ test:
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
 	[ $$rc = 0 ] && $(MAKE) --no-print-directory test-lines
 
-# The randomized differential tests at length (make test runs 50 seeds per case and 5
+# The randomized differential tests at length (make test runs 30 seeds per case and 5
 # Delta sequences), every commit point a writer can be killed at (make test kills it at
-# two), concurrent writer processes (make test: threads), a worker killed mid-MERGE (make
+# one), concurrent writer processes (make test: threads), a worker killed mid-MERGE (make
 # test: mid-write), a streaming driver killed 8 times (make test: once), the whole pylance
 # read matrix (make test reads 4 of its 7 datasets), a history of 10,000 versions (make
-# test: 2,000), a table of 100,000 fragments (make test: 10,000), every core suite on 2.12.
+# test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a, all the pushdown
+# predicates (make test: half), every core suite on 2.12.
 test-long: python fixtures
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "++2.12.20 core/testOnly *V21CodecChoiceSuite" < /dev/null
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 $(PY) -m pytest -q -k differential integration-tests
-	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or 100mib or 100_mib" integration-tests
+	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or 100mib or 100_mib or pushdown_matches or statement_equals_parquet or spark_submit_pipeline" integration-tests
 
 demo: python
 	$(PY) examples/demo.py

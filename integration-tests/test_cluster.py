@@ -329,6 +329,7 @@ def operations(path: Path) -> list[str]:
 
 # --- tests ----------------------------------------------------------------------
 
+@long_only   # make test runs the same pipeline with the table and warehouse on S3 (below)
 def test_spark_submit_pipeline(whole_cluster, tmp_path):
     """spark-submit --jars: the demo's steps, MERGE, DELETE, a filtered scan and a
     CTAS into the catalog's warehouse, all run by executors on both workers."""

@@ -1,4 +1,4 @@
-"""Long histories (issue 35): a table of 2,000 versions (10,000 with
+"""Long histories (issue 35): a table of 1,000 versions (10,000 with
 LANCE_LONG_TESTS=1), its manifests written directly (long_history.py). pylance
 and the connector agree on the latest version, on VERSION AS OF and TIMESTAMP
 AS OF at times before the first version, between versions and after the last,
@@ -26,7 +26,7 @@ import s3_server
 from conftest import new_session
 from long_history import rows_of
 
-N = 10_000 if os.environ.get("LANCE_LONG_TESTS") == "1" else 2_000
+N = 10_000 if os.environ.get("LANCE_LONG_TESTS") == "1" else 1_000
 
 
 @pytest.fixture(scope="module")

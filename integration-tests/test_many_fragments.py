@@ -1,4 +1,4 @@
-"""Many fragments (issue 35): a table of 10,000 fragments (100,000 with LANCE_LONG_TESTS=1), as
+"""Many fragments (issue 35): a table of 5,000 fragments (100,000 with LANCE_LONG_TESTS=1), as
 small appends never compacted leave it, written by pylance (a few rows per data file, some with
 deletions). Spark's count(*) is answered from the manifest with no data file read (the data
 files are removed from a copy: any read would fail); a filtered scan and an aggregate equal
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-N_FRAGMENTS = 100_000 if os.environ.get("LANCE_LONG_TESTS") == "1" else 10_000
+N_FRAGMENTS = 100_000 if os.environ.get("LANCE_LONG_TESTS") == "1" else 5_000
 ROWS_PER_FILE = 4
 
 

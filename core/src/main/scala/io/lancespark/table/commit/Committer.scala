@@ -121,7 +121,9 @@ final case class CreateIndices(newIndices: Seq[IndexMetadata], removedIndices: S
 final case class CommitSettings(
     stableRowIds: Boolean = false,
     v2ManifestNaming: Boolean = true,
-    maxAttempts: Int = 20,
+    /** Attempts before a writer that keeps losing the race gives up (each loss backs off up to 1 s):
+      * 8 writers appending at once on a loaded machine lost 20 in a row. */
+    maxAttempts: Int = 100,
     writerLibrary: String = "lance-spark",
     writerVersion: String = "0.1.0",
     /** Recorded in the transaction file's `transaction_properties` (e.g. a
