@@ -58,8 +58,9 @@ fixtures: venv
 # vector index builds checked by pylance, old releases, compaction, the codec choice's 68 s of
 # pylance size checks): the codec, commit, filter, planning and aggregate suites run on both;
 # make test-long runs the rest on 2.12 too.
+CORE_212_LONG_SUITES := *V21CodecChoiceSuite *IvfBuildSuite *VectorIndexSuite *VectorSearchSuite *IndexBuildSuite *KeyedBuildSuite *ScalarIndexSuite *OldReleasesSuite *CompactionSuite
 test-scala: venv fixtures
-	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "spark40/test" "spark35/test" "++2.12.20 core/testOnly * -*V21CodecChoiceSuite -*IvfBuildSuite -*VectorIndexSuite -*VectorSearchSuite -*IndexBuildSuite -*KeyedBuildSuite -*ScalarIndexSuite -*OldReleasesSuite -*CompactionSuite" "spark35/test" < /dev/null
+	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "spark40/test" "spark35/test" "++2.12.20 core/testOnly * $(addprefix -,$(CORE_212_LONG_SUITES))" "spark35/test" < /dev/null
 
 test-python: python
 	$(PY) -m pytest -q -n 2 tests
@@ -113,7 +114,7 @@ test:
 # test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a, all the pushdown
 # predicates (make test: half), every core suite on 2.12.
 test-long: python fixtures
-	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "++2.12.20 core/testOnly *V21CodecChoiceSuite *IvfBuildSuite *VectorIndexSuite *VectorSearchSuite *IndexBuildSuite *KeyedBuildSuite *ScalarIndexSuite *OldReleasesSuite *CompactionSuite" < /dev/null
+	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "++2.12.20 core/testOnly $(CORE_212_LONG_SUITES)" < /dev/null
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 $(PY) -m pytest -q -k differential integration-tests
 	LANCE_LONG_TESTS=1 $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or 100mib or 100_mib or pushdown_matches or statement_equals_parquet or spark_submit_pipeline" integration-tests
 

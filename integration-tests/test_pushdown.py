@@ -12,10 +12,10 @@ import random
 import lance
 import pyarrow as pa
 import pytest
-
-from conftest import LONG
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from conftest import LONG
 
 SCHEMA = T.StructType([
     T.StructField("id", T.LongType(), False),
