@@ -38,6 +38,23 @@ object NullCounts {
       }
   }
 
+  /** Whether each of `rows` (positions in `v`) is null, read from the
+    * validity bits by address (bounds checked once, by [[bits]]). */
+  def nullsAt(v: ValueVector, rows: Array[Int]): Array[Boolean] = bits(v) match {
+    case None => Array.tabulate(rows.length)(j => v.isNull(rows(j)))
+    case Some(address) =>
+      val n = v.getValueCount
+      val out = new Array[Boolean](rows.length)
+      var j = 0
+      while (j < rows.length) {
+        val i = rows(j)
+        if (i < 0 || i >= n) throw new IndexOutOfBoundsException(s"row $i of a vector of $n values")
+        out(j) = (MemoryUtil.getByte(address + (i >>> 3)) & (1 << (i & 7))) == 0
+        j += 1
+      }
+      out
+  }
+
   /** The address of `v`'s validity bits, checked to hold one per value; None
     * where they cannot be read so (no values, no validity buffer, a null vector). */
   private def bits(v: ValueVector): Option[Long] = v match {

@@ -88,6 +88,8 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
           case s: Sums if l.nulls.isEmpty && oneGroup => s.addLongsToGroup0(a, l.values, rows.length)
           case s: Sums if l.nulls.isEmpty => s.addLongs(a, groups, l.values)
           case s: Sums => s.addLongsSkippingNulls(a, groups, l)
+          case x: Extremes => x.addLongs(groups, l)
+          case c: Counts => c.nonNull(groups, l.isNull)
           case _ =>
             var j = 0
             while (j < rows.length) { if (!l.isNull(j)) f(groups(j), l.values(j)); j += 1 }
@@ -229,6 +231,40 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
 
   /** Minimum (`sign` -1) or maximum (1). */
   private final class Extremes(sign: Int) extends Numbers {
+    /** [[add]] of each non-null value (a long) of `l`, without boxing them;
+      * with no GROUP BY, one loop for the batch's extreme, then one [[add]]. */
+    def addLongs(groups: Array[Int], l: ExprEval.Longs): Unit = {
+      val values = l.values
+      val n = groups.length
+      if (oneGroup) {
+        var best = 0L
+        var seen = false
+        var j = 0
+        while (j < n) {
+          if (!l.isNull(j)) {
+            val v = values(j)
+            if (!seen || (if (sign < 0) v < best else v > best)) best = v
+            seen = true
+          }
+          j += 1
+        }
+        if (seen) add(0, best)
+      } else {
+        var j = 0
+        while (j < n) {
+          if (!l.isNull(j)) {
+            val g = groups(j)
+            val v = values(j)
+            if (bigs(g) == null) {
+              if (!has(g) || (if (sign < 0) v < longs(g) else v > longs(g))) longs(g) = v
+              has(g) = true
+            } else add(g, v)
+          }
+          j += 1
+        }
+      }
+    }
+
     def add(g: Int, v: Any): Unit = v match {
       case l: Long if bigs(g) == null =>
         if (!has(g) || (if (sign < 0) l < longs(g) else l > longs(g))) longs(g) = l

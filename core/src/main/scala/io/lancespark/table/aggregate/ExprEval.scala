@@ -96,7 +96,7 @@ object ExprEval {
   private def column(v: ValueVector, t: NumType, rows: Array[Int]): Longs = {
     val n = rows.length
     val out = new Array[Long](n)
-    val nulls = if (!NullCounts.any(v)) Array.empty[Boolean] else Array.tabulate(n)(j => v.isNull(rows(j)))
+    val nulls = if (!NullCounts.any(v)) Array.empty[Boolean] else NullCounts.nullsAt(v, rows)
     var j = 0
     v match {
       case d: DecimalVector =>

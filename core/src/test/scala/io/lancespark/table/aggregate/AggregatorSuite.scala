@@ -233,4 +233,30 @@ class AggregatorSuite extends AnyFunSuite with BeforeAndAfterAll {
       .map(_._1.map(_.map { case a: Array[Byte] => new String(a, UTF_8) }))
     assert(one.toSet == Set(Vector(Some("a")), Vector(Some("b"))), one)
   }
+
+  test("minimum, maximum and count of an expression, with NULLs, chosen rows, with and without groups (seeded)") {
+    val rnd = new scala.util.Random(20261129)
+    (0 until 40).foreach { round =>
+      val n = 1 + rnd.nextInt(300)
+      val keys = Seq.fill(n)(if (rnd.nextInt(10) == 0) None else Some(rnd.nextInt(4)))
+      val values = Seq.fill(n)(if (rnd.nextInt(4) == 0) None else Some(rnd.nextInt() >> rnd.nextInt(31)))
+      val chosen = (0 until n).filter(_ => rnd.nextInt(3) > 0).toArray
+      val x = Col("x", Integral(32))
+      val plusOne = Arith(Plus, Widen(x, Integral(64)), Lit(JBigDecimal.ONE, Integral(64)), Integral(64))
+      val fns = Vector(Min(x), Max(x), Count(Right(plusOne)), Max(plusOne))
+      Seq(Vector.empty[String], Vector("k")).foreach { groupBy =>
+        val out = run(Aggregation(groupBy, fns), ints("k", keys), ints("x", values))(chosen)
+        val rows = chosen.toSeq.map(j => (if (groupBy.isEmpty) None else keys(j), values(j)))
+        val expected = rows.groupBy(_._1).map { case (k, rs) =>
+          val vs = rs.flatMap(_._2).map(_.toLong)
+          val keyOut = if (groupBy.isEmpty) Vector.empty else Vector(k.map(v => b(v.toLong)))
+          keyOut -> Vector(vs.reduceOption(_ min _).map(b), vs.reduceOption(_ max _).map(b), Some(b(vs.size.toLong)),
+            vs.reduceOption(_ max _).map(v => b(v + 1)))
+        }
+        val got = out.toMap
+        if (chosen.isEmpty && groupBy.isEmpty) assert(out.isEmpty || out.map(_._2(2)) == Vector(Some(b(0))), s"round $round")
+        else assert(got == expected, s"round $round, groupBy $groupBy")
+      }
+    }
+  }
 }
