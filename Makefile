@@ -12,7 +12,7 @@ BUNDLES := target/bundles
 FIXTURES := spark-connector/target/fixtures
 
 
-.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration test-lines line-venvs test-long demo bench bench-quick bench-tpch-matrix bench-tpcds-matrix clean
+.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration test-lines run-lines line-venvs test-long demo bench bench-quick bench-tpch-matrix bench-tpcds-matrix clean
 
 all: python
 
@@ -59,17 +59,19 @@ fixtures: venv
 # pylance size checks): the codec, commit, filter, planning and aggregate suites run on both;
 # make test-long runs the rest on 2.12 too.
 CORE_212_LONG_SUITES := *V21CodecChoiceSuite *IvfBuildSuite *VectorIndexSuite *VectorSearchSuite *IndexBuildSuite *KeyedBuildSuite *ScalarIndexSuite *OldReleasesSuite *CompactionSuite
-test-scala: venv fixtures
+# BUILT=1: the package and fixtures are built already (make test builds them first).
+BUILT ?=
+test-scala: $(if $(BUILT),,venv fixtures)
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "spark40/test" "spark35/test" "++2.12.20 core/testOnly * $(addprefix -,$(CORE_212_LONG_SUITES))" "spark35/test" < /dev/null
 
-test-python: python
+test-python: $(if $(BUILT),,python)
 	$(PY) -m pytest -q -n 2 tests
 
 # A slice of the randomized differential tests (30 seeds per case, 5 Delta sequences, 1 change-feed sequence) keeps
 # make test inside CI's budget; make test-long runs them at length. The modules run on two
 # pytest workers (pytest-xdist; a module and its Spark session stay on one worker;
 # PYTEST_WORKERS=1 runs them one after another).
-test-integration: python
+test-integration: $(if $(BUILT),,python)
 	rm -rf target/spark-local
 	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-30} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
 	  $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --durations=30 integration-tests
@@ -88,23 +90,33 @@ LINE_PYSPARKS := 3.5.9 4.0.5 4.1.4 4.3.0
 
 line-venvs: $(foreach v,$(LINE_PYSPARKS),.venv-spark-$(v)/.installed)
 
-# Two lines at a time (each is one small local session; its own temp dir and log).
+# Two lines at a time (each is one small local session; its own temp dir and log);
+# LINE_JOBS=1 one after another.
+LINE_JOBS ?= 2
 test-lines: python line-venvs
+	@$(MAKE) --no-print-directory run-lines
+
+run-lines:
 	@rm -rf target/lines && mkdir -p target/lines
-	printf '%s\n' $(LINE_PYSPARKS) | xargs -P 2 -I{} sh -c 'PYTHONPATH=python .venv-spark-{}/bin/python -m pytest -q -p no:cacheprovider --basetemp=target/lines/tmp-{} integration-tests/test_spark_line.py > target/lines/{}.log 2>&1; echo $$? > target/lines/{}.rc'
+	printf '%s\n' $(LINE_PYSPARKS) | xargs -P $(LINE_JOBS) -I{} sh -c 'SPARK_LOCAL_DIRS=$(abspath target)/lines/local-{} PYTHONPATH=python .venv-spark-{}/bin/python -m pytest -q -p no:cacheprovider --basetemp=target/lines/tmp-{} integration-tests/test_spark_line.py > target/lines/{}.log 2>&1; echo $$? > target/lines/{}.rc'
 	@rc=0; for v in $(LINE_PYSPARKS); do \
 	  echo "== Spark $$v"; \
 	  if [ "$$(cat target/lines/$$v.rc)" = 0 ]; then tail -n 1 target/lines/$$v.log; else cat target/lines/$$v.log; rc=1; fi; \
 	done; exit $$rc
 
-# The line venvs (pip installs: mostly waiting on downloads and unpacking) are made in the
-# background while the Scala suites run (sbt runs one suite at a time; a core is free).
+# The bundles and the package are built first, while the line venvs are made in the background
+# (pip installs: mostly waiting on downloads and unpacking); then the lines run one at a time in
+# the background while the Scala suites run (they leave part of a core idle: many suites wait on
+# pylance processes), and the Python and interop tests after them have both cores.
 test:
 	@mkdir -p target
 	@( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
-	$(MAKE) --no-print-directory test-scala test-python test-integration; rc=$$?; \
+	$(MAKE) --no-print-directory python fixtures || { wait $$venvs; exit 1; }; \
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
-	[ $$rc = 0 ] && $(MAKE) --no-print-directory test-lines
+	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 > target/lines.log 2>&1 ) & lines=$$!; \
+	$(MAKE) --no-print-directory test-scala test-python test-integration BUILT=1; rc=$$?; \
+	wait $$lines; lrc=$$?; echo "== the Spark lines (target/lines.log):"; cat target/lines.log; \
+	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
 # The randomized differential tests at length (make test runs 30 seeds per case and 5
 # Delta sequences), every commit point a writer can be killed at (make test kills it at

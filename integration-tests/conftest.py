@@ -38,3 +38,38 @@ def spark():
     session = new_session()
     yield session
     session.stop()
+
+
+# The longest modules first (their share of a make test run on two workers, longest first), so that
+# pytest-xdist's loadfile schedule, which hands out modules in collection order, does not end
+# with one long module on one worker while the other has nothing left. The rest keep their order.
+LONGEST_FIRST = (
+    "test_change_feed.py", "test_delta_differential.py", "test_tpcds.py", "test_dml_conformance.py",
+    "test_object_store.py", "test_aggregate_pushdown.py", "test_tpch.py", "test_external_manifest_store.py",
+    "test_streaming.py", "test_write_differential.py", "test_cluster.py", "test_long_history.py",
+    "test_connect.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
+
+
+_module_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    module = report.nodeid.split("::", 1)[0]
+    _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Each module's time (setup, calls, teardown) on this pytest-xdist worker, longest first,
+    in target/module-times-<worker>.txt: what LONGEST_FIRST is ordered by."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None or not _module_seconds:
+        return
+    out = HERE.parent / "target" / f"module-times-{worker}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(f"{s:8.1f} {m}\n" for m, s in sorted(_module_seconds.items(), key=lambda kv: -kv[1])))

@@ -94,7 +94,9 @@ def test_read_ahead_on_and_off_give_the_same_rows(spark, small_pages, batch):
         return sorted(df.collect())
 
     on, off = read("true"), read("false")
-    assert on == off == read("auto")
+    assert on == off
+    if batch == 65536:   # auto is off on a local disk: read once more where it is cheap
+        assert read("auto") == on
     assert [r.id for r in on] == [i for i in range(ROWS) if i % 997 == 3]
     assert all(r.s == (None if r.id % 5 == 0 else f"row-{r.id}") for r in on)
 

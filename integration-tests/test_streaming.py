@@ -176,10 +176,12 @@ def test_sink_exactly_once_across_killed_drivers(tmp_path):
     points while batches commit; restarted from the checkpoint each time, and
     finally run to the end: every input row is in the table exactly once."""
     src, out, ckpt = tmp_path / "in", tmp_path / "out.lance", tmp_path / "ckpt"
-    n_files, per_file = 40, 25
+    long = os.environ.get("LANCE_LONG_TESTS") == "1"
+    # make test-long kills more often, in a longer stream (make test: one kill, 16 one-file batches)
+    n_files, per_file = (40, 25) if long else (16, 25)
     for k in range(n_files):
         _write_json(src, f"f{k:03d}", range(k * per_file, (k + 1) * per_file))
-    rounds = 8 if os.environ.get("LANCE_LONG_TESTS") == "1" else 1   # make test-long kills more often
+    rounds = 8 if long else 1
     stream_drivers.kill_and_restart(tmp_path, str(src), str(out), str(ckpt),
                                     lambda: _committed_versions(out),
                                     rounds, seed=41)
