@@ -111,14 +111,31 @@ object RepDef {
   def maxVisibleDef(path: Vector[LayerKind]): Int = path.takeWhile(_ == LayerKind.Item).map(canonicalLevels).sum
 
   /** Maps page definition levels in place (from `from` to `until`) to canonical ones. */
-  def mapDefs(defs: Array[Int], from: Int, until: Int, map: Array[Int], fail: String => Nothing): Unit = {
-    var i = from
-    while (i < until) {
-      val d = defs(i)
-      if (d < 0 || d >= map.length) fail(s"definition level $d, but the page's layers allow at most ${map.length - 1}")
-      defs(i) = map(d)
-      i += 1
+  def mapDefs(defs: Array[Int], from: Int, until: Int, map: Array[Int], fail: String => Nothing): Unit =
+    if (isIdentity(map)) {
+      // the levels stay as they are (a nullable column outside lists: 0 and 1): only checked
+      var bad = 0
+      var i = from
+      while (i < until) { bad |= defs(i) | (map.length - 1 - defs(i)); i += 1 }
+      if (bad < 0) {
+        val d = defs.slice(from, until).find(d => d < 0 || d >= map.length).get
+        fail(s"definition level $d, but the page's layers allow at most ${map.length - 1}")
+      }
+    } else {
+      var i = from
+      while (i < until) {
+        val d = defs(i)
+        if (d < 0 || d >= map.length) fail(s"definition level $d, but the page's layers allow at most ${map.length - 1}")
+        defs(i) = map(d)
+        i += 1
+      }
     }
+
+  /** Whether `map` maps each level to itself. */
+  def isIdentity(map: Array[Int]): Boolean = {
+    var i = 0
+    while (i < map.length && map(i) == i) i += 1
+    i == map.length
   }
 
   /** Number of visible entries (entries with a leaf value slot) in [from, until). */

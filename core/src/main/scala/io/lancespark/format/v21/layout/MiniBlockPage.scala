@@ -300,6 +300,8 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       val path = io.input.path
       val cctx = codecContext(io)
       val map = defMap(layout.getLayersList, path)
+      // each level the page can hold has a value slot (a nullable column outside lists): no entry to check
+      val everyLevelVisible = map.forall(_ <= leaf.maxVisibleDef)
       val s = state(io.source)
       val chunkBuf = meta.buffers(1)
       val before: Option[Decoded] = io.recall(this).collect { case d: Decoded => d }
@@ -327,7 +329,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
             index = c
             taken = 0
             if (chunk.rep != null) allVisible = false
-            else if (chunk.defs != null) {
+            else if (chunk.defs != null && !everyLevelVisible) {
               // every entry has a value slot (its canonical level at most the leaf's visible one)
               var k = 0
               while (k < chunk.entries && allVisible) {
@@ -430,8 +432,10 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
         (start, end)
       }
     if (ls < 0 || le > lv.size || ls > le) fail(path, s"rows [$from, $until) map to levels [$ls, $le) of ${lv.size}")
-    val vs = RepDef.visible(lv.defs, 0, ls, leaf.maxVisibleDef)
-    val ve = vs + RepDef.visible(lv.defs, ls, le, leaf.maxVisibleDef)
+    // canonical levels (checked) are the map's values: when each has a value slot, every entry has
+    val everyVisible = leaf.maxRep == 0 && map.forall(_ <= leaf.maxVisibleDef)
+    val vs = if (everyVisible) ls else RepDef.visible(lv.defs, 0, ls, leaf.maxVisibleDef)
+    val ve = vs + (if (everyVisible) le - ls else RepDef.visible(lv.defs, ls, le, leaf.maxVisibleDef))
     val total = values.iterator.map(_.count).sum
     if (ve > total) fail(path, s"levels mark $ve visible values, the chunks hold $total")
     val rep = if (lv.rep == null) null else java.util.Arrays.copyOfRange(lv.rep, ls, le)
