@@ -70,6 +70,15 @@ def _rows(n: int, seed: int):
     return out
 
 
+@pytest.fixture(scope="module", autouse=True)
+def any_groups(spark):
+    """The module's tables are small: their GROUP BYs are pushed whatever rows their groups have
+    (test_many_small_groups_are_left_to_spark checks the default)."""
+    spark.conf.set("spark.lance.aggregateMinRowsPerGroup", "0")
+    yield
+    spark.conf.unset("spark.lance.aggregateMinRowsPerGroup")
+
+
 @pytest.fixture(scope="module")
 def table(spark, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("aggregates") / "t.lance")
@@ -181,6 +190,33 @@ def test_many_groups_are_returned_in_chunks(spark, tmp_path):
     plan = _plan(spark, "SELECT id, count(*), sum(v) FROM ids GROUP BY id")
     assert "LanceAggregateScan" in plan and ", complete" not in plan, plan
     assert [tuple(r) for r in spark.sql(sql).collect()] == [(300_000, 300_000, 1, 1, sum(i % 7 for i in range(300_000)))]
+
+
+def test_many_small_groups_are_left_to_spark(spark, tmp_path):
+    """By default a partial GROUP BY is pushed only when its groups average 1,000 rows or more
+    by the distinct estimates of the written files; without estimates (pylance's files) it is."""
+    path = str(tmp_path / "groups.lance")
+    spark.range(0, 300_000, numPartitions=1).selectExpr(
+        "(id * 7919) % 300000 AS id", "CAST(id % 7 AS INT) AS v", "CAST(id % 1000 AS INT) AS k") \
+        .write.format("lance").save(path)
+    spark.read.format("lance").load(path).createOrReplaceTempView("groups")
+    py_path = str(tmp_path / "groups_pylance.lance")
+    lance.write_dataset(lance.dataset(path).to_table(), py_path)
+    spark.read.format("lance").load(py_path).createOrReplaceTempView("groups_pylance")
+    spark.conf.unset("spark.lance.aggregateMinRowsPerGroup")
+    try:
+        pushed = lambda sql: "LanceAggregateScan" in _plan(spark, sql)   # noqa: E731
+        assert not pushed("SELECT id, count(*) FROM groups GROUP BY id")          # 300,000 groups of 1 row
+        assert not pushed("SELECT k, sum(v) FROM groups GROUP BY k")               # 1,000 of 300
+        assert not pushed("SELECT k, v, count(*) FROM groups WHERE v < 3 GROUP BY k, v")
+        assert pushed("SELECT v, count(*), sum(k) FROM groups GROUP BY v")        # 7 of 42,857
+        assert pushed("SELECT k, count(*), max(v) FROM groups_pylance GROUP BY k")  # no estimates
+        spark.conf.set("spark.lance.aggregateMinRowsPerGroup", "200")
+        assert pushed("SELECT k, sum(v) FROM groups GROUP BY k")
+        on, off, _ = _both(spark, "SELECT k, sum(v), count(*) FROM groups GROUP BY k")
+        assert on == off and len(on) == 1000
+    finally:
+        spark.conf.set("spark.lance.aggregateMinRowsPerGroup", "0")
 
 
 # --- complete aggregation: GROUP BY a column the statistics show clustered ---------------------

@@ -163,6 +163,22 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     (shares.map(_._1).sum, shares.map(_._2).sum)
   }
 
+  /** Whether a GROUP BY of the top-level `columns` over the planned rows
+    * (after the filter, as [[selectivity]] estimates) has on average at least
+    * `rowsPerGroup` rows a group, from the columns' distinct estimates (their
+    * product, one more for a column with nulls); true when a column has no
+    * estimate (files of other writers), or no row is planned. */
+  def fewGroups(columns: Seq[String], rowsPerGroup: Long): Boolean = rowsPerGroup <= 0 || {
+    val found = summaries(columns.map(Vector(_)).toSet)
+    val perColumn = columns.map(c => found.get(Vector(c)).flatMap(s =>
+      s.distinct.map(d => d.toDouble + (if (s.nullCount.exists(_ > 0)) 1.0 else 0.0))))
+    if (perColumn.exists(_.isEmpty)) true
+    else {
+      val rows = plans.map(_.mayMatch.count).sum.toDouble * selectivity
+      perColumn.flatten.product * rowsPerGroup <= rows || rows == 0.0
+    }
+  }
+
   /** The first of `columns` whose values the statistics show clustered over
     * the planned fragments (see [[Clustering]]). */
   def clustering(columns: Seq[String]): Option[Clustering] =

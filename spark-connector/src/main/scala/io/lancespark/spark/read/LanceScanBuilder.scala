@@ -66,10 +66,13 @@ final class LanceScanBuilder(snapshot: Snapshot, tableSchema: StructType, option
     } else if (!options.aggregatePushdown) false
     else {
       complete = completable.collect { case (a, c) if a eq aggregation => c }
-      // a partial aggregation whose sums would be set aside every few rows is left to Spark
+      // a partial aggregation whose sums would be set aside every few rows is left to Spark, and so is
+      // one of many small groups: Spark's generated hash aggregation then beats ours, and it merges
+      // about as many rows as it would have read (GROUP BY a customer id of a sales table)
       aggregate = AggregateTranslation(aggregation, tableSchema, snapshot.schema)
         .filter(t => complete.isDefined ||
-          Aggregator.fewSetAside(t.aggregation, planner.largestMagnitudes(t.aggregation.summedColumns)))
+          (Aggregator.fewSetAside(t.aggregation, planner.largestMagnitudes(t.aggregation.summedColumns)) &&
+            (t.aggregation.groupBy.isEmpty || planner.fewGroups(t.aggregation.groupBy, options.aggregateMinRowsPerGroup))))
       aggregate.isDefined
     }
 
