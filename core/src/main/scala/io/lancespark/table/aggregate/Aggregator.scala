@@ -231,8 +231,8 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
 
   /** Minimum (`sign` -1) or maximum (1). */
   private final class Extremes(sign: Int) extends Numbers {
-    /** [[add]] of each non-null value (a long) of `l`, without boxing them;
-      * with no GROUP BY, one loop for the batch's extreme, then one [[add]]. */
+    /** [[addLong]] of each non-null value of `l`, without boxing them; with
+      * no GROUP BY, one loop for the batch's extreme, then one [[addLong]]. */
     def addLongs(groups: Array[Int], l: ExprEval.Longs): Unit = {
       val values = l.values
       val n = groups.length
@@ -248,33 +248,29 @@ final class Aggregator(spec: Aggregation, complete: Boolean = false) {
           }
           j += 1
         }
-        if (seen) add(0, best)
+        if (seen) addLong(0, best)
       } else {
         var j = 0
-        while (j < n) {
-          if (!l.isNull(j)) {
-            val g = groups(j)
-            val v = values(j)
-            if (bigs(g) == null) {
-              if (!has(g) || (if (sign < 0) v < longs(g) else v > longs(g))) longs(g) = v
-              has(g) = true
-            } else add(g, v)
-          }
-          j += 1
-        }
+        while (j < n) { if (!l.isNull(j)) addLong(groups(j), values(j)); j += 1 }
       }
     }
 
     def add(g: Int, v: Any): Unit = v match {
-      case l: Long if bigs(g) == null =>
+      case l: Long => addLong(g, l)
+      case b: BigInteger => addBig(g, b)
+    }
+
+    private def addLong(g: Int, l: Long): Unit =
+      if (bigs(g) == null) {
         if (!has(g) || (if (sign < 0) l < longs(g) else l > longs(g))) longs(g) = l
         has(g) = true
-      case other =>
-        val b = other match { case l: Long => BigInteger.valueOf(l); case b: BigInteger => b }
-        val current = if (bigs(g) != null) bigs(g) else if (has(g)) BigInteger.valueOf(longs(g)) else null
-        if (current == null || Integer.signum(b.compareTo(current)) == sign) bigs(g) = b
-        else bigs(g) = current
-        has(g) = true
+      } else addBig(g, BigInteger.valueOf(l))
+
+    private def addBig(g: Int, b: BigInteger): Unit = {
+      val current = if (bigs(g) != null) bigs(g) else if (has(g)) BigInteger.valueOf(longs(g)) else null
+      if (current == null || Integer.signum(b.compareTo(current)) == sign) bigs(g) = b
+      else bigs(g) = current
+      has(g) = true
     }
   }
 }

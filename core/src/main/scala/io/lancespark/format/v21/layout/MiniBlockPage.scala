@@ -300,8 +300,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       val path = io.input.path
       val cctx = codecContext(io)
       val map = defMap(layout.getLayersList, path)
-      // each level the page can hold has a value slot (a nullable column outside lists): no entry to check
-      val everyLevelVisible = map.forall(_ <= leaf.maxVisibleDef)
+      val everyLevelVisible = everyLevelHasASlot(map)
       val s = state(io.source)
       val chunkBuf = meta.buffers(1)
       val before: Option[Decoded] = io.recall(this).collect { case d: Decoded => d }
@@ -385,6 +384,10 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     if (k == 0 || k > limit) null else java.util.Arrays.copyOf(out, k)
   }
 
+  /** Whether each canonical level `map` gives has a value slot (a nullable
+    * column outside lists): no entry's level need then be checked for one. */
+  private def everyLevelHasASlot(map: Array[Int]): Boolean = map.forall(_ <= leaf.maxVisibleDef)
+
   def decode(from: Long, until: Long, io: PageIO): LeafRun = {
     val path = io.input.path
     val cctx = codecContext(io)
@@ -433,7 +436,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       }
     if (ls < 0 || le > lv.size || ls > le) fail(path, s"rows [$from, $until) map to levels [$ls, $le) of ${lv.size}")
     // canonical levels (checked) are the map's values: when each has a value slot, every entry has
-    val everyVisible = leaf.maxRep == 0 && map.forall(_ <= leaf.maxVisibleDef)
+    val everyVisible = leaf.maxRep == 0 && everyLevelHasASlot(map)
     val vs = if (everyVisible) ls else RepDef.visible(lv.defs, 0, ls, leaf.maxVisibleDef)
     val ve = vs + (if (everyVisible) le - ls else RepDef.visible(lv.defs, ls, le, leaf.maxVisibleDef))
     val total = values.iterator.map(_.count).sum
