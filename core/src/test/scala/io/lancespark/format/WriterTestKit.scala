@@ -1,7 +1,6 @@
 package io.lancespark.format
 
 import java.math.BigDecimal
-import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Path}
 
 import scala.jdk.CollectionConverters._
@@ -47,10 +46,8 @@ trait WriterTestKit {
         "or set LANCE_PYTHON")
     val lance = pylanceDir.resolve(s"$name.lance")
     val expected = pylanceDir.resolve(s"$name.arrow")
-    val proc = new ProcessBuilder(python.toString, repoRoot.resolve("tests/fixtures/pylance_reads.py").toString,
-      lance.toString, expected.toString).redirectErrorStream(true).start()
-    val output = new String(proc.getInputStream.readAllBytes(), UTF_8)
-    val rc = proc.waitFor()
+    val (rc, output) = io.lancespark.table.PylanceProcess.runFile(repoRoot.resolve("tests/fixtures/pylance_reads.py"),
+      lance.toString, expected.toString)
     assert(rc == 0, s"pylance could not read $lance as expected (exit $rc):\n$output")
   }
 

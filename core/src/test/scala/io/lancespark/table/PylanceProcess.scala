@@ -1,10 +1,18 @@
 package io.lancespark.table
 
+import java.io.{BufferedReader, InputStreamReader, OutputStreamWriter, Writer}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Path}
+import java.util.Base64
+import java.util.concurrent.ConcurrentLinkedQueue
 
 /** pylance (the oracle) for the table suites: the python of LANCE_PYTHON, or
-  * the repository's .venv (`make venv`), running a script given inline. */
+  * the repository's .venv (`make venv`), running a script given inline.
+  *
+  * The scripts run in long-lived interpreters (tests/fixtures/pylance_server.py), one per
+  * test thread at a time, that import pyarrow and lance once: hundreds of checks would
+  * otherwise pay a second of imports each. A script still runs as `__main__` with its own
+  * namespace, arguments, output and exit code. */
 object PylanceProcess {
 
   /** The repository's root: the nearest directory above the working one with a build.sbt. */
@@ -19,9 +27,54 @@ object PylanceProcess {
   /** Runs `python -c script args...`; its output (stdout and stderr), failing
     * the test with that output when it exits with an error. */
   def run(script: String, args: String*): String = {
-    val proc = new ProcessBuilder((Seq(python, "-c", script) ++ args): _*).redirectErrorStream(true).start()
-    val out = new String(proc.getInputStream.readAllBytes(), UTF_8)
-    assert(proc.waitFor() == 0, out)
+    val (rc, out) = exec("-c", script, args)
+    assert(rc == 0, out)
     out
+  }
+
+  /** Runs the script file `file` with `args`: its exit code and output. */
+  def runFile(file: Path, args: String*): (Int, String) =
+    exec(file.toString, new String(Files.readAllBytes(file), UTF_8), args)
+
+  private final class Server {
+    private val log: Path = Files.createTempFile("pylance-server", ".log")
+    private val proc: Process = new ProcessBuilder(python, repoRoot.resolve("tests/fixtures/pylance_server.py").toString)
+      .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile)).start()
+    private val in: Writer = new OutputStreamWriter(proc.getOutputStream, UTF_8)
+    private val out: BufferedReader = new BufferedReader(new InputStreamReader(proc.getInputStream, UTF_8))
+
+    def alive: Boolean = proc.isAlive
+
+    def call(name: String, script: String, args: Seq[String]): (Int, String) = {
+      val enc = Base64.getEncoder
+      in.write((name +: script +: args).map(s => enc.encodeToString(s.getBytes(UTF_8))).mkString(" "))
+      in.write("\n")
+      in.flush()
+      val line = out.readLine()
+      if (line == null) {
+        proc.waitFor()
+        throw new AssertionError(s"the pylance interpreter exited (${proc.exitValue()}) running $name:\n" +
+          new String(Files.readAllBytes(log), UTF_8).takeRight(4000))
+      }
+      val sp = line.indexOf(' ')
+      (line.substring(0, sp).toInt, new String(Base64.getDecoder.decode(line.substring(sp + 1)), UTF_8))
+    }
+
+    def close(): Unit = {
+      try in.close() catch { case _: java.io.IOException => () }
+      if (!proc.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) proc.destroyForcibly()
+      Files.deleteIfExists(log)
+    }
+  }
+
+  private val idle = new ConcurrentLinkedQueue[Server]()
+  private val all = new ConcurrentLinkedQueue[Server]()
+  sys.addShutdownHook(all.forEach(_.close()))
+
+  private def exec(name: String, script: String, args: Seq[String]): (Int, String) = {
+    val server = Option(idle.poll()).filter(_.alive).getOrElse { val s = new Server; all.add(s); s }
+    val result = server.call(name, script, args)
+    idle.add(server)
+    result
   }
 }
