@@ -41,8 +41,9 @@ def spark():
 
 
 # The longest modules first (their share of a make test run on two workers, longest first), so that
-# pytest-xdist's loadfile schedule, which hands out modules in collection order, does not end
-# with one long module on one worker while the other has nothing left. The rest keep their order.
+# pytest-xdist, which hands out modules in this order (make test passes --no-loadscope-reorder),
+# does not end with one long module on one worker while the other has nothing left. The rest keep
+# their order.
 LONGEST_FIRST = (
     "test_change_feed.py", "test_delta_differential.py", "test_tpcds.py", "test_dml_conformance.py",
     "test_object_store.py", "test_aggregate_pushdown.py", "test_tpch.py", "test_external_manifest_store.py",
@@ -50,26 +51,68 @@ LONGEST_FIRST = (
     "test_connect.py",
 )
 
+# Modules whose sessions are launched with the same JVM settings (Delta's jars) run on one
+# worker, one after another (the scheduler below), so that their JVM is launched and compiles
+# its code once: a JVM is relaunched whenever a session's launch settings differ from the
+# running one's (lance_spark.testing.local_session). Every other module is a unit of its own.
+# (Not the S3 modules: each has its own S3 server, and Hadoop's FileSystem cache would keep
+# the bucket's client of the first; local_session relaunches the JVM for a new endpoint.)
+SHARED_JVM = {"test_change_feed.py": "delta-jvm", "test_delta_differential.py": "delta-jvm"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """With --dist loadfile: pytest-xdist's scheduling by module, but the modules of one
+    SHARED_JVM group are one unit of work (one worker, in the collection's order)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedJvmScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return SHARED_JVM.get(Path(module).name, module)
+
+    return SharedJvmScheduling(config, log)
+
 
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
+
+    def module(item) -> str:
+        return Path(str(item.fspath)).name
+
+    # a shared group runs where its first module in LONGEST_FIRST would
+    group_rank: dict[str, int] = {}
+    for name, g in SHARED_JVM.items():
+        group_rank[g] = min(group_rank.get(g, len(rank)), rank.get(name, len(rank)))
+
+    def key(item):
+        name = module(item)
+        g = SHARED_JVM.get(name)
+        return (group_rank[g] if g else rank.get(name, len(rank)), g or "", rank.get(name, len(rank)))
+
+    items.sort(key=key)
 
 
 _module_seconds: dict[str, float] = {}
+_test_seconds: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report):
     module = report.nodeid.split("::", 1)[0]
     _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
+    _test_seconds[report.nodeid] = _test_seconds.get(report.nodeid, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Each module's time (setup, calls, teardown) on this pytest-xdist worker, longest first,
-    in target/module-times-<worker>.txt: what LONGEST_FIRST is ordered by."""
+    in target/module-times-<worker>.txt: what LONGEST_FIRST is ordered by; each test's in
+    target/test-times-<worker>.txt (its module fixture's setup counts for its first test)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker is None or not _module_seconds:
         return
-    out = HERE.parent / "target" / f"module-times-{worker}.txt"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(f"{s:8.1f} {m}\n" for m, s in sorted(_module_seconds.items(), key=lambda kv: -kv[1])))
+    target = HERE.parent / "target"
+    target.mkdir(parents=True, exist_ok=True)
+    for name, times in (("module", _module_seconds), ("test", _test_seconds)):
+        (target / f"{name}-times-{worker}.txt").write_text(
+            "".join(f"{s:8.1f} {m}\n" for m, s in sorted(times.items(), key=lambda kv: -kv[1])))

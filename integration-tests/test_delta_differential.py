@@ -12,8 +12,8 @@ differ; the first failure of a run is also shrunk to a minimal statement list
 
 Delta's jars come from Maven Central through Ivy (``spark.jars.packages``, cached under
 ``~/.cache/lance-spark/ivy``); they can only be put on the classpath when the JVM starts, so
-the module's fixture starts a JVM of its own (and shuts it down afterwards, so the next
-module's session gets a JVM without the Delta settings).
+the module's fixture starts a JVM of its own, which the change feed's module (run next on the
+same worker: conftest.SHARED_JVM) uses too; a later session without them starts a new JVM.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import pytest
 
-from lance_spark.testing import DELTA_PACKAGE, delta_settings, local_session, restart_jvm
+from lance_spark.testing import DELTA_PACKAGE, delta_settings, local_session
 
 SEED = int(os.environ.get("DIFF_SEED", "20240611"))
 SEQUENCES = int(os.environ.get("DIFF_SEQUENCES", "20"))
@@ -66,7 +66,9 @@ def delta_spark(tmp_path_factory):
         pytest.fail(f"Delta Lake's jar ({DELTA_PACKAGE}) did not load: {e}")
     session.root = root  # type: ignore[attr-defined]
     yield session
-    restart_jvm()
+    # the JVM stays for the next module with Delta's launch settings (conftest.SHARED_JVM); a
+    # session with other launch settings starts a new one (lance_spark.testing.local_session)
+    session.stop()
 
 
 def test_catalogs_coexist(delta_spark):

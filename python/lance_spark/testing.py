@@ -15,9 +15,12 @@ DELTA_PACKAGE = "io.delta:delta-spark_4.2_2.13:4.4.0"
 #: Where Spark's ivy resolution keeps the packages it downloads.
 IVY_DIR = Path(os.environ.get("LANCE_SPARK_IVY", Path.home() / ".cache" / "lance-spark" / "ivy"))
 
-#: Settings Spark reads only when its JVM starts.
+#: Settings Spark reads only when its JVM starts; and the S3 endpoint, since Hadoop's JVM-wide
+#: FileSystem cache keeps an s3a:// bucket's client bound to the server it was first made for
+#: (each test module starts its own S3 server).
 LAUNCH_SETTINGS = ("spark.jars.packages", "spark.jars.ivy", "spark.driver.memory",
-                   "spark.driver.extraJavaOptions", "spark.driver.extraClassPath")
+                   "spark.driver.extraJavaOptions", "spark.driver.extraClassPath",
+                   "spark.hadoop.fs.s3a.endpoint")
 
 
 def delta_settings() -> dict[str, str]:
