@@ -60,6 +60,7 @@ LONGEST_FIRST = (
 SHARED_JVM = {"test_change_feed.py": "delta-jvm", "test_delta_differential.py": "delta-jvm"}
 
 
+@pytest.hookimpl(optionalhook=True)   # the line venvs run without pytest-xdist
 def pytest_xdist_make_scheduler(config, log):
     """With --dist loadfile: pytest-xdist's scheduling by module, but the modules of one
     SHARED_JVM group are one unit of work (one worker, in the collection's order)."""
