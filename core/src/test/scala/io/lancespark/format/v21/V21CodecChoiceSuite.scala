@@ -87,6 +87,26 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     chooses("runs", int(32), IndexedSeq.tabulate(n)(i => i / 100), "rle")
   }
 
+  test("short runs (1 to 40 values, as a fact table's keys repeat per ticket) of random 32- and 64-bit values, with nulls: run-length encoded, read back exactly") {
+    val rnd = new scala.util.Random(17)
+    // the values of a run are one draw: a block of one value per run
+    def blocks[A](draw: () => A): IndexedSeq[Any] = {
+      val out = IndexedSeq.newBuilder[Any]
+      var i = 0
+      var run = 0
+      while (i < n) {
+        val v = draw()
+        val len = math.min(1 + run % 40, n - i)
+        (0 until len).foreach(k => out += (if ((i + k) % 17 == 5) null else v))
+        i += len; run += 1
+      }
+      out.result()
+    }
+    chooses("short_runs_32", int(32), blocks(() => rnd.nextInt()), "rle")
+    chooses("short_runs_64", int(64), blocks(() => rnd.nextLong()), "rle")
+    chooses("short_runs_32_v21", int(32), blocks(() => rnd.nextInt()), "rle", minor = 1)
+  }
+
   test("four distinct strings: a dictionary") {
     val words = Vector("alpha", "beta", "gamma", "delta")
     chooses("four_words", utf8, IndexedSeq.tabulate(n)(i => words(i * 31 % 4)), "dictionary")

@@ -5,6 +5,7 @@ import java.nio.ByteBuffer
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.FixedBlock
 import io.lancespark.format.file.ByteBuilder
+import io.lancespark.format.file.RawBytes.{ByteBase, NativeLittleEndian, U}
 import io.lancespark.proto.encodings21.{CompressiveEncoding, Rle}
 
 /** Run-length encoding: the run values (fixed width) and the run lengths
@@ -32,6 +33,7 @@ final case class RleCodec(rle: Rle) extends Codec {
     if (values.remaining() % w != 0) ctx.fail(s"run values of ${values.remaining()} bytes are not whole $w-byte values")
     if (lengths.remaining() < runs.toLong * lw) ctx.fail(s"$runs runs but ${lengths.remaining() / lw} run lengths")
     val out = new Array[Byte](n * w)
+    val vs = values.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN)
     val value = new Array[Byte](w)
     var pos = 0 // values written
     var r = 0
@@ -45,7 +47,22 @@ final case class RleCodec(rle: Rle) extends Codec {
       val take = math.min(len, n - pos)
       // the run's value read in place (absolute indexes, as the lengths are): no buffer view per run
       if (w == 1) java.util.Arrays.fill(out, pos, pos + take, values.get(r))
-      else if (take > 0) {
+      else if (take <= RleCodec.ShortRun && w == 4) {
+        // short runs of ints and longs (keys repeated a few times): a store per value, where
+        // the copies below cost a call each
+        // (unchecked stores: pos + take <= n, and out holds n values)
+        val v = vs.getInt(4 * r)
+        val nv = if (NativeLittleEndian) v else Integer.reverseBytes(v)
+        var at = ByteBase + 4L * pos
+        val end = at + 4L * take
+        while (at < end) { U.putInt(out, at, nv); at += 4 }
+      } else if (take <= RleCodec.ShortRun && w == 8) {
+        val v = vs.getLong(8 * r)
+        val nv = if (NativeLittleEndian) v else java.lang.Long.reverseBytes(v)
+        var at = ByteBase + 8L * pos
+        val end = at + 8L * take
+        while (at < end) { U.putLong(out, at, nv); at += 8 }
+      } else if (take > 0) {
         var b = 0
         while (b < w) { value(b) = values.get(r * w + b); b += 1 }
         // one copy of the value, then doubling copies of what is written
@@ -82,6 +99,9 @@ final case class RleCodec(rle: Rle) extends Codec {
 }
 
 object RleCodec {
+  /** Runs of at most this many 4- or 8-byte values are written value by value. */
+  private val ShortRun: Int = 32
+
   /** The runs of `n` values of `w` bytes at `from` in `src`: the run values,
     * and the run lengths (u8: longer runs are split). */
   def encode(src: Array[Byte], from: Int, n: Int, w: Int,
