@@ -138,12 +138,13 @@ test:
 # two), concurrent writer processes (make test: threads), a worker killed mid-MERGE (make
 # test: mid-write), a streaming driver killed 8 times (make test: once), the whole pylance
 # read matrix (make test reads 4 of its 7 datasets), a history of 10,000 versions (make
-# test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a, all the pushdown
-# predicates (make test: half), every core suite on 2.12.
+# test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a and six more of its
+# statements (make test: 23 of 30), all the pushdown predicates (make test: half), the clustered
+# GROUP BY's 4,000-row split, every core suite on 2.12.
 test-long: python fixtures
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "++2.12.20 core/testOnly $(CORE_212_LONG_SUITES)" < /dev/null
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k differential integration-tests
-	LANCE_LONG_TESTS=1 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or 100mib or 100_mib or pushdown_matches or statement_equals_parquet or spark_submit_pipeline" integration-tests
+	LANCE_LONG_TESTS=1 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or 100mib or 100_mib or pushdown_matches or statement_equals_parquet or spark_submit_pipeline or clustered_group_by" integration-tests
 
 demo: python
 	$(PY) examples/demo.py
