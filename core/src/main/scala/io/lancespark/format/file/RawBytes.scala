@@ -7,7 +7,8 @@ import java.nio.ByteOrder
   * (`MethodHandles.byteArrayViewVarHandle` would be the safe API, but Scala
   * calls a VarHandle through a generic signature, which the JVM adapts on
   * every call: an order of magnitude slower than these loads.) Callers check
-  * that `at + 8` is within the array; nothing here does. */
+  * that `at + 8` is within the array; nothing here does. Codecs also store
+  * through [[U]] (RleCodec's short runs), with the same duty to check. */
 private[format] object RawBytes {
   val U: sun.misc.Unsafe = {
     val f = classOf[sun.misc.Unsafe].getDeclaredField("theUnsafe")
