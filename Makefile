@@ -55,10 +55,10 @@ fixtures: venv
 	$(PY) tests/fixtures/old_releases.py $(FIXTURES)/old_releases
 
 # Scala 2.12 runs the core suites but those that mostly wait on pylance processes (index and
-# vector index builds checked by pylance, old releases, compaction, the codec choice's 68 s of
-# pylance size checks): the codec, commit, filter, planning and aggregate suites run on both;
-# make test-long runs the rest on 2.12 too.
-CORE_212_LONG_SUITES := *V21CodecChoiceSuite *IvfBuildSuite *VectorIndexSuite *VectorSearchSuite *IndexBuildSuite *KeyedBuildSuite *ScalarIndexSuite *OldReleasesSuite *CompactionSuite
+# vector index builds checked by pylance, old releases, compaction): the codec (with its choice of
+# encodings), commit, filter, planning and aggregate suites run on both; make test-long runs the
+# rest on 2.12 too.
+CORE_212_LONG_SUITES := *IvfBuildSuite *VectorIndexSuite *VectorSearchSuite *IndexBuildSuite *KeyedBuildSuite *ScalarIndexSuite *OldReleasesSuite *CompactionSuite
 # BUILT=1: the package and fixtures are built already (make test builds them first).
 BUILT ?=
 test-scala: $(if $(BUILT),,venv fixtures)

@@ -170,11 +170,11 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     // ids below 100,000 drawn with P(k) proportional to 1 / k^1.3: a page of
     // 50,000 holds some 6,000 distinct, 13 bits of index against 17 bit-packed
     val rnd = new scala.util.Random(5)
-    val cdf = (1 to 100000).map(k => math.pow(k.toDouble, -1.3)).scanLeft(0.0)(_ + _).tail
+    val cdf: Array[Double] = (1 to 100000).map(k => math.pow(k.toDouble, -1.3)).scanLeft(0.0)(_ + _).tail.toArray
     val total = cdf.last
     val ids = IndexedSeq.fill(n) {
       val u = rnd.nextDouble() * total
-      val k = java.util.Arrays.binarySearch(cdf.toArray, u)
+      val k = java.util.Arrays.binarySearch(cdf, u)
       (if (k >= 0) k else -k - 1).toLong
     }
     chooses("zipf_ids", int(64), ids, "dictionary")
