@@ -33,7 +33,7 @@ jar:
 # The Python package with the jar inside, installed into the venv.
 # Builds and installs the wheel (it generates protos and packs the jar); tests/ also
 # import the in-tree package, so the jar and protos are put there too.
-python: venv $(if $(JAR_BUILT),,jar)
+python: venv jar
 	$(PY) -m pip install -q --no-deps --no-build-isolation --force-reinstall ./python
 	$(PY) python/gen_protos.py
 	rm -rf python/lance_spark/jars && mkdir -p python/lance_spark/jars && cp $(BUNDLES)/*.jar python/lance_spark/jars/
@@ -117,17 +117,16 @@ run-lines:
 	  if [ "$$(cat target/lines/$$v.rc)" = 0 ]; then tail -n 1 target/lines/$$v.log; else cat target/lines/$$v.log; rc=1; fi; \
 	done; exit $$rc
 
-# The bundles are built while the venvs are made (pip installs: mostly waiting on downloads and
-# unpacking; sbt's compiles take a core), then the package and the fixtures; then the further
-# lines run one at a time in the background while the Scala suites run (they leave part of a
-# core idle: many suites wait on pylance processes), and the Python and interop tests after
-# them have both cores (the main venv's line, 4.2, runs test_spark_line.py among the interop
-# modules).
+# The venv, the bundles, the package and the fixtures are built first while the further lines'
+# venvs are made in the background (building the bundles beside the main venv's install was
+# slower: sbt's compiles slowed by a third); then the further lines run one at a time in the
+# background while the Scala suites run (they leave part of a core idle: many suites wait on
+# pylance processes), and the Python and interop tests after them have both cores (the main
+# venv's line, 4.2, runs test_spark_line.py among the interop modules).
 test:
 	@mkdir -p target
 	@( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
-	$(MAKE) --no-print-directory -j2 -Otarget venv jar || { wait $$venvs; exit 1; }; \
-	$(MAKE) --no-print-directory python fixtures JAR_BUILT=1 || { wait $$venvs; exit 1; }; \
+	$(MAKE) --no-print-directory python fixtures || { wait $$venvs; exit 1; }; \
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
 	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" > target/lines.log 2>&1 ) & lines=$$!; \
 	$(MAKE) --no-print-directory test-scala test-python test-integration BUILT=1; rc=$$?; \
