@@ -120,11 +120,11 @@ run-lines:
 	done; exit $$rc
 
 # The venv, the bundles, the package and the fixtures are built first while the further lines'
-# venvs are made in the background (building the bundles beside the main venv's install, when pip
-# compiled bytecode, was slower: sbt's compiles slowed by a third); then the further lines run one at a time in the
-# background while the Scala suites run (they leave part of a core idle: many suites wait on
-# pylance processes), and the Python and interop tests after them have both cores (the main
-# venv's line, 4.2, runs test_spark_line.py among the interop modules).
+# venvs are made in the background (building the bundles beside the main venv's install, when
+# pip compiled bytecode, was slower: sbt's compiles slowed by a third); then the further lines
+# run one at a time in the background while the Scala suites run (they leave part of a core
+# idle: many suites wait on pylance processes), and the Python and interop tests after them have
+# both cores (the main venv's line, 4.2, runs test_spark_line.py among the interop modules).
 test:
 	@mkdir -p target
 	@( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
