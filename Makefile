@@ -12,7 +12,7 @@ BUNDLES := target/bundles
 FIXTURES := spark-connector/target/fixtures
 
 
-.PHONY: all venv jar python wheel fixtures test test-scala test-python test-integration test-lines run-lines line-venvs test-long demo bench bench-quick bench-tpch-matrix bench-tpcds-matrix clean
+.PHONY: all venv jar python wheel fixtures cds test test-scala test-python test-integration test-lines run-lines line-venvs test-long demo bench bench-quick bench-tpch-matrix bench-tpcds-matrix clean
 
 all: python
 
@@ -74,8 +74,27 @@ test-scala: $(if $(BUILT),,venv fixtures)
 # and so do the benchmarks.
 TEST_JVM_OPTS ?= -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
 
-test-python: $(if $(BUILT),,python)
-	JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -n 2 tests
+# A class-data-sharing archive of the classes a test session loads (JDK CDS; written by
+# integration-tests/cds_workload.py, 40-70 s once): the pytest JVMs (local sessions, cluster
+# daemons and executors, drivers, Connect servers, all with the main venv's Spark jars) map
+# those classes instead of loading and verifying them: two interop modules in one JVM took 41 s
+# with it against 65 s without. A JVM with other jars (the line venvs) ignores the archive, as
+# does any JVM when it is missing or stale (the JVM checks the jars it was made from); -Xlog
+# keeps the JVMs from saying so. CDS=0 leaves it out.
+CDS ?= 1
+CDS_ARCHIVE := target/cds/spark-classes.jsa
+CDS_OPTS = $$( [ "$(CDS)" = 1 ] && [ -s $(abspath $(CDS_ARCHIVE)) ] && echo "-XX:SharedArchiveFile=$(abspath $(CDS_ARCHIVE)) -Xlog:cds=off -Xlog:cds+dynamic=off")
+
+$(CDS_ARCHIVE): $(VENV)/.installed $(wildcard python/lance_spark/jars/*.jar) integration-tests/cds_workload.py
+	@mkdir -p $(dir $@) && rm -f $@ $@.tmp
+	@if JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) integration-tests/cds_workload.py $(abspath $@.tmp) > $(dir $@)dump.log 2>&1; \
+	then mv $@.tmp $@ && echo "== class-data-sharing archive: $@ ($$(du -m $@ | cut -f1) MB)"; \
+	else rm -f $@.tmp; echo "== no class-data-sharing archive (the JVMs load their classes as before): $(dir $@)dump.log ends:"; tail -n 20 $(dir $@)dump.log; fi
+
+cds: $(if $(filter 1,$(CDS)),$(CDS_ARCHIVE))
+
+test-python: $(if $(BUILT),,python cds)
+	JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n 2 tests
 
 # A slice of the randomized differential tests (30 seeds per case, 5 Delta sequences, 1 change-feed sequence) keeps
 # make test inside CI's budget; make test-long runs them at length. The modules run on two
@@ -83,10 +102,10 @@ test-python: $(if $(BUILT),,python)
 # the modules that share a JVM's launch settings, one after another: conftest.py's groups;
 # PYTEST_WORKERS=1 runs them one after another), longest first (conftest.py's order, kept by
 # --no-loadscope-reorder).
-test-integration: $(if $(BUILT),,python)
+test-integration: $(if $(BUILT),,python cds)
 	rm -rf target/spark-local
 	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-30} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
-	  JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder \
+	  JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder \
 	  --durations=30 $(INTEGRATION_ARGS) integration-tests
 
 # Each further Spark line, in a venv with that line's pip pyspark (issue 36): the real-Spark
@@ -122,16 +141,20 @@ run-lines:
 # The venv, the bundles, the package and the fixtures are built first while the further lines'
 # venvs are made in the background (building the bundles beside the main venv's install, when
 # pip compiled bytecode, was slower: sbt's compiles slowed by a third); then the further lines
-# run one at a time in the background while the Scala suites run (they leave part of a core
-# idle: many suites wait on pylance processes), and the Python and interop tests after them have
-# both cores (the main venv's line, 4.2, runs test_spark_line.py among the interop modules).
+# run one at a time, and the class-data-sharing archive is written, in the background while the
+# Scala suites run (they leave part of a core idle: many suites wait on pylance processes), and
+# the Python and interop tests after them have both cores (the main venv's line, 4.2, runs
+# test_spark_line.py among the interop modules).
 test:
 	@mkdir -p target
 	@( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
 	$(MAKE) --no-print-directory python fixtures || { wait $$venvs; exit 1; }; \
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
 	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" > target/lines.log 2>&1 ) & lines=$$!; \
-	$(MAKE) --no-print-directory test-scala test-python test-integration BUILT=1; rc=$$?; \
+	( $(MAKE) --no-print-directory cds > target/cds.log 2>&1 ) & cds=$$!; \
+	$(MAKE) --no-print-directory test-scala BUILT=1; rc=$$?; \
+	wait $$cds; cat target/cds.log; \
+	[ $$rc = 0 ] && { $(MAKE) --no-print-directory test-python test-integration BUILT=1; rc=$$?; }; \
 	wait $$lines; lrc=$$?; echo "== the Spark lines (target/lines.log):"; cat target/lines.log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
