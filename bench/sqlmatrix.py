@@ -38,7 +38,10 @@ SPARK_DEFAULT_SHUFFLE = "200"
 
 
 def _results_file(bench: str) -> Path:
-    return env.RESULTS_DIR / f"{bench}-matrix.json"
+    """Every cell's raw times, committed beside the page (bench/matrix/): a run of some cells
+    merges into it and the page is rendered from all of them, so cells measured in other
+    sessions or on other days are kept (bench/results/ is not committed)."""
+    return env.BENCH / "matrix" / f"{bench}.json"
 
 
 def _page(bench: str) -> Path:
@@ -224,7 +227,8 @@ def _order(name: str):
 
 
 def render(bench: str) -> Path:
-    data = json.loads(_results_file(bench).read_text())
+    path = _results_file(bench)
+    data = json.loads(path.read_text()) if path.exists() else {"cells": {}}
     title = {"tpch": "TPC-H", "tpcds": "TPC-DS"}[bench]
     targets = {"tpch": (0.75, 0.85), "tpcds": (0.8, 0.85)}[bench]
     cells = sorted(data["cells"].values(), key=lambda c: (c["sf"], c["cores"], c["shuffle"]))
@@ -299,6 +303,9 @@ def render(bench: str) -> Path:
                        "equal" if all(v == "equal" for v in checks.values()) else
                        "; ".join(f"{k}: {v}" for k, v in checks.items() if v != "equal").replace("|", "/")]
             lines.append("| " + " | ".join(cells_) + " |")
+    earlier = _results_file(bench).with_name(f"{bench}-earlier.md")
+    if earlier.exists():   # cells measured before their raw times were kept: as they were rendered then
+        lines += ["", earlier.read_text().rstrip("\n")]
     page = _page(bench)
     page.write_text("\n".join(lines) + "\n")
     return page
