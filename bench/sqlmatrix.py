@@ -303,7 +303,7 @@ def render(bench: str) -> Path:
                        "equal" if all(v == "equal" for v in checks.values()) else
                        "; ".join(f"{k}: {v}" for k, v in checks.items() if v != "equal").replace("|", "/")]
             lines.append("| " + " | ".join(cells_) + " |")
-    earlier = _results_file(bench).with_name(f"{bench}-earlier.md")
+    earlier = path.with_name(f"{bench}-earlier.md")
     if earlier.exists():   # cells measured before their raw times were kept: as they were rendered then
         lines += ["", earlier.read_text().rstrip("\n")]
     page = _page(bench)

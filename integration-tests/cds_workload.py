@@ -25,8 +25,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # Python UDF workers: 
 
 
 def main(archive: str) -> None:
-    from pyspark import SparkContext
-    from lance_spark.testing import local_session
+    from lance_spark.testing import local_session, restart_jvm
 
     root = Path(tempfile.mkdtemp(prefix="lance-cds-"))
     spark = local_session({
@@ -36,12 +35,7 @@ def main(archive: str) -> None:
     try:
         run(spark, root)
     finally:
-        spark.stop()
-        gateway = SparkContext._gateway
-        proc = getattr(gateway, "proc", None)
-        gateway.shutdown()
-        proc.stdin.close()           # the gateway JVM exits on EOF of its stdin and dumps the archive
-        rc = proc.wait(timeout=600)
+        rc = restart_jvm(timeout=600)   # the JVM dumps the archive as it exits
     if rc != 0 or not Path(archive).is_file():
         raise SystemExit(f"the JVM exited with {rc} and left no archive at {archive}")
 

@@ -34,29 +34,33 @@ def delta_settings() -> dict[str, str]:
     }
 
 
-def restart_jvm() -> None:
+def restart_jvm(timeout: float = 60) -> Optional[int]:
     """Stops the active SparkContext and this process's Spark JVM, so that the
-    next session launches a new JVM with its own launch settings."""
+    next session launches a new JVM with its own launch settings. Waits up to
+    `timeout` seconds for the JVM to exit (then kills it); its exit code, or
+    None when there was none to stop or it was killed."""
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
         SparkContext._active_spark_context.stop()
     gateway = SparkContext._gateway
     if gateway is None:
-        return
+        return None
     proc = getattr(gateway, "proc", None)
     try:
         gateway.shutdown()
     except Exception:  # noqa: BLE001 - the JVM may already be gone
         pass
+    rc: Optional[int] = None
     if proc is not None:
         try:
             proc.stdin.close()          # the gateway JVM exits on EOF of its stdin
-            proc.wait(timeout=60)
+            rc = proc.wait(timeout=timeout)
         except Exception:  # noqa: BLE001
             proc.kill()
     SparkContext._gateway = None
     SparkContext._jvm = None
+    return rc
 
 
 def local_session(conf: Optional[Mapping[str, Any]] = None, app: str = "lance-spark",
