@@ -164,6 +164,31 @@ def test_sql_function_and_python(spark, data):
          (eids[eids % 5 == 3], ed[eids % 5 == 3]), "python, postfilter")
 
 
+def test_neighbours_joined_to_a_table_are_the_broadcast_side(spark, data, tmp_path):
+    """A search returns at most k rows and says so (its statistics): joined with a table too large
+    to broadcast (the threshold set below that table's size), the neighbours are broadcast, as
+    Spark plans k rows; without statistics a scan weighs no end of bytes and both sides were
+    shuffled and sorted. The join's rows are those of the neighbours."""
+    q = data.queries[0]
+    other = str(tmp_path / "other")
+    spark.range(0, 200_000).selectExpr("id", "id * 2 AS twice").write.parquet(other)
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    old = spark.conf.get(key)
+    spark.conf.set(key, str(64 * 1024))
+    try:
+        knn = (spark.read.format("lance").option("nearest.column", "emb").option("nearest.vector", vec_str(q))
+               .option("nearest.k", 5).option("nearest.use_index", "false").load(data.path))
+        joined = knn.join(spark.read.parquet(other), "id").select("id", "twice", "_distance")
+        plan = joined._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
+        rows = joined.collect()
+    finally:
+        spark.conf.set(key, old)
+    eids, _ = brute(data, q, "l2", k=5)
+    assert sorted(r.id for r in rows) == sorted(int(i) for i in eids if i < 200_000)
+    assert all(r.twice == 2 * r.id for r in rows)
+
+
 def test_with_pylance_ivf_pq_index(spark, data):
     """The table has a pylance IVF_PQ index (rows appended after it): with use_index the search is
     the index's (integration-tests/test_vector_index.py has the full comparison), so it returns

@@ -6,7 +6,8 @@ import org.apache.arrow.memory.BufferAllocator
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, Statistics,
+  SupportsReportStatistics}
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector
 import org.apache.spark.sql.types.{FloatType, StructType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
@@ -24,9 +25,17 @@ import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
   * the rows found and returns them nearest first, with their `_distance`. */
 final class LanceKnnScan(uri: String, version: Long, schema: LanceSchema, fields: Seq[LanceField],
     dataSchema: StructType, outputSchema: StructType, nearest: NearestConf, filter: Option[Filter],
-    fragments: Int) extends Scan {
+    fragments: Int) extends Scan with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
+
+  /** At most k rows (fewer where the prefilter keeps fewer), sized by Spark's
+    * per-row estimate: a join of the neighbours with another table is
+    * planned for k rows (a broadcast of them where k is small), not for
+    * `spark.sql.defaultSizeInBytes` (no end of bytes) as a scan without
+    * statistics is. */
+  override def estimateStatistics(): Statistics =
+    LanceScan.statistics(nearest.k.toLong, math.ceil(nearest.k * LanceScan.rowSize(outputSchema)).toLong)
 
   override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] =
     Array(new VectorIndexSearchesMetric, new VectorPartitionsProbedMetric, new VectorCandidatesScoredMetric)
