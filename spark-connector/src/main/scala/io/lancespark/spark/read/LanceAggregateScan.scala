@@ -55,16 +55,15 @@ final class LanceAggregateScan(val rows: LanceScan, snapshotUri: String, version
     * by sort-merge joins that shuffled both sides, where Parquet's rows were
     * broadcast (TPC-H Q18 at scale factor 0.3: 1.2-1.5x Parquet). */
   override def estimateStatistics(): Statistics = {
-    val input = rows.estimateStatistics()
     val rowBytes = LanceScan.rowSize(output)
     if (aggregation.groupBy.isEmpty) {
       val tasks = math.max(1, rows.partitions.size).toLong
       LanceScan.statistics(tasks, math.ceil(tasks * rowBytes).toLong)
     } else {
-      val inRows = input.numRows().orElse(Long.MaxValue)
-      val inBytes = input.sizeInBytes().orElse(Long.MaxValue)
-      val bytes = BigDecimal(inBytes) * BigDecimal(rowBytes) / BigDecimal(LanceScan.rowSize(rows.readSchema()))
-      LanceScan.statistics(inRows, bytes.min(BigDecimal(Long.MaxValue)).setScale(0, BigDecimal.RoundingMode.CEILING).toLong)
+      val input = rows.estimateStatistics()
+      // (a double beyond a long's range converts to Long.MaxValue)
+      val bytes = input.sizeInBytes().orElse(Long.MaxValue).toDouble * rowBytes / LanceScan.rowSize(rows.readSchema())
+      LanceScan.statistics(input.numRows().orElse(Long.MaxValue), math.ceil(bytes).toLong)
     }
   }
 
