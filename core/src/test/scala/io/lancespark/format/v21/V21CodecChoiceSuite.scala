@@ -150,6 +150,7 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
 
   private val decimal = new ArrowType.Decimal(15, 2, 128)
   private val double = new ArrowType.FloatingPoint(org.apache.arrow.vector.types.FloatingPointPrecision.DOUBLE)
+  private val float = new ArrowType.FloatingPoint(org.apache.arrow.vector.types.FloatingPointPrecision.SINGLE)
 
   test("decimal quantities (50 distinct) and prices of few values: a dictionary of fixed-width items") {
     chooses("quantities", decimal, IndexedSeq.tabulate(n)(i => java.math.BigDecimal.valueOf(100L * (1 + i * 31 % 50), 2)),
@@ -205,6 +206,37 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     val rnd = new scala.util.Random(7)
     chooses("nullable_doubles", double, IndexedSeq.fill(n)(if (rnd.nextInt(5) == 0) null else rnd.nextDouble() * 0.5),
       "lz4(flat(64")
+  }
+
+  test("smooth doubles and float readings: split into byte streams under lz4, smaller than zstd over them unsplit; pylance reads them") {
+    // a sensor-like double (steps of 1.5 over a slow drift) and a random walk of floats with nulls
+    val smooth = IndexedSeq.tabulate[Any](n)(i => 1000.0 + (i % 7) * 1.5 + i / 1000.0)
+    chooses("smooth_doubles", double, smooth, "lz4(byte-stream-split(64)")
+    val (p, _) = write("smooth_doubles_zstd", double, smooth, 2, WriteCodecs())
+    val rnd = new scala.util.Random(9)
+    var x = 20.0
+    val walk = IndexedSeq.fill[Any](n) { x += rnd.nextGaussian() * 0.01; if (rnd.nextInt(10) == 0) null else x.toFloat }
+    chooses("float_readings", float, walk, "byte-stream-split(32)")
+    // the split bytes under lz4 against what zstd makes of the unsplit values (the choice before splitting)
+    val raw = java.nio.ByteBuffer.allocate(8 * n).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+    smooth.foreach(v => raw.putDouble(v.asInstanceOf[Double]))
+    val zstdFlat = io.lancespark.format.v21.codec.GeneralCodec.compress(
+      io.lancespark.proto.encodings21.CompressionScheme.COMPRESSION_ALGORITHM_ZSTD, raw.array(), 0, 8 * n).length
+    assert(Files.size(p) < zstdFlat, s"${Files.size(p)} bytes split under lz4, zstd over the unsplit values $zstdFlat")
+  }
+
+  test("split values of every width join back exactly (4 and 8 bytes, the fast paths; 2 and 16, the general one)") {
+    val rnd = new scala.util.Random(3)
+    Seq(2, 4, 8, 16).foreach { w =>
+      Seq(1, 7, 512, 2049).foreach { count =>
+        val src = Array.fill[Byte](count * w + 5)(rnd.nextInt(256).toByte)
+        val split = io.lancespark.format.v21.codec.ByteStreamSplitCodec.split(src, 5, count, w)
+        // byte k of value i is the i-th byte of stream k (first principles of the layout)
+        (0 until count).foreach(i => (0 until w).foreach(k => assert(split(k * count + i) == src(5 + i * w + k))))
+        val back = io.lancespark.format.v21.codec.ByteStreamSplitCodec.join(split, count, w)
+        assert(java.util.Arrays.equals(back, java.util.Arrays.copyOfRange(src, 5, 5 + count * w)), s"w=$w count=$count")
+      }
+    }
   }
 
   test("random doubles stay flat") {
