@@ -219,6 +219,34 @@ def test_our_dml_and_sql_function(delta_spark):
         tabs.drop()
 
 
+def test_a_few_changes_joined_to_a_table_are_the_broadcast_side(delta_spark, tmp_path):
+    """A change feed says how many rows it returns (the changed rows of its versions): a few
+    changes joined to a table too large to broadcast (the threshold set below its size) are
+    broadcast, as Spark plans a small table; without statistics the feed weighed no end of bytes
+    and both sides were shuffled and sorted. The join's rows are the appended rows' (first
+    principles: key k of the appended row meets row id k of the other table)."""
+    spark = delta_spark
+    path, other = tmp_path / "t", tmp_path / "other"
+    spark.range(0, 50_000).selectExpr("id", "CAST(id % 97 AS INT) AS k").write.format("lance").save(str(path))
+    v0 = _lance_version(path)
+    (spark.range(0, 5).selectExpr("id + 1000000 AS id", "CAST(id * 3 AS INT) AS k")
+     .write.format("lance").mode("append").save(str(path)))
+    spark.range(0, 200_000).selectExpr("id", "id * 2 AS twice").write.format("lance").save(str(other))
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    old = spark.conf.get(key)
+    spark.conf.set(key, str(64 * 1024))
+    try:
+        feed = _feed(spark, path, v0 + 1)
+        table = spark.read.format("lance").load(str(other)).withColumnRenamed("id", "oid")
+        joined = feed.join(table, feed.k == table.oid).select("id", "k", "twice", "_change_type")
+        plan = joined._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
+        rows = joined.collect()
+    finally:
+        spark.conf.set(key, old)
+    assert sorted(tuple(r) for r in rows) == [(1000000 + i, 3 * i, 6 * i, "insert") for i in range(5)]
+
+
 def _error(fn) -> str:
     with pytest.raises(Exception) as e:
         fn()

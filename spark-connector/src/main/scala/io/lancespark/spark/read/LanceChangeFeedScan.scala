@@ -2,7 +2,8 @@ package io.lancespark.spark.read
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder,
+  Statistics, SupportsReportStatistics}
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector
 import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
@@ -52,7 +53,7 @@ final class LanceChangeFeedScanBuilder(snapshot: Snapshot, dataSchema: StructTyp
 }
 
 final class LanceChangeFeedScan(snapshot: Snapshot, dataSchema: StructType, options: Map[String, String],
-    read: ReadConf) extends Scan with Batch {
+    read: ReadConf) extends Scan with Batch with SupportsReportStatistics {
 
   private val uri = snapshot.storage.uri
 
@@ -84,6 +85,15 @@ final class LanceChangeFeedScan(snapshot: Snapshot, dataSchema: StructType, opti
 
   override def toBatch: Batch = this
 
+  /** The changed rows of the versions read, each as wide as Spark's default sizes of the columns (so that a
+    * feed of a few changes joined to a table is the broadcast side, as Spark plans a small table); nothing
+    * known when the range is not (a stream that names no start, a start after the last commit): Spark then
+    * takes its default size. A stream's micro-batches each read a part of this range. */
+  override def estimateStatistics(): Statistics = scala.util.Try(commits).toOption.fold(ChangeFeedPlanning.unknown) { cs =>
+    val rows = cs.iterator.flatMap(_.rows).flatMap(_.ranges).map { case (from, until) => until - from }.sum
+    LanceScan.statistics(rows, math.ceil(rows * LanceScan.rowSize(readSchema())).toLong)
+  }
+
   override def supportedCustomMetrics(): Array[org.apache.spark.sql.connector.metric.CustomMetric] = ScanMetrics.all
 
   /** `spark.readStream.format("lance").option("readChangeFeed", "true")`: the changes of each new version. */
@@ -99,6 +109,12 @@ final class LanceChangeFeedScan(snapshot: Snapshot, dataSchema: StructType, opti
 
 /** The input partitions and readers of change feed reads, batch and streaming. */
 object ChangeFeedPlanning {
+  /** Statistics of nothing known. */
+  val unknown: Statistics = new Statistics {
+    override def sizeInBytes(): java.util.OptionalLong = java.util.OptionalLong.empty()
+    override def numRows(): java.util.OptionalLong = java.util.OptionalLong.empty()
+  }
+
   /** Each version's changed rows, fragment by fragment, cut into partitions of at most `split` rows. */
   def partitions(commits: Vector[CommitChanges], split: Long): Array[InputPartition] =
     commits.flatMap { c =>
