@@ -196,10 +196,12 @@ def test_many_groups_are_returned_in_chunks(spark, tmp_path):
 
 def test_many_small_groups_are_left_to_spark(spark, tmp_path):
     """By default a partial GROUP BY is pushed only when its groups average 1,000 rows or more
-    by the distinct estimates of the written files; without estimates (pylance's files) it is."""
+    by the distinct estimates of the written files (10 for a SUM of decimals over one grouping
+    column); without estimates (pylance's files) it is."""
     path = str(tmp_path / "groups.lance")
     spark.range(0, 300_000, numPartitions=1).selectExpr(
-        "(id * 7919) % 300000 AS id", "CAST(id % 7 AS INT) AS v", "CAST(id % 1000 AS INT) AS k") \
+        "(id * 7919) % 300000 AS id", "CAST(id % 7 AS INT) AS v", "CAST(id % 1000 AS INT) AS k",
+        "CAST((id * 7919) % 100000 / 100 AS DECIMAL(9, 2)) AS d") \
         .write.format("lance").save(path)
     spark.read.format("lance").load(path).createOrReplaceTempView("groups")
     py_path = str(tmp_path / "groups_pylance.lance")
@@ -213,6 +215,15 @@ def test_many_small_groups_are_left_to_spark(spark, tmp_path):
         assert not pushed("SELECT k, v, count(*) FROM groups WHERE v < 3 GROUP BY k, v")
         assert pushed("SELECT v, count(*), sum(k) FROM groups GROUP BY v")        # 7 of 42,857
         assert pushed("SELECT k, count(*), max(v) FROM groups_pylance GROUP BY k")  # no estimates
+        # a SUM of decimals over one grouping column: pushed from 10 rows a group (Spark adds
+        # decimals as objects), not below, nor over two columns, nor for counts
+        assert pushed("SELECT k, sum(d) FROM groups GROUP BY k")                   # 1,000 of 300
+        assert pushed("SELECT k, sum(d * v), count(*) FROM groups GROUP BY k")
+        assert not pushed("SELECT id, sum(d) FROM groups GROUP BY id")             # 300,000 of 1
+        assert not pushed("SELECT k, v, sum(d) FROM groups GROUP BY k, v")         # 7,000 of 43
+        assert not pushed("SELECT k, count(*), max(d) FROM groups GROUP BY k")
+        on, off, _ = _both(spark, "SELECT k, sum(d), sum(d * v), avg(d) FROM groups GROUP BY k")
+        assert on == off and len(on) == 1000
         spark.conf.set("spark.lance.aggregateMinRowsPerGroup", "200")
         assert pushed("SELECT k, sum(v) FROM groups GROUP BY k")
         on, off, _ = _both(spark, "SELECT k, sum(v), count(*) FROM groups GROUP BY k")
