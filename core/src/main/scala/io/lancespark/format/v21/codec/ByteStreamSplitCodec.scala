@@ -5,6 +5,7 @@ import java.nio.ByteBuffer
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.FixedBlock
 import io.lancespark.format.file.RawBytes
+import io.lancespark.format.file.RawBytes.{ByteBase, NativeLittleEndian, U}
 import io.lancespark.proto.encodings21.{ByteStreamSplit, CompressiveEncoding}
 
 /** Byte stream split: `n` values of `w` bytes stored as `w` streams of `n`
@@ -77,9 +78,6 @@ object ByteStreamSplitCodec {
 
   /** Values [0, the returned count) of 8 bytes joined (a multiple of 8). */
   private def join8(src: Array[Byte], n: Int, out: Array[Byte]): Int = {
-    val U = RawBytes.U
-    val base = RawBytes.ByteBase
-    val le = RawBytes.NativeLittleEndian
     var i = 0
     while (i + 8 <= n) {
       // r_k: byte j is byte k of value i + j
@@ -101,8 +99,8 @@ object ByteStreamSplitCodec {
       t = ((r2 >>> 32) ^ r6) & B4; r6 ^= t; r2 ^= t << 32
       t = ((r3 >>> 32) ^ r7) & B4; r7 ^= t; r3 ^= t << 32
       // now r_j is value i + j
-      val at = base + 8L * i
-      if (le) {
+      val at = ByteBase + 8L * i
+      if (NativeLittleEndian) {
         U.putLong(out, at, r0); U.putLong(out, at + 8, r1); U.putLong(out, at + 16, r2); U.putLong(out, at + 24, r3)
         U.putLong(out, at + 32, r4); U.putLong(out, at + 40, r5); U.putLong(out, at + 48, r6); U.putLong(out, at + 56, r7)
       } else {
@@ -117,9 +115,6 @@ object ByteStreamSplitCodec {
 
   /** Values [0, the returned count) of 4 bytes joined (a multiple of 4). */
   private def join4(src: Array[Byte], n: Int, out: Array[Byte]): Int = {
-    val U = RawBytes.U
-    val base = RawBytes.ByteBase
-    val le = RawBytes.NativeLittleEndian
     var i = 0
     while (i + 4 <= n) {
       var r0 = RawBytes.intLE(src, i); var r1 = RawBytes.intLE(src, n + i)
@@ -129,8 +124,8 @@ object ByteStreamSplitCodec {
       t = ((r2 >>> 8) ^ r3) & 0x00FF00FF; r3 ^= t; r2 ^= t << 8
       t = ((r0 >>> 16) ^ r2) & 0x0000FFFF; r2 ^= t; r0 ^= t << 16
       t = ((r1 >>> 16) ^ r3) & 0x0000FFFF; r3 ^= t; r1 ^= t << 16
-      val at = base + 4L * i
-      if (le) { U.putInt(out, at, r0); U.putInt(out, at + 4, r1); U.putInt(out, at + 8, r2); U.putInt(out, at + 12, r3) }
+      val at = ByteBase + 4L * i
+      if (NativeLittleEndian) { U.putInt(out, at, r0); U.putInt(out, at + 4, r1); U.putInt(out, at + 8, r2); U.putInt(out, at + 12, r3) }
       else {
         U.putInt(out, at, Integer.reverseBytes(r0)); U.putInt(out, at + 4, Integer.reverseBytes(r1))
         U.putInt(out, at + 8, Integer.reverseBytes(r2)); U.putInt(out, at + 12, Integer.reverseBytes(r3))
