@@ -13,7 +13,9 @@ import io.lancespark.schema.LanceSchema
 import io.lancespark.format.WriterTestKit
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.format.v20.ArrowCompare.{firstMismatch, values}
+import io.lancespark.format.v21.codec.{ByteStreamSplitCodec, GeneralCodec}
 import io.lancespark.format.v21.write.{V21FileWriter, WriteCodecs}
+import io.lancespark.proto.encodings21.CompressionScheme
 
 /** The codec the writer picks for data of a known shape is the one the
   * reference picks, and the page is smaller than plain; pylance reads it. */
@@ -220,8 +222,7 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     // the split bytes under lz4 against what zstd makes of the unsplit values (the choice before splitting)
     val raw = java.nio.ByteBuffer.allocate(8 * n).order(java.nio.ByteOrder.LITTLE_ENDIAN)
     smooth.foreach(v => raw.putDouble(v.asInstanceOf[Double]))
-    val zstdFlat = io.lancespark.format.v21.codec.GeneralCodec.compress(
-      io.lancespark.proto.encodings21.CompressionScheme.COMPRESSION_ALGORITHM_ZSTD, raw.array(), 0, 8 * n).length
+    val zstdFlat = GeneralCodec.compress(CompressionScheme.COMPRESSION_ALGORITHM_ZSTD, raw.array(), 0, 8 * n).length
     assert(Files.size(p) < zstdFlat, s"${Files.size(p)} bytes split under lz4, zstd over the unsplit values $zstdFlat")
   }
 
@@ -230,10 +231,10 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
     Seq(2, 4, 8, 16).foreach { w =>
       Seq(1, 7, 512, 2049).foreach { count =>
         val src = Array.fill[Byte](count * w + 5)(rnd.nextInt(256).toByte)
-        val split = io.lancespark.format.v21.codec.ByteStreamSplitCodec.split(src, 5, count, w)
+        val split = ByteStreamSplitCodec.split(src, 5, count, w)
         // byte k of value i is the i-th byte of stream k (first principles of the layout)
         (0 until count).foreach(i => (0 until w).foreach(k => assert(split(k * count + i) == src(5 + i * w + k))))
-        val back = io.lancespark.format.v21.codec.ByteStreamSplitCodec.join(split, count, w)
+        val back = ByteStreamSplitCodec.join(split, count, w)
         assert(java.util.Arrays.equals(back, java.util.Arrays.copyOfRange(src, 5, 5 + count * w)), s"w=$w count=$count")
       }
     }

@@ -9,7 +9,7 @@ import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.spark.MetadataColumns
 import io.lancespark.spark.options.{NearestConf, ReadConf}
 import io.lancespark.table.filter.{Filter, FragmentStats, RowEvaluator}
-import io.lancespark.table.aggregate.Aggregator
+import io.lancespark.table.aggregate.{AggFn, Aggregator, NumType}
 import io.lancespark.table.storage.Snapshot
 import io.lancespark.table.plan.Clustering
 import io.lancespark.table.plan.ScanPlanner
@@ -169,7 +169,6 @@ object LanceScanBuilder {
     * MAX(l_linenumber) GROUP BY l_partkey`: 1.51x at 3), where Spark's
     * generated aggregation is the faster. */
   def minRowsPerGroup(aggregation: io.lancespark.table.aggregate.Aggregation, options: ReadConf): Long = {
-    import io.lancespark.table.aggregate.{AggFn, NumType}
     val decimalSum = aggregation.aggregates.exists {
       case AggFn.Sum(e) => e.tpe.isInstanceOf[NumType.Dec]
       case _ => false
