@@ -6,6 +6,7 @@ implementation and read by another.
     random_table(seed, spark_types=False, maps=True, max_rows=20000, max_bytes=8 << 20) -> pa.Table
     describe(table) -> str
     write_with_pylance(table, path, version, seed)   # fragments and page sizes drawn from the seed
+    diff_seeds(cases) -> list[int]                   # the seeds a differential module runs
 
 The same seed gives the same table. `spark_types=True` keeps to types Spark
 writes and reads back unchanged (no unsigned ints, large lists/strings,
@@ -16,12 +17,23 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import os
 from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 
 Gen = Callable[[np.random.Generator, int], pa.Array]
+
+
+def diff_seeds(cases: int) -> list[int]:
+    """`LANCE_DIFF_SEED` alone, or `cases` seeds from `LANCE_DIFF_FIRST_SEED` (default 0): a
+    campaign past the seeds every run covers sets the first seed (`LANCE_DIFF_FIRST_SEED=100000`)."""
+    only = os.environ.get("LANCE_DIFF_SEED")
+    if only:
+        return [int(only)]
+    first = int(os.environ.get("LANCE_DIFF_FIRST_SEED", "0"))
+    return list(range(first, first + cases))
 
 _WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
           "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"]

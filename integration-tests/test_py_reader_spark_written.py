@@ -21,12 +21,11 @@ from pyspark.sql import functions as F
 
 from lance_spark import reader
 from compare import table_difference  # noqa: E402
-from random_tables import describe, random_table
+from random_tables import describe, diff_seeds, random_table
 from test_write import SCHEMA, _row
 
 CASES = int(os.environ.get("LANCE_SPARK_WRITTEN_CASES", "30"))
-ONLY = os.environ.get("LANCE_DIFF_SEED")
-SEEDS = [int(ONLY)] if ONLY else list(range(CASES))
+SEEDS = diff_seeds(CASES)
 VERSIONS = ("2.1", "2.2")
 
 

@@ -22,11 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from lance_spark import reader  # noqa: E402
 from compare import table_difference  # noqa: E402
-from random_tables import describe, random_table, write_with_pylance  # noqa: E402
+from random_tables import describe, diff_seeds, random_table, write_with_pylance  # noqa: E402
 
 CASES = int(os.environ.get("LANCE_DIFF_CASES", "150"))
-ONLY = os.environ.get("LANCE_DIFF_SEED")
-SEEDS = [int(ONLY)] if ONLY else list(range(CASES))
+SEEDS = diff_seeds(CASES)
 # Seeds that once failed, kept as regression cases whatever LANCE_DIFF_CASES is.
 REGRESSIONS: list[int] = []
 

@@ -8,7 +8,8 @@ and small pages, then read by Spark; Spark must return what pylance's
 `LANCE_DIFF_CASES` sets the number of seeds per version (default 150: a few
 hundred cases in `make test`; `make test-long` runs thousands, with up to
 `LANCE_DIFF_MAX_ROWS` rows per table). A failing
-seed reproduces alone: `LANCE_DIFF_SEED=<seed> pytest -k read_differential`.
+seed reproduces alone: `LANCE_DIFF_SEED=<seed> pytest -k read_differential`; a campaign
+past the usual seeds sets the first one (`LANCE_DIFF_FIRST_SEED=100000`).
 """
 from __future__ import annotations
 
@@ -19,11 +20,10 @@ import pyarrow as pa
 import pytest
 
 from compare import assert_same, oracle_rows, spark_rows
-from random_tables import describe, random_table, write_with_pylance
+from random_tables import describe, diff_seeds, random_table, write_with_pylance
 
 CASES = int(os.environ.get("LANCE_DIFF_CASES", "150"))
-ONLY = os.environ.get("LANCE_DIFF_SEED")
-SEEDS = [int(ONLY)] if ONLY else list(range(CASES))
+SEEDS = diff_seeds(CASES)
 # Rows per table at most (make test-long raises it to a few hundred thousand).
 MAX_ROWS = int(os.environ.get("LANCE_DIFF_MAX_ROWS", "3000"))
 # Seeds that once failed, kept as regression cases whatever LANCE_DIFF_CASES is.
@@ -77,11 +77,9 @@ def test_generator_covers_the_types():
         else:
             seen.add(str(t))
 
-    for seed in SEEDS[:150]:
+    for seed in range(150):
         for f in random_table(seed, maps=True, max_rows=50, max_bytes=1 << 16).schema:
             walk(f.type)
-    if ONLY:
-        pytest.skip("one seed only")
     for kind in ["map", "vector", "large_list", "list", "list_of_struct", "struct", "string", "large_string",
                  "int64", "uint64", "bool", "decimal128(12, 2)", "date32[day]", "double", "float"]:
         assert kind in seen, f"no seed among the first 150 draws a {kind} column"

@@ -18,11 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from compare import structural
-from random_tables import describe, random_table
+from random_tables import describe, diff_seeds, random_table
 
 CASES = int(os.environ.get("LANCE_DIFF_CASES", "150"))
-ONLY = os.environ.get("LANCE_DIFF_SEED")
-SEEDS = [int(ONLY)] if ONLY else list(range(CASES))
+SEEDS = diff_seeds(CASES)
 # Rows per table at most (make test-long raises it).
 MAX_ROWS = int(os.environ.get("LANCE_DIFF_MAX_ROWS", "3000"))
 # Seeds that once failed, kept as regression cases whatever LANCE_DIFF_CASES is.
