@@ -104,3 +104,28 @@ def test_uri_path_tables_in_every_statement(spark, tmp_path):
     assert got == [(1, "A", None), (2, "B", None), (4, "d", None)]
     assert spark.sql(f"SELECT count(*) FROM {t} VERSION AS OF 2").first()[0] == 3
     assert sorted(tuple(r.values()) for r in lance.dataset(path).to_table().to_pylist()) == got
+
+
+def test_hadoop_settings_changed_between_queries_are_seen(spark, warehouse):
+    """The connector shares one copy of the session's Hadoop configuration within a query's
+    planning; a setting changed between queries, on the SparkContext's Hadoop configuration or
+    as a session setting, is seen by the next query (here an external manifest store that does
+    not exist: the read must fail naming it, and read again once it is unset)."""
+    spark.sql("CREATE TABLE lance.default.conf_probe USING lance AS SELECT id FROM range(10)")
+    q = "SELECT count(*) FROM lance.default.conf_probe"
+    assert spark.sql(q).first()[0] == 10
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("lance.commit.external-store", "bogus-context")
+    try:
+        with pytest.raises(Exception, match="unknown external manifest store 'bogus-context'"):
+            spark.sql(q).collect()
+    finally:
+        hadoop.unset("lance.commit.external-store")
+    assert spark.sql(q).first()[0] == 10
+    spark.conf.set("lance.commit.external-store", "bogus-session")
+    try:
+        with pytest.raises(Exception, match="unknown external manifest store 'bogus-session'"):
+            spark.sql(q).collect()
+    finally:
+        spark.conf.unset("lance.commit.external-store")
+    assert spark.sql(q).first()[0] == 10

@@ -2,7 +2,7 @@ package io.lancespark.spark
 
 import java.util
 
-import org.apache.spark.sql.{DataFrame, SaveMode, SparkSession, SQLContext}
+import org.apache.spark.sql.{DataFrame, SaveMode, SQLContext}
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.sources.{BaseRelation, CreatableRelationProvider, DataSourceRegister}
@@ -83,10 +83,10 @@ object LanceDataSource {
   /** The target's snapshot; None where the path holds no dataset yet (an unpinned target only). */
   def snapshotIfExists(target: ReadTarget): Option[Snapshot] =
     if (target.pinned) Some(snapshot(target))
-    else Dataset.openLatestIfExists(DatasetStorage(target.path, SparkSession.active.sessionState.newHadoopConf()))
+    else Dataset.openLatestIfExists(DatasetStorage(target.path, HadoopConfs.active))
 
   def snapshot(target: ReadTarget): Snapshot = {
-    val storage = DatasetStorage(target.path, SparkSession.active.sessionState.newHadoopConf())
+    val storage = DatasetStorage(target.path, HadoopConfs.active)
     Dataset.open(storage, target.tag.map(Tags.versionOf(storage, _)).orElse(target.version))
   }
 }

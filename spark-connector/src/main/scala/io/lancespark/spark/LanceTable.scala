@@ -143,7 +143,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
     new LanceScanBuilder(snapshot, schema, readConf(scanOptions), nearest, tableOptions ++ scanOptions)
   }
 
-  private def hadoopConf = new SerializableHadoopConf(SparkSession.active.sessionState.newHadoopConf())
+  private def hadoopConf = new SerializableHadoopConf(HadoopConfs.active)
 
   private def requireWritable(): Unit = {
     if (!writable)
@@ -223,7 +223,7 @@ final class LanceTable(val target: ReadTarget, tableOptions: Map[String, String]
 object LanceTable {
   /** The dataset's URI as storage names it (the path may not be a dataset yet). */
   def uriOf(path: String): String =
-    io.lancespark.table.storage.DatasetStorage(path, SparkSession.active.sessionState.newHadoopConf()).uri
+    io.lancespark.table.storage.DatasetStorage(path, HadoopConfs.active).uri
 
   /** `schema` plus the `_distance` column of a nearest-neighbour search, when `nearest`. */
   def withDistance(schema: StructType, nearest: Boolean): StructType =

@@ -25,23 +25,39 @@ object SerializableHadoopConf {
   import org.apache.spark.sql.SparkSession
 
   private val Kept = 8
-  /** Recent broadcasts, by Spark context and configuration entries, newest last. */
-  private var recent = Vector.empty[((SparkContext, Map[String, String]), Broadcast[SerializableHadoopConf])]
+
+  private final class Entry(val context: SparkContext, val entries: Map[String, String],
+      val made: java.lang.ref.WeakReference[Configuration], val broadcast: Broadcast[SerializableHadoopConf])
+
+  /** Recent broadcasts, newest last. */
+  private var recent = Vector.empty[Entry]
 
   /** The session's Hadoop configuration as a broadcast, made once per
     * distinct configuration: each scan's reader factory ships it, Spark asks
     * for the factories while it plans (several per query), and serializing a
     * configuration takes milliseconds. A changed configuration (a session
-    * option set) is a new entry. */
-  def broadcast(session: SparkSession): Broadcast[SerializableHadoopConf] = {
-    val conf = session.sessionState.newHadoopConf()
-    val key = (session.sparkContext, conf.iterator().asScala.map(e => e.getKey -> e.getValue).toMap)
+    * option set) is a new entry. The configuration of one query's plan
+    * ([[HadoopConfs]]) is found by identity, without comparing its entries again. */
+  def broadcast(session: SparkSession): Broadcast[SerializableHadoopConf] = broadcast(session, HadoopConfs.of(session))
+
+  /** `conf` (the session's, made earlier in the same query's planning) as a broadcast. */
+  def broadcast(session: SparkSession, conf: Configuration): Broadcast[SerializableHadoopConf] = {
+    val sc = session.sparkContext
     synchronized {
-      recent = recent.filterNot(_._1._1.isStopped)
-      recent.find(_._1 == key).map(_._2).getOrElse {
-        val b = session.sparkContext.broadcast(new SerializableHadoopConf(conf))
-        recent = (recent :+ (key -> b)).takeRight(Kept)
-        b
+      recent = recent.filterNot(_.context.isStopped)
+      recent.find(e => (e.context eq sc) && (e.made.get eq conf)).map(_.broadcast)
+    }.getOrElse {
+      val entries = conf.iterator().asScala.map(e => e.getKey -> e.getValue).toMap
+      synchronized {
+        recent.find(e => (e.context eq sc) && e.entries == entries) match {
+          case Some(e) =>
+            recent = recent.filterNot(_ eq e) :+ new Entry(sc, e.entries, new java.lang.ref.WeakReference(conf), e.broadcast)
+            e.broadcast
+          case None =>
+            val b = sc.broadcast(new SerializableHadoopConf(conf))
+            recent = (recent :+ new Entry(sc, entries, new java.lang.ref.WeakReference(conf), b)).takeRight(Kept)
+            b
+        }
       }
     }
   }
@@ -66,5 +82,9 @@ object ConfSource {
   /** The session's configuration as a broadcast. */
   def broadcast(session: org.apache.spark.sql.SparkSession): ConfSource =
     Broadcasted(SerializableHadoopConf.broadcast(session))
+
+  /** `conf`, the session's configuration made earlier in the query's planning, as a broadcast. */
+  def broadcast(session: org.apache.spark.sql.SparkSession, conf: Configuration): ConfSource =
+    Broadcasted(SerializableHadoopConf.broadcast(session, conf))
 }
 

@@ -9,17 +9,21 @@ import org.roaringbitmap.RoaringBitmap
 import io.lancespark.schema.LanceFormatException
 import io.lancespark.proto.table.{IndexMetadata, IndexSection}
 
-/** The index metadata a manifest carries (its index section). This connector
-  * neither builds nor reads index files; compaction plans around their
-  * fragment coverage as the reference does. */
+/** The index metadata a manifest carries (its index section), and the
+  * fragments each index covers. */
 object Indices {
 
-  /** The indices of `snapshot`'s version (empty when it has none). */
-  def of(snapshot: Snapshot): Seq[IndexMetadata] = {
-    val path = Dataset.manifestPath(snapshot.storage, snapshot.naming, snapshot.version)
-    val bytes = snapshot.storage.readFully(path)
-    ManifestFile.indexSection(bytes, snapshot.manifest, path.toString).map(parse(_, path.toString)).getOrElse(Nil)
-  }
+  /** The indices of `snapshot`'s version (empty when it has none), read once per snapshot. */
+  def of(snapshot: Snapshot): Seq[IndexMetadata] = snapshot.indices
+
+  /** The index section read from the manifest file; a manifest without one is not read again. */
+  private[storage] def read(snapshot: Snapshot): Seq[IndexMetadata] =
+    if (!snapshot.manifest.hasIndexSection) Nil
+    else {
+      val path = Dataset.manifestPath(snapshot.storage, snapshot.naming, snapshot.version)
+      val bytes = snapshot.storage.readFully(path)
+      ManifestFile.indexSection(bytes, snapshot.manifest, path.toString).map(parse(_, path.toString)).getOrElse(Nil)
+    }
 
   def parse(section: Array[Byte], where: String): Seq[IndexMetadata] =
     try IndexSection.parseFrom(section).getIndicesList.asScala.toSeq

@@ -40,6 +40,10 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
       proto = f)
   }
 
+  /** The index metadata of this version (its manifest's index section; empty without one),
+    * read once: planning asks for it per scan. */
+  lazy val indices: Seq[io.lancespark.proto.table.IndexMetadata] = Indices.read(this)
+
   def hasStableRowIds: Boolean = (manifest.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0
 
   def countRows: Long = fragments.map(_.numRows).sum

@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import io.lancespark.schema.LanceSchema
-import io.lancespark.spark.LanceTable
+import io.lancespark.spark.{HadoopConfs, LanceTable}
 import io.lancespark.spark.metadata.{MetadataTable, MetadataTables}
 import io.lancespark.spark.procedures.{LanceProcedure, LanceProcedures, TableResolver}
 import io.lancespark.spark.options.{OptionSource, ReadTarget, WriteOptions}
@@ -22,7 +22,7 @@ import io.lancespark.spark.write.SparkToArrow
 import io.lancespark.table.commit.{CommitSettings, Committer, OverwriteDataset, ReplaceSchema}
 import io.lancespark.table.maintenance.Tags
 import io.lancespark.table.model.DataFileVersion
-import io.lancespark.table.storage.{Dataset, DatasetStorage, VersionLookup}
+import io.lancespark.table.storage.{Dataset, DatasetStorage, Snapshot, VersionLookup}
 
 /** A Spark catalog of Lance datasets under a warehouse directory
   * (`spark.sql.catalog.lance.warehouse`): namespaces are directories, tables
@@ -44,7 +44,7 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
 
   override def defaultNamespace(): Array[String] = Array("default")
 
-  private def conf = SparkSession.active.sessionState.newHadoopConf()
+  private def conf = HadoopConfs.active
   private def fs = warehouse.getFileSystem(conf)
 
   /** A path identifier (``lance.`/abs/path` `` or a URI) or a warehouse table. */
@@ -137,9 +137,17 @@ final class LanceCatalog extends TableCatalog with SupportsNamespaces with Proce
     * NoSuchTableException, Spark would go on to try the name as a file query
     * and report "Unsupported data source type for direct query on files". */
   private def load(ident: Identifier, version: Option[Long]): Table = {
-    if (!LanceCatalog.isPath(ident) && !exists(ident)) throw new NoSuchTableException(ident)
+    // a warehouse table's latest version is opened once: the lookup that finds it is the check that it exists
+    val opened: Option[Option[Snapshot]] =
+      if (LanceCatalog.isPath(ident)) None
+      else if (version.isEmpty)
+        Some(Some(Dataset.openLatestIfExists(DatasetStorage(location(ident), conf))
+          .getOrElse(throw new NoSuchTableException(ident))))
+      else if (!exists(ident)) throw new NoSuchTableException(ident)
+      else None
     val table = new LanceTable(ReadTarget(location(ident), version), writable = true,
-      acceptAnySchema = io.lancespark.spark.extensions.CatalogWriteSchema.installed(SparkSession.active))
+      acceptAnySchema = io.lancespark.spark.extensions.CatalogWriteSchema.installed(SparkSession.active),
+      opened = opened)
     table.snapshot
     table
   }

@@ -72,7 +72,7 @@ object KnnFunction {
     }
     val session = SparkSession.active
     val uri = VectorSearchFunction.location(session, table)
-    val snapshot = Dataset.open(uri, None, session.sessionState.newHadoopConf())
+    val snapshot = Dataset.open(uri, None, io.lancespark.spark.HadoopConfs.of(session))
     val field = snapshot.schema.field(column).getOrElse(
       fail(s"table $table has no column '$column' (columns: ${snapshot.schema.fields.map(_.name).mkString(", ")})"))
     if (!field.isFixedSizeList || !VectorColumn.FloatItems.contains(LogicalType.fixedSizeListItem(field.logicalType)))

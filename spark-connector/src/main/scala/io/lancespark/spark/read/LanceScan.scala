@@ -4,7 +4,7 @@ import java.util.OptionalLong
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, InterpretedUnsafeProjection}
 import org.apache.spark.sql.connector.expressions.NamedReference
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
 import org.apache.spark.sql.connector.read.{Batch, Scan, Statistics, SupportsReportStatistics}
@@ -14,7 +14,7 @@ import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
 import io.lancespark.table.index.LabelClause
 import io.lancespark.table.scan.BlobColumns
-import io.lancespark.spark.ConfSource
+import io.lancespark.spark.{ConfSource, HadoopConfs}
 import io.lancespark.spark.options.ReadConf
 import io.lancespark.table.storage.Snapshot
 import io.lancespark.table.plan.Clustering
@@ -25,7 +25,10 @@ import io.lancespark.table.plan.SplitTarget
 
 /** A scan of one version: the row ranges left after pruning, fragment after
   * fragment, packed into input partitions of about equal rows (see
-  * [[PartitionPlanner]] and [[LanceScan.defaultSplit]]). */
+  * [[PartitionPlanner]] and [[LanceScan.defaultSplit]]). `planConf`: the session's
+  * Hadoop configuration when the scan was made, while the query was optimized (the
+  * query plan's copy, [[HadoopConfs]]), which its reader factory ships: physical
+  * planning, where Spark asks for the factory, has no query plan tracker to find it by. */
 final class LanceScan(
     private val snapshot: Snapshot,
     private val tableSchema: StructType,
@@ -38,7 +41,8 @@ final class LanceScan(
     private val filterFields: Seq[LanceField] = Nil,
     private val limit: Option[Int],
     private val planner: ScanPlanner,
-    private val streamOptions: Map[String, String] = Map.empty)
+    private val streamOptions: Map[String, String] = Map.empty,
+    private val planConf: org.apache.hadoop.conf.Configuration = HadoopConfs.active)
     extends Scan with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
@@ -63,7 +67,7 @@ final class LanceScan(
     * answer them (rows that may match; Spark still evaluates the predicates). */
   def withLabels(clauses: Vector[LabelClause]): LanceScan =
     new LanceScan(snapshot, tableSchema, dataSchema, fields, metadataColumns, outputSchema, options, filter,
-      filterFields, limit, planner.withLabels(clauses), streamOptions)
+      filterFields, limit, planner.withLabels(clauses), streamOptions, planConf)
 
   /** One scan returning the columns of both this one and `that`, when the two
     * differ in their columns only (the same version, filter, metadata
@@ -91,7 +95,7 @@ final class LanceScan(
     val meta = outputSchema.fields.filter(f => metadataColumns.contains(f.name))
     // (the same filter: the same filter fields)
     Some(new LanceScan(snapshot, tableSchema, data, ordered.map(_._1), metadataColumns, StructType(data.fields ++ meta),
-      options, filter, filterFields, limit, planner, streamOptions))
+      options, filter, filterFields, limit, planner, streamOptions, planConf))
   }
 
   /** Whether the scan evaluates `f` exactly, as the push-down decides it ([[LanceScanBuilder.evaluable]]). */
@@ -109,7 +113,7 @@ final class LanceScan(
       val resolved = columns.flatMap(c => snapshot.schema.field(c))
       if (resolved.size != columns.size) None
       else Some(new LanceScan(snapshot, tableSchema, dataSchema, fields, metadataColumns, outputSchema, options,
-        Some(combined), resolved, limit, planner.withFilter(Some(combined)), streamOptions))
+        Some(combined), resolved, limit, planner.withFilter(Some(combined)), streamOptions, planConf))
     }
 
   override def equals(other: Any): Boolean = other match {
@@ -170,7 +174,7 @@ final class LanceScan(
   /** Made once per scan: Spark asks each copy of the scan's plan node (each
     * its own batch) for it while it plans (to know whether the scan is columnar). */
   private[read] lazy val readerFactory: LanceReaderFactory =
-    factoryWith(ConfSource.broadcast(SparkSession.active))
+    factoryWith(ConfSource.broadcast(SparkSession.active, planConf))
 
   private def factoryWith(conf: ConfSource): LanceReaderFactory =
     LanceReaderFactory(snapshot.storage.uri, snapshot.version, snapshot.schema, fields, dataSchema,
@@ -195,7 +199,10 @@ final class LanceScan(
   }
 
   private def readAll(): Vector[InternalRow] = {
-    val toRow = UnsafeProjection.create(outputSchema)
+    // interpreted: a few thousand rows at most, fewer than it takes for generating and looking
+    // up a projection's code (each query, a millisecond or two) to pay
+    val toRow = InterpretedUnsafeProjection.createProjection(
+      outputSchema.fields.toSeq.zipWithIndex.map { case (f, i) => BoundReference(i, f.dataType, f.nullable) })
     val onDriver = factoryWith(ConfSource.OnDriver(snapshot.storage.configuration))
     val cap = limit.fold(Long.MaxValue)(_.toLong)
     val out = Vector.newBuilder[InternalRow]
