@@ -5,7 +5,7 @@ import java.time.Instant
 import scala.jdk.CollectionConverters._
 
 import io.lancespark.schema.{LanceFormatException, LanceSchema}
-import io.lancespark.proto.table.{DataFile, Manifest}
+import io.lancespark.proto.table.{DataFile, IndexMetadata, Manifest}
 import io.lancespark.table.model.{DataFileRef, FeatureFlags, FragmentInfo}
 
 /** One version of a dataset: the manifest and what it says, checked. A
@@ -42,7 +42,7 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
 
   /** The index metadata of this version (its manifest's index section; empty without one),
     * read once: planning asks for it per scan. */
-  lazy val indices: Seq[io.lancespark.proto.table.IndexMetadata] = Indices.read(this)
+  lazy val indices: Seq[IndexMetadata] = Indices.read(this)
 
   def hasStableRowIds: Boolean = (manifest.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0
 
