@@ -32,7 +32,8 @@ import pytest
 from test_delta_differential import (COLS, DDL, DELTA_BUGS, SELECT, Gen, Stmt, Tables, _error_name, run_on_both,  # noqa: F401
                                      _key, _merge, _no_q, _rows, _source_view, delta_spark, next_statements)
 
-SEED = int(os.environ.get("CDF_SEED", "20261127"))
+DEFAULT_SEED = 20261127
+SEED = int(os.environ.get("CDF_SEED", str(DEFAULT_SEED)))
 SEQUENCES = int(os.environ.get("CDF_SEQUENCES", "2"))
 CDF_COLS = ("_change_type", "_commit_version", "_commit_timestamp")
 
@@ -454,7 +455,6 @@ def test_streaming_change_feed(delta_spark, tmp_path):
         assert Counter(streamed) == Counter(expected), (
             f"only streamed: {_show(Counter(streamed) - Counter(expected))}; "
             f"only in the batch feed: {_show(Counter(expected) - Counter(streamed))}")
-        assert {row[1] for row in streamed} >= {"insert", "delete", "update_preimage", "update_postimage"}
         # statement by statement, Delta's change feed
         delta_cf = _changes(spark.read.format("delta").option("readChangeFeed", "true")
                             .option("startingVersion", d_before + 1).table(tabs.delta))
@@ -462,6 +462,9 @@ def test_streaming_change_feed(delta_spark, tmp_path):
         for i, (a, b) in enumerate(zip(_per_statement(delta_cf, ranges_d), _per_statement(lance_cf, ranges_l))):
             assert a == b, (f"CDF_SEED={SEED} statement {i} ({done[i].kind}): {done[i].sql}\n"
                             f"  only in Delta: {_show(a - b)}\n  only streamed: {_show(b - a)}")
+        # the default seed's sequence streams every kind of change (another seed's may update no row)
+        if SEED == DEFAULT_SEED:
+            assert {row[1] for row in streamed} >= {"insert", "delete", "update_preimage", "update_postimage"}
     finally:
         tabs.drop()
 
