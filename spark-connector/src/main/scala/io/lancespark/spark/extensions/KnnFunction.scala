@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
 import org.apache.spark.sql.types.{ArrayType, DataType, FloatType, LongType, StructField, StructType}
 
-import io.lancespark.spark.SerializableHadoopConf
+import io.lancespark.spark.{HadoopConfs, SerializableHadoopConf}
 import io.lancespark.spark.read.ArrowAllocators
 import io.lancespark.schema.LogicalType
 import io.lancespark.table.index.vector.{DistanceMetric, VectorColumn, VectorQuery, VectorSearch}
@@ -72,7 +72,7 @@ object KnnFunction {
     }
     val session = SparkSession.active
     val uri = VectorSearchFunction.location(session, table)
-    val snapshot = Dataset.open(uri, None, io.lancespark.spark.HadoopConfs.of(session))
+    val snapshot = Dataset.open(uri, None, HadoopConfs.of(session))
     val field = snapshot.schema.field(column).getOrElse(
       fail(s"table $table has no column '$column' (columns: ${snapshot.schema.fields.map(_.name).mkString(", ")})"))
     if (!field.isFixedSizeList || !VectorColumn.FloatItems.contains(LogicalType.fixedSizeListItem(field.logicalType)))

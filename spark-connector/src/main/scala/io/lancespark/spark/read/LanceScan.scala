@@ -2,6 +2,7 @@ package io.lancespark.spark.read
 
 import java.util.OptionalLong
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, InterpretedUnsafeProjection}
@@ -42,7 +43,7 @@ final class LanceScan(
     private val limit: Option[Int],
     private val planner: ScanPlanner,
     private val streamOptions: Map[String, String] = Map.empty,
-    private val planConf: org.apache.hadoop.conf.Configuration = HadoopConfs.active)
+    private val planConf: Configuration = HadoopConfs.active)
     extends Scan with SupportsReportStatistics {
 
   override def readSchema(): StructType = outputSchema
