@@ -9,7 +9,8 @@ by Spark, for every scale factor x cores x shuffle partitions asked.
 Each cell (scale factor, cores, shuffle partitions) runs in its own Python process with its
 own Spark session (`local[cores]`, driver memory 8g, the connector's default options, adaptive
 execution on as Spark's default). For each query: one warm-up of each side (their rows are
-compared: as multisets, doubles to 9 significant digits), then `--runs` timed rounds, each
+compared: as multisets, doubles to 9 significant digits), then `--runs` timed rounds (a short
+query more, up to `--max-runs`, until each side has run `--min-seconds`), each
 round running the three sides in a rotated order (Parquet, ours, pylance's; then ours,
 pylance's, Parquet; ...). A query's time is the median of its rounds; its ratio is the median
 over Parquet's median, and the spread is the lowest and highest ratio of a round.
@@ -133,7 +134,7 @@ class _Workload:
 
 
 def run_cell(bench: str, sf: float, cores: str, shuffle: str, runs: int, queries: Optional[List[str]],
-             out: Path) -> None:
+             out: Path, max_runs: int = 0, min_seconds: float = 0.0) -> None:
     env.use_in_tree_package()
     env.ensure_jar()
     from lance_spark.testing import local_session
@@ -148,6 +149,7 @@ def run_cell(bench: str, sf: float, cores: str, shuffle: str, runs: int, queries
     w = _Workload(spark, bench, sf, log)
     names = queries or w.names
     result: Dict[str, object] = {"bench": bench, "sf": sf, "cores": cores, "shuffle": shuffle, "runs": runs,
+                                 "max_runs": max(runs, max_runs), "min_seconds": min_seconds,
                                  "machine": env.machine(), "queries": {}}
     for name in names:
         sql = w.text(name)
@@ -171,11 +173,15 @@ def run_cell(bench: str, sf: float, cores: str, shuffle: str, runs: int, queries
             entry["check"] = {s: _compare(rows["parquet"], rows[s]) for s in SIDES[1:]}
             times: Dict[str, List[float]] = {s: [] for s in SIDES}
             try:
-                for r in range(runs):
+                r = 0
+                # at least `runs` rounds; a short query gets more (up to `max_runs`), until each side
+                # has run `min_seconds`: three rounds of a 0.2 s query do not decide a 10% difference
+                while r < runs or (r < max_runs and min(sum(v) for v in times.values()) < min_seconds):
                     for s in SIDES[r % 3:] + SIDES[:r % 3]:
                         t0 = time.perf_counter()
                         w.run(s, sql)
                         times[s].append(time.perf_counter() - t0)
+                    r += 1
                 entry["times"] = times
             except Exception as e:  # noqa: BLE001
                 entry["error"] = f"{type(e).__name__} in a timed round: {str(e)[:300]}"
@@ -224,6 +230,14 @@ def _geomean(xs: List[float]) -> float:
 def _order(name: str):
     digits = "".join(c for c in name if c.isdigit())
     return int(digits), name
+
+
+def _rounds_text(cell: dict) -> str:
+    runs, most = cell["runs"], cell.get("max_runs", cell["runs"])
+    if most <= runs:
+        return f"{runs} timed rounds"
+    return (f"{runs} to {most} timed rounds (a short query runs more, until each side has run "
+            f"{cell['min_seconds']:g} s; the rounds column gives each query's)")
 
 
 def render(bench: str) -> Path:
@@ -277,20 +291,23 @@ def render(bench: str) -> Path:
             row += [f"{_geomean([r[0] for r in rs.values()]):.2f}x", f"{rs[worst][0]:.2f}x ({worst})",
                     str(sum(1 for r in rs.values() if r[0] > 1.0))]
         lines.append("| " + " | ".join(row) + " |")
+    notes = path.with_name(f"{bench}-notes.md")
+    if notes.exists():   # what was found about the cells, written by hand (bench/matrix/<bench>-notes.md)
+        lines += ["", notes.read_text().rstrip("\n")]
     for c in cells:
         lines += ["", f"## {_cell_key(c['sf'], c['cores'], c['shuffle'])}", "",
-                  f"{c['runs']} timed rounds; run {c['machine']['date']}" +
+                  _rounds_text(c) + f"; run {c['machine']['date']}" +
                   (f" ({', '.join(c['reruns'])} run again later)" if c.get("reruns") else "") + ".", "",
                   "| query | Parquet (s) | ours (s) | ours / Parquet | spread | pylance (s) | pylance / Parquet | "
-                  "spread | rows | results |",
-                  "|---|---:|---:|---:|---|---:|---:|---|---:|---|"]
+                  "spread | rounds | rows | results |",
+                  "|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|"]
         for n in sorted(c["queries"], key=_order):
             e = c["queries"][n]
             if "same_error" in e:
-                lines.append(f"| {n} | | | | | | | | | the same error on every side: {e['same_error']} |".replace("`", ""))
+                lines.append(f"| {n} | | | | | | | | | | the same error on every side: {e['same_error']} |".replace("`", ""))
                 continue
             if "times" not in e:
-                lines.append(f"| {n} | | | | | | | | | **{e.get('error', 'no times')}** |")
+                lines.append(f"| {n} | | | | | | | | | | **{e.get('error', 'no times')}** |")
                 continue
             t = {s: statistics.median(v) for s, v in e["times"].items()}
             cells_ = [n, f"{t['parquet']:.3f}"]
@@ -299,7 +316,7 @@ def render(bench: str) -> Path:
                 mark = f"**{med:.2f}x**" if med > 1.0 else f"{med:.2f}x"
                 cells_ += [f"{t[side]:.3f}", mark, f"{lo:.2f}-{hi:.2f}"]
             checks = e.get("check", {})
-            cells_ += [str(e.get("rows", "")),
+            cells_ += [str(len(e["times"]["parquet"])), str(e.get("rows", "")),
                        "equal" if all(v == "equal" for v in checks.values()) else
                        "; ".join(f"{k}: {v}" for k, v in checks.items() if v != "equal").replace("|", "/")]
             lines.append("| " + " | ".join(cells_) + " |")
@@ -317,14 +334,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--sf", default="0.3,1,3", help="scale factors (default 0.3,1,3)")
     p.add_argument("--cores", default="2,*", help="local[...] settings (default 2,*)")
     p.add_argument("--shuffle", default="default,8", help="shuffle partitions; 'default' is Spark's 200")
-    p.add_argument("--runs", type=int, default=3, help="timed rounds per query (default 3)")
+    p.add_argument("--runs", type=int, default=3, help="timed rounds per query, at least (default 3)")
+    p.add_argument("--max-runs", type=int, default=9,
+                   help="most rounds of a short query (default 9): rounds go on until each side has run --min-seconds")
+    p.add_argument("--min-seconds", type=float, default=2.5, help="see --max-runs (default 2.5)")
     p.add_argument("--queries", default=None, help="a subset, e.g. 3,6 (TPC-H) or q3,q7 (TPC-DS)")
     p.add_argument("--render", action="store_true", help="only write the page from the results so far")
     p.add_argument("--cell-json", default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     queries = [q.strip() for q in a.queries.split(",")] if a.queries else None
     if a.cell_json:
-        run_cell(a.bench, float(a.sf), a.cores, a.shuffle, a.runs, queries, Path(a.cell_json))
+        run_cell(a.bench, float(a.sf), a.cores, a.shuffle, a.runs, queries, Path(a.cell_json), a.max_runs,
+                 a.min_seconds)
         return 0
     if not a.render:
         for sf in [float(x) for x in a.sf.split(",")]:
@@ -333,7 +354,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     out = env.RESULTS_DIR / f".{a.bench}-cell-{os.getpid()}.json"
                     out.parent.mkdir(parents=True, exist_ok=True)
                     cmd = [sys.executable, "-m", "bench.sqlmatrix", a.bench, "--sf", repr(sf), "--cores", cores,
-                           "--shuffle", shuffle, "--runs", str(a.runs), "--cell-json", str(out)]
+                           "--shuffle", shuffle, "--runs", str(a.runs), "--max-runs", str(a.max_runs),
+                           "--min-seconds", repr(a.min_seconds), "--cell-json", str(out)]
                     if a.queries:
                         cmd += ["--queries", a.queries]
                     subprocess.run(cmd, check=True, cwd=str(env.REPO))
