@@ -150,7 +150,17 @@ object RowEvaluator {
       v
     }
 
-    lazy val keys: Array[Long] = decodeKeys(vector, n)
+    private var decodedKeys: Array[Long] = null
+    /** Every row's key, decoded on first use. */
+    def keys: Array[Long] = {
+      if (decodedKeys == null) decodedKeys = decodeKeys(vector, n)
+      decodedKeys
+    }
+    /** Whether a test should read the keys of `care`'s rows one by one rather
+      * than decode every row's: few rows to test, keys not decoded yet, and a
+      * vector whose keys are read by address (0: not). */
+    def readFew(care: Array[Long]): Boolean = decodedKeys == null && addressWidth > 0 && few(care, n)
+    lazy val addressWidth: Int = keyWidth(vector)
     lazy val decimals: Array[JBigDecimal] = {
       val out = new Array[JBigDecimal](n)
       vector match {
@@ -224,6 +234,69 @@ object RowEvaluator {
       case other => throw new IllegalArgumentException(s"cannot compare values of ${other.getClass.getSimpleName}")
     }
     out
+  }
+
+  /** The width of the values of a vector whose keys `decodeKeys` reads by
+    * address (the same keys `keyAt` reads); 0 for the others. */
+  private def keyWidth(v: ValueVector): Int = v match {
+    case _: TinyIntVector => 1
+    case _: SmallIntVector => 2
+    case _: IntVector | _: DateDayVector => 4
+    case _: BigIntVector => 8
+    case _: DecimalVector => 16 // its low word, as decodeKeys reads it
+    case _ => 0
+  }
+
+  /** Row i's key, as `decodeKeys` decodes it, from values of `width` bytes at `a`. */
+  private def keyAt(a: Long, width: Int, i: Int): Long = (width: @annotation.switch) match {
+    case 1 => MemoryUtil.getByte(a + i).toLong
+    case 2 => MemoryUtil.getShort(a + 2L * i).toLong
+    case 4 => MemoryUtil.getInt(a + 4L * i).toLong
+    case 8 => MemoryUtil.getLong(a + 8L * i)
+    case _ => MemoryUtil.getLong(a + 16L * i)
+  }
+
+  /** Few rows to test: at most one in 8 of the batch's (a filter's earlier
+    * leaves kept few), where reading their keys one by one costs less than
+    * decoding and testing every row's. */
+  private def few(care: Array[Long], n: Int): Boolean = {
+    var c = 0L
+    var w = 0
+    while (w < care.length) { c += java.lang.Long.bitCount(care(w)); w += 1 }
+    c * 8 <= n
+  }
+
+  /** As [[rangeLoop]], reading only the keys of `care`'s rows. */
+  private def rangeAt(v: ValueVector, n: Int, width: Int, care: Array[Long], out: Array[Long],
+                      lo: Long, hi: Long, negate: Boolean): Unit = {
+    val a = addressOf(v, n, width)
+    var w = 0
+    while (w < care.length) {
+      var m = care(w)
+      while (m != 0L) {
+        val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
+        val k = keyAt(a, width, i)
+        if ((k >= lo && k <= hi) != negate) out(w) |= 1L << i
+        m &= m - 1
+      }
+      w += 1
+    }
+  }
+
+  /** As [[inLoop]], reading only the keys of `care`'s rows. */
+  private def inAt(v: ValueVector, n: Int, width: Int, care: Array[Long], out: Array[Long],
+                   contains: Long => Boolean): Unit = {
+    val a = addressOf(v, n, width)
+    var w = 0
+    while (w < care.length) {
+      var m = care(w)
+      while (m != 0L) {
+        val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
+        if (contains(keyAt(a, width, i))) out(w) |= 1L << i
+        m &= m - 1
+      }
+      w += 1
+    }
   }
 
   /** The address of `v`'s values, checked once to hold `n` values of `width` bytes. */
@@ -356,16 +429,22 @@ object RowEvaluator {
     test match {
       case Const(r) => if (r) java.util.Arrays.fill(out, -1L)
       case KeyCmp(op, k) =>
-        val keys = col.keys
-        op match {
-          case CompareOp.Eq | CompareOp.EqNullSafe => rangeLoop(keys, n, care, out, k, k, negate = false)
-          case CompareOp.NotEq => rangeLoop(keys, n, care, out, k, k, negate = true)
-          case CompareOp.Lt => if (k != Long.MinValue) rangeLoop(keys, n, care, out, Long.MinValue, k - 1, negate = false)
-          case CompareOp.LtEq => rangeLoop(keys, n, care, out, Long.MinValue, k, negate = false)
-          case CompareOp.Gt => if (k != Long.MaxValue) rangeLoop(keys, n, care, out, k + 1, Long.MaxValue, negate = false)
-          case CompareOp.GtEq => rangeLoop(keys, n, care, out, k, Long.MaxValue, negate = false)
+        // the rows whose key is in [lo, hi] (not in it: negate); None: no row
+        val range: Option[(Long, Long, Boolean)] = op match {
+          case CompareOp.Eq | CompareOp.EqNullSafe => Some((k, k, false))
+          case CompareOp.NotEq => Some((k, k, true))
+          case CompareOp.Lt => if (k != Long.MinValue) Some((Long.MinValue, k - 1, false)) else None
+          case CompareOp.LtEq => Some((Long.MinValue, k, false))
+          case CompareOp.Gt => if (k != Long.MaxValue) Some((k + 1, Long.MaxValue, false)) else None
+          case CompareOp.GtEq => Some((k, Long.MaxValue, false))
         }
-      case in: KeyIn => inLoop(col.keys, care, out, in.contains)
+        range.foreach { case (lo, hi, negate) =>
+          if (col.readFew(care)) rangeAt(col.vector, n, col.addressWidth, care, out, lo, hi, negate)
+          else rangeLoop(col.keys, n, care, out, lo, hi, negate)
+        }
+      case in: KeyIn =>
+        if (col.readFew(care)) inAt(col.vector, n, col.addressWidth, care, out, in.contains)
+        else inLoop(col.keys, care, out, in.contains)
       case DecCmp(op, v) =>
         val ds = col.decimals
         var i = 0

@@ -299,6 +299,62 @@ class FilterHandCasesSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally v.close()
   }
 
+  test("a leaf after a selective one reads only the kept rows' keys: each type read by address, as when every row is tested") {
+    // a = i % 20: `a = 3` keeps one row in 20, so the leaves after it test few rows (read one by
+    // one); `a >= 0` keeps every row, so they decode and test every row's key. Both must select the
+    // rows the plain values below select (Kleene: a NULL b makes the AND NULL, and NOT of it NULL).
+    val n = 4000
+    val plain: IndexedSeq[Option[Long]] = (0 until n).map(i => if (i % 13 == 0) None else Some(((i * 37L) % 251) - 125))
+    val a = new BigIntVector("a", allocator)
+    val dec = new ArrowType.Decimal(7, 2, 128)
+    val bs: Seq[FieldVector] = Seq(new TinyIntVector("b", allocator), new SmallIntVector("b", allocator),
+      new IntVector("b", allocator), new DateDayVector("b", allocator),
+      new DecimalVector("b", FieldType.nullable(dec), allocator))
+    try {
+      a.allocateNew(n); (0 until n).foreach(i => a.set(i, (i % 20).toLong)); a.setValueCount(n)
+      bs.foreach { b =>
+        b.allocateNew()
+        (0 until n).foreach { i =>
+          plain(i) match {
+            case None => b.setNull(i)
+            case Some(v) => b match {
+              case t: TinyIntVector => t.setSafe(i, v.toInt)
+              case t: SmallIntVector => t.setSafe(i, v.toInt)
+              case t: IntVector => t.setSafe(i, v.toInt)
+              case t: DateDayVector => t.setSafe(i, v.toInt)
+              case t: DecimalVector => t.setSafe(i, JBigDecimal.valueOf(v, 2))
+            }
+          }
+        }
+        b.setValueCount(n)
+        val lit: Long => Lit = b match {
+          case _: DecimalVector => v => DecimalLit(JBigDecimal.valueOf(v, 2))
+          case _ => v => LongLit(v)
+        }
+        val bc = col("b")
+        val cases: Seq[(Filter, Long => Boolean)] =
+          Seq(Eq, NotEq, Lt, LtEq, Gt, GtEq).flatMap { op =>
+            Seq(-125L, -7L, 0L, 125L).map { k =>
+              val holds: Long => Boolean = op match {
+                case Eq => _ == k; case NotEq => _ != k; case Lt => _ < k
+                case LtEq => _ <= k; case Gt => _ > k; case _ => _ >= k
+              }
+              (Compare(bc, op, lit(k)): Filter) -> holds
+            }
+          } ++ Seq(
+            (Not(And(Compare(bc, GtEq, lit(-40)), Compare(bc, LtEq, lit(60)))): Filter) -> ((v: Long) => v < -40 || v > 60),
+            (In(bc, Vector(-125L, 3L, 17L, 99L, 500L).map(lit)): Filter) -> Set(-125L, 3L, 17L, 99L, 500L),
+            (Not(In(bc, Vector(0L, 1L, 2L).map(lit))): Filter) -> ((v: Long) => v < 0 || v > 2))
+        for ((leaf, holds) <- cases; (first, keeps) <- Seq[(Filter, Int => Boolean)](
+               Compare(col("a"), Eq, LongLit(3)) -> (_ % 20 == 3), Compare(col("a"), GtEq, LongLit(0)) -> (_ => true))) {
+          val got = RowEvaluator.evaluate(And(first, leaf), Seq(a, b), n)
+          val expect = (0 until n).filter(i => keeps(i) && plain(i).exists(holds))
+          assert((0 until n).filter(got.get) == expect, s"${b.getClass.getSimpleName}: ${And(first, leaf)}")
+        }
+      }
+    } finally { a.close(); bs.foreach(_.close()) }
+  }
+
   test("FragmentStats: the file that stores a column, absent columns, nested paths") {
     import scala.jdk.CollectionConverters._
     import io.lancespark.schema.LanceSchema
