@@ -266,33 +266,17 @@ object RowEvaluator {
     c * 8 <= n
   }
 
-  /** As [[rangeLoop]], reading only the keys of `care`'s rows. */
-  private def rangeAt(v: ValueVector, n: Int, width: Int, care: Array[Long], out: Array[Long],
-                      lo: Long, hi: Long, negate: Boolean): Unit = {
+  /** Sets the bit of each row of `care` whose key passes `test`, reading only
+    * those rows' keys (as [[rangeLoop]] and [[inLoop]] do over every row's). */
+  private def testAt(v: ValueVector, n: Int, width: Int, care: Array[Long], out: Array[Long],
+                     test: Long => Boolean): Unit = {
     val a = addressOf(v, n, width)
     var w = 0
     while (w < care.length) {
       var m = care(w)
       while (m != 0L) {
         val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
-        val k = keyAt(a, width, i)
-        if ((k >= lo && k <= hi) != negate) out(w) |= 1L << i
-        m &= m - 1
-      }
-      w += 1
-    }
-  }
-
-  /** As [[inLoop]], reading only the keys of `care`'s rows. */
-  private def inAt(v: ValueVector, n: Int, width: Int, care: Array[Long], out: Array[Long],
-                   contains: Long => Boolean): Unit = {
-    val a = addressOf(v, n, width)
-    var w = 0
-    while (w < care.length) {
-      var m = care(w)
-      while (m != 0L) {
-        val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
-        if (contains(keyAt(a, width, i))) out(w) |= 1L << i
+        if (test(keyAt(a, width, i))) out(w) |= 1L << i
         m &= m - 1
       }
       w += 1
@@ -439,11 +423,11 @@ object RowEvaluator {
           case CompareOp.GtEq => Some((k, Long.MaxValue, false))
         }
         range.foreach { case (lo, hi, negate) =>
-          if (col.readFew(care)) rangeAt(col.vector, n, col.addressWidth, care, out, lo, hi, negate)
+          if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, k => (k >= lo && k <= hi) != negate)
           else rangeLoop(col.keys, n, care, out, lo, hi, negate)
         }
       case in: KeyIn =>
-        if (col.readFew(care)) inAt(col.vector, n, col.addressWidth, care, out, in.contains)
+        if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, in.contains)
         else inLoop(col.keys, care, out, in.contains)
       case DecCmp(op, v) =>
         val ds = col.decimals
