@@ -205,14 +205,19 @@ object RowEvaluator {
     val out = new Array[Long](n)
     def data: ArrowBuf = v.getDataBuffer
     var i = 0
-    v match {
-      // the common key types read by address: ArrowBuf's getters check bounds on every call
-      case _: TinyIntVector => val a = addressOf(v, n, 1); while (i < n) { out(i) = MemoryUtil.getByte(a + i).toLong; i += 1 }
-      case _: SmallIntVector => val a = addressOf(v, n, 2); while (i < n) { out(i) = MemoryUtil.getShort(a + 2L * i).toLong; i += 1 }
-      case _: IntVector => val a = addressOf(v, n, 4); while (i < n) { out(i) = MemoryUtil.getInt(a + 4L * i).toLong; i += 1 }
-      case _: BigIntVector => val a = addressOf(v, n, 8); while (i < n) { out(i) = MemoryUtil.getLong(a + 8L * i); i += 1 }
-      case _: DateDayVector => val a = addressOf(v, n, 4); while (i < n) { out(i) = MemoryUtil.getInt(a + 4L * i).toLong; i += 1 }
-      case _: DecimalVector => val a = addressOf(v, n, 16); while (i < n) { out(i) = MemoryUtil.getLong(a + 16L * i); i += 1 }
+    val width = keyWidth(v)
+    if (width > 0) {
+      // the common key types, read by address (ArrowBuf's getters check bounds on every call), as
+      // `keyAt` reads one row's: a loop per width
+      val a = addressOf(v, n, width)
+      (width: @annotation.switch) match {
+        case 1 => while (i < n) { out(i) = MemoryUtil.getByte(a + i).toLong; i += 1 }
+        case 2 => while (i < n) { out(i) = MemoryUtil.getShort(a + 2L * i).toLong; i += 1 }
+        case 4 => while (i < n) { out(i) = MemoryUtil.getInt(a + 4L * i).toLong; i += 1 }
+        case 8 => while (i < n) { out(i) = MemoryUtil.getLong(a + 8L * i); i += 1 }
+        case _ => while (i < n) { out(i) = MemoryUtil.getLong(a + 16L * i); i += 1 }
+      }
+    } else v match {
       case _: UInt1Vector => val d = data; while (i < n) { out(i) = d.getByte(i.toLong) & 0xffL; i += 1 }
       case _: UInt2Vector => val d = data; while (i < n) { out(i) = d.getShort(2L * i) & 0xffffL; i += 1 }
       case _: UInt4Vector => val d = data; while (i < n) { out(i) = d.getInt(4L * i) & 0xffffffffL; i += 1 }
@@ -236,8 +241,8 @@ object RowEvaluator {
     out
   }
 
-  /** The width of the values of a vector whose keys `decodeKeys` reads by
-    * address (the same keys `keyAt` reads); 0 for the others. */
+  /** The width of the values of a vector whose keys are read by address
+    * (`decodeKeys` every row's, `keyAt` one row's); 0 for the others. */
   private def keyWidth(v: ValueVector): Int = v match {
     case _: TinyIntVector => 1
     case _: SmallIntVector => 2
@@ -423,7 +428,7 @@ object RowEvaluator {
           case CompareOp.GtEq => Some((k, Long.MaxValue, false))
         }
         range.foreach { case (lo, hi, negate) =>
-          if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, k => (k >= lo && k <= hi) != negate)
+          if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, key => (key >= lo && key <= hi) != negate)
           else rangeLoop(col.keys, n, care, out, lo, hi, negate)
         }
       case in: KeyIn =>
