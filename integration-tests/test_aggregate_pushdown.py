@@ -194,6 +194,38 @@ def test_many_groups_are_returned_in_chunks(spark, tmp_path):
     assert [tuple(r) for r in spark.sql(sql).collect()] == [(300_000, 300_000, 1, 1, sum(i % 7 for i in range(300_000)))]
 
 
+def test_sums_without_statistics(spark, tmp_path):
+    """pylance's files carry no statistics to bound a SUM's input: a decimal of 10 digits or more
+    is pushed anyway (a DECIMAL(15,2) amount), a narrower one is not (a DECIMAL(7,2) price of a
+    few thousand would be set aside every few dozen rows). Values near the type's range, whose
+    partial sums are set aside every other row, still give the exact sums (Python's decimal)."""
+    rnd = random.Random(7)
+    schema = T.StructType([T.StructField("g", T.IntegerType()), T.StructField("big", T.DecimalType(15, 2)),
+                           T.StructField("amt", T.DecimalType(10, 2)), T.StructField("price", T.DecimalType(7, 2))])
+    rows = [(rnd.randint(0, 3),
+             None if rnd.random() < 0.05 else decimal.Decimal(rnd.randint(-10**15 + 1, 10**15 - 1)).scaleb(-2),
+             decimal.Decimal(rnd.randint(-10**8, 10**8)).scaleb(-2),
+             decimal.Decimal(rnd.randint(0, 10**6)).scaleb(-2)) for _ in range(5000)]
+    spark_path = str(tmp_path / "sums.lance")
+    spark.createDataFrame(rows, schema).repartition(2).write.format("lance").save(spark_path)
+    py_path = str(tmp_path / "sums_pylance.lance")
+    lance.write_dataset(lance.dataset(spark_path).to_table(), py_path, max_rows_per_file=2000)
+    spark.read.format("lance").load(py_path).createOrReplaceTempView("sums_pylance")
+    pushed = lambda sql: "LanceAggregateScan" in _plan(spark, sql)   # noqa: E731
+    assert pushed("SELECT sum(big), avg(amt) FROM sums_pylance")
+    assert pushed("SELECT g, sum(amt), count(*) FROM sums_pylance GROUP BY g")
+    assert not pushed("SELECT sum(price) FROM sums_pylance")
+    assert not pushed("SELECT g, sum(big), sum(price) FROM sums_pylance GROUP BY g")
+    expected = {}
+    for g, big, amt, _ in rows:
+        s_big, s_amt, n = expected.get(g, (decimal.Decimal(0), decimal.Decimal(0), 0))
+        expected[g] = (s_big + (big or 0), s_amt + amt, n + 1)
+    got = spark.sql("SELECT g, sum(big), sum(amt), count(*) FROM sums_pylance GROUP BY g").collect()
+    assert {r[0]: (r[1], r[2], r[3]) for r in got} == expected
+    total = spark.sql("SELECT sum(big), count(big) FROM sums_pylance").collect()[0]
+    assert (total[0], total[1]) == (sum(r[1] for r in rows if r[1] is not None), sum(r[1] is not None for r in rows))
+
+
 def test_many_small_groups_are_left_to_spark(spark, tmp_path):
     """By default a partial GROUP BY is pushed only when its groups average 1,000 rows or more
     by the distinct estimates of the written files (10 for a SUM of decimals over one grouping

@@ -292,7 +292,13 @@ object Aggregator {
     * absolute value of a column, from its statistics) through the
     * arithmetic, by at most 1/1,024 of its type's largest value, or of a
     * type no realistic partial sum leaves (64-bit integers, decimals of 18 or
-    * more digits). */
+    * more digits). Where no statistics bound the input (files written by
+    * pylance have none), a decimal of [[UnboundedDigits]] or more digits
+    * counts as bounded: its sums are set aside only once its values come
+    * within about a thousandth of its range (a DECIMAL(15,2) amount above
+    * ten billion), while a DECIMAL(7,2) price of a few thousand would be set
+    * aside every few dozen rows. Only the speed depends on this guess: the
+    * sums set aside are exact whatever the values. */
   def fewSetAside(spec: Aggregation, maxAbs: String => Option[JBigDecimal]): Boolean = spec.aggregates.forall {
     case AggFn.Sum(e) =>
       val largest: JBigDecimal = e.tpe match {
@@ -303,9 +309,18 @@ object Aggregator {
         case i: NumType.Integral => i.bits == 64
         case NumType.Dec(p, _) => p >= 18
       }
-      wide || bound(e, maxAbs).exists(_.multiply(JBigDecimal.valueOf(1024L)).compareTo(largest) <= 0)
+      wide || (bound(e, maxAbs) match {
+        case Some(b) => b.multiply(JBigDecimal.valueOf(1024L)).compareTo(largest) <= 0
+        case None => e.tpe match {
+          case NumType.Dec(p, _) => p >= UnboundedDigits
+          case _: NumType.Integral => false
+        }
+      })
     case _ => true
   }
+
+  /** The fewest digits of a decimal whose SUM [[fewSetAside]] pushes without statistics. */
+  val UnboundedDigits: Int = 10
 
   /** The largest absolute value `e` takes, from its columns' (`maxAbs`). */
   private def bound(e: Expr, maxAbs: String => Option[JBigDecimal]): Option[JBigDecimal] = e match {

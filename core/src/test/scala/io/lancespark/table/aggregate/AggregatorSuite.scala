@@ -138,8 +138,15 @@ class AggregatorSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(!Aggregator.fewSetAside(agg(Col("price", Dec(7, 2))), maxAbs))
     assert(Aggregator.fewSetAside(agg(Col("p", Dec(7, 2))), Map("p" -> new JBigDecimal("97.65")).get))
     assert(!Aggregator.fewSetAside(agg(Col("p", Dec(7, 2))), Map("p" -> new JBigDecimal("97.66")).get))
-    // no statistics: only wide types
+    // no statistics: wide types, and decimals of 10 digits or more (values would have to exceed
+    // 1/1,024 of the range, 97,656.25 in a DECIMAL(10,2), for a sum to be set aside every 1,024 rows)
     assert(!Aggregator.fewSetAside(agg(Col("nostats", Dec(7, 2))), maxAbs))
+    assert(!Aggregator.fewSetAside(agg(Col("nostats", Dec(9, 2))), maxAbs))
+    assert(Aggregator.fewSetAside(agg(Col("nostats", Dec(10, 2))), maxAbs))
+    assert(Aggregator.fewSetAside(agg(Col("nostats", Dec(15, 2))), maxAbs))
+    // statistics that bound it outweigh the guess: 20,000.00 in a DECIMAL(10,2) is within, 10,000,000.00 not
+    assert(Aggregator.fewSetAside(agg(Col("price", Dec(10, 2))), maxAbs))
+    assert(!Aggregator.fewSetAside(agg(Col("big", Dec(10, 2))), Map("big" -> new JBigDecimal("10000000.00")).get))
     assert(!Aggregator.fewSetAside(agg(Col("nostats", Integral(32))), maxAbs))
     assert(Aggregator.fewSetAside(agg(Col("nostats", Integral(64))), maxAbs))
     assert(Aggregator.fewSetAside(agg(Col("nostats", Dec(18, 2))), maxAbs))
