@@ -29,6 +29,9 @@ final case class PageMeta(
 final case class ColumnMeta(index: Int, pages: Vector[PageMeta], buffers: Vector[Region]) {
   def length: Long = pages.lastOption.fold(0L)(_.end)
 
+  /** The bytes of the column's buffers and its pages' buffers in the file. */
+  def bytes: Long = buffers.iterator.map(_.size).sum + pages.iterator.flatMap(_.buffers).map(_.size).sum
+
   /** The non-empty pages overlapping [from, until) (binary search). */
   def pagesOverlapping(from: Long, until: Long): Vector[PageMeta] = {
     if (until <= from) return Vector.empty

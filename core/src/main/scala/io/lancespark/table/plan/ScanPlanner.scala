@@ -120,6 +120,19 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
 
   def rowsSkipped: Long = planned.map(p => p.plan.fragment.physicalRows - p.plan.mayMatch.count).sum
 
+  /** The share of a fragment's data bytes that the top-level `fields` take,
+    * from the column metadata of one planned fragment's files (the one with
+    * the most rows: one file's metadata read, then kept, [[ColumnBytes]]);
+    * None where those files do not say (0.1 files, no bytes). */
+  def columnShare(fields: Seq[String]): Option[Double] =
+    plans.map(_.fragment).sortBy(f => -f.physicalRows).headOption.flatMap { frag =>
+      ColumnBytes.of(snapshot.storage, snapshot.schema, frag).flatMap { bytes =>
+        val total = bytes.values.sum
+        val ids = fields.flatMap(n => snapshot.schema.fields.find(_.name == n)).map(_.id)
+        if (total <= 0) None else Some(ids.map(id => bytes.getOrElse(id, 0L)).sum.toDouble / total)
+      }
+    }
+
   /** What the data files' statistics say about `columns` over the planned
     * rows (see [[ColumnSummaries]]): page statistics and sketches only, never the data. */
   def summaries(columns: Set[Vector[String]]): Map[Vector[String], ColumnSummary] =
