@@ -54,43 +54,52 @@ def column_bytes(path: str) -> list[int]:
 
 def test_projection_weighs_the_bytes_of_its_columns(spark, table):
     """A projection's share of the files' bytes is its columns' share of a data file's bytes,
-    as the file's column metadata gives them (Spark scales a Parquet relation by its per-type
-    row-size guess, not knowing the columns' bytes)."""
+    as the file's column metadata gives them, where that is less than Spark's per-row size
+    estimate gives it (8 bytes a row plus long 8, string 20, double 8: Spark's rule for a
+    Parquet relation, which does not know its columns' bytes)."""
     full, _ = stats(spark.read.format("lance").load(table))
-    one, rows = stats(spark.read.format("lance").load(table).select("id"))
     cols = column_bytes(table)     # id, small, name, x
-    assert one == pytest.approx(full * cols[0] / sum(cols), rel=0.001)
+    by_type = lambda widths: (8 + sum(widths)) / (8 + 8 + 8 + 20 + 8)   # noqa: E731
+    one, rows = stats(spark.read.format("lance").load(table).select("id"))
+    assert one == pytest.approx(full * min(cols[0] / sum(cols), by_type([8])), rel=0.001)
     assert rows == 198_000
     two, _ = stats(spark.read.format("lance").load(table).select("name", "x"))
-    assert two == pytest.approx(full * (cols[2] + cols[3]) / sum(cols), rel=0.001)
+    assert two == pytest.approx(full * min((cols[2] + cols[3]) / sum(cols), by_type([20, 8])), rel=0.001)
     # a metadata column (computed, not stored) at Spark's size of a long, on the per-row scale
-    with_id, _ = stats(spark.read.format("lance").load(table).select("id", "_rowaddr"))
-    assert with_id == pytest.approx(full * (cols[0] / sum(cols) + 8 / (8 + 8 + 8 + 20 + 8)), rel=0.001)
+    with_id, _ = stats(spark.read.format("lance").load(table).select("small", "_rowaddr"))
+    assert with_id == pytest.approx(full * min(cols[1] / sum(cols) + 8 / 52, by_type([8, 8])), rel=0.001)
 
 
 def test_projection_of_uncompressed_decimals_weighs_what_is_stored(spark, tmp_path):
-    """pylance stores decimals uncompressed (16 bytes a value): weighed by their types, the
+    """pylance stores decimals uncompressed (16 bytes a value): weighed by their types alone, the
     integer keys of a decimal-heavy table as pylance writes it weigh more than their share,
     and joins on them are planned as sort-merge joins where the Parquet of the same rows gets
     broadcasts (TPC-H Q18 and Q21, TPC-DS q6 and q25 on pylance's tables). Weighed by the
-    bytes its columns take, a projection of the keys weighs what the scan reads."""
+    bytes its columns take, a projection of the keys weighs what the scan reads; a column
+    that takes more than its type's share (long strings) weighs that share, as Spark would
+    weigh it in Parquet."""
     import decimal
     import pyarrow as pa
     n = 50_000
     cols = {f"k{i}": pa.array([(j * (i + 7)) % 100_003 for j in range(n)], pa.int32()) for i in range(3)}
     for i in range(6):
         cols[f"m{i}"] = pa.array([decimal.Decimal(j % 99_999) / 100 for j in range(n)], pa.decimal128(7, 2))
+    cols["s"] = pa.array([f"{j:08d}-" * 12 for j in range(n)])    # 108 bytes a value
     path = str(tmp_path / "dec.lance")
     lance.write_dataset(pa.table(cols), path)
     df = spark.read.format("lance").load(path)
     full, _ = stats(df)
     assert full == data_bytes(path)
     stored = column_bytes(path)
+    whole = 8 + 3 * 4 + 6 * 16 + 20          # Spark's per-row size with decimals at 16 bytes
     keys, _ = stats(df.select("k0", "k1", "k2"))
+    assert sum(stored[:3]) / sum(stored) < (8 + 3 * 4) / whole
     assert keys == pytest.approx(full * sum(stored[:3]) / sum(stored), rel=0.001)
-    assert keys < full * (8 + 3 * 4) / (8 + 3 * 4 + 6 * 16)    # less than by the types' widths
     mixed, _ = stats(df.select("k0", "m0"))
-    assert mixed == pytest.approx(full * (stored[0] + stored[3]) / sum(stored), rel=0.001)
+    assert mixed == pytest.approx(full * min((stored[0] + stored[3]) / sum(stored), (8 + 4 + 16) / whole), rel=0.001)
+    text, _ = stats(df.select("s"))
+    assert stored[9] / sum(stored) > (8 + 20) / whole
+    assert text == pytest.approx(full * (8 + 20) / whole, rel=0.001)
 
 
 def test_projection_of_legacy_files_scales_by_the_types(spark, tmp_path):

@@ -93,3 +93,22 @@ class LocalFileSource(file: Path) extends RandomAccessSource {
 
   override def close(): Unit = channel.close()
 }
+
+/** `source` with its bytes from `from` to its end read in one request up front:
+  * the reads that fall there (a file's column metadata, read column by column)
+  * are served from memory, others go to `source`. Closing it closes `source`. */
+final class TailSource(source: RandomAccessSource, from: Long) extends RandomAccessSource {
+  override val path: String = source.path
+  override val size: Long = source.size
+  private val start: Long = math.max(0L, math.min(from, source.size))
+  private val tail: ByteBuffer = source.read(start, size - start)
+
+  override protected def readFully(position: Long, dst: ByteBuffer): Unit =
+    if (position >= start && position + dst.remaining() <= size) {
+      val src = tail.duplicate()
+      src.position((position - start).toInt).limit((position - start).toInt + dst.remaining())
+      dst.put(src)
+    } else dst.put(source.read(position, dst.remaining().toLong))
+
+  override def close(): Unit = source.close()
+}

@@ -1,6 +1,7 @@
 package io.lancespark.table.plan
 
-import io.lancespark.format.file.FileContainer
+import io.lancespark.format.file.{FileContainer, Footer}
+import io.lancespark.format.input.TailSource
 import io.lancespark.schema.{LanceField, LanceFormatException, LanceSchema}
 import io.lancespark.table.model.{DataFileRef, FragmentInfo}
 import io.lancespark.table.storage.DatasetStorage
@@ -57,7 +58,9 @@ object ColumnBytes {
         try {
           val source = storage.openForMetadata(ref.relativePath, "data file", ref.sizeBytes)
           try {
-            val file = FileContainer.open(source, _ => true, "a 2.x file")
+            // the column metadata and the tables after it, in one read (one request on an object store)
+            val tail = new TailSource(source, Footer.read(source).columnMetadataStart)
+            val file = FileContainer.open(tail, _ => true, "a 2.x file")
             Some((0 until file.footer.numColumns).map(i => file.columns.column(i).bytes).toVector)
           } finally source.close()
         } catch { case _: LanceFormatException => None }

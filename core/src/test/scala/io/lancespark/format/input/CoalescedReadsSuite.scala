@@ -77,4 +77,24 @@ class CoalescedReadsSuite extends AnyFunSuite {
       }
     }
   }
+
+  test("TailSource: one request for the tail, reads there from memory and elsewhere from the file, byte for byte") {
+    withFile(10000) { file =>
+      val inner = new LocalFileSource(file)
+      Using.resource(new TailSource(inner, 7000)) { tail =>
+        val direct = new LocalFileSource(file)
+        try {
+          assert(tail.size == 10000 && tail.readRequests == 0 && inner.readRequests == 1)
+          for ((p, l) <- Seq((7000L, 3000), (9990L, 10), (8123L, 1), (7500L, 0), (6990L, 20), (0L, 500), (6999L, 3001))) {
+            val b = tail.read(p, l)
+            expectBytes(b, p, l)
+            assert(b == direct.read(p, l), s"[$p, ${p + l})")
+          }
+          // the file itself: the tail, then the three reads that do not lie within it
+          assert(tail.readRequests == 7 && inner.readRequests == 4)
+          assertThrows[io.lancespark.schema.LanceFormatException](tail.read(9990, 11))
+        } finally direct.close()
+      }
+    }
+  }
 }

@@ -224,31 +224,34 @@ final class LanceScan(
     * of the row ranges left after pruning (each fragment's share of them less
     * its deleted share), at most LIMIT; the bytes of the same share of each
     * fragment's files (what the scan returns, not what it reads), scaled by
-    * the share of them its columns take ([[projectedShare]]: their bytes in
-    * the files, where Spark scales a projection of a Parquet relation by its
-    * per-row size estimate, the bytes being unknown to it), so a Lance scan
-    * weighs the bytes on disk of what it reads, whatever its writer
-    * compressed (pylance stores decimals uncompressed: weighed by their
-    * types, the keys of its TPC-H `lineitem` weighed 1.8 times Parquet's and
-    * its joins became sort-merge joins where Parquet's were broadcast).
+    * the share of them its columns take ([[projectedShare]]: Spark's per-row
+    * size rule for file relations, or their bytes in the files where less), so
+    * a Lance scan weighs about what the same projection of Parquet would,
+    * whatever its writer compressed.
     * From the manifest, the column metadata of one data file and the
     * statistics already read for pruning; never from the data. Fragments whose manifest entry has no file sizes count
     * Spark's per-row estimate per row. Under the cost-based optimizer the
     * rows are also scaled by the filter's estimated selectivity, the bytes are
     * the rows times the per-row size (as Spark sizes an analyzed table, in
     * any format), and the column statistics come with them. */
-  /** The share of the planned bytes the scan's columns take: the bytes of
-    * their columns in the files (one fragment's column metadata, where its
-    * files have it), or else Spark's per-row size estimate with the widths
-    * Lance stores ([[LanceScan.storedRowSize]]); metadata columns (computed,
-    * not stored) at their Spark size, as that estimate counts them. */
+  /** The share of the planned bytes the scan's columns take: Spark's per-row
+    * size estimate with the widths Lance stores ([[LanceScan.storedRowSize]],
+    * Spark's rule for a Parquet relation, whose columns' bytes it does not
+    * know), or the bytes of their columns in the files where those are less
+    * (one fragment's column metadata; metadata columns, computed, at their
+    * Spark size). Weighed by the types alone, the integer keys of a table
+    * whose other columns pylance stored uncompressed weigh more than Parquet's
+    * of the same rows (TPC-H Q18/Q21: sort-merge joins where Parquet
+    * broadcasts); weighed by the bytes alone, its one-character strings
+    * (4-byte offsets each) weigh more (TPC-DS q64 at scale factor 1). */
   private lazy val projectedShare: Double = {
     val (stored, computed) = outputSchema.fields.partition(f => dataSchema.fieldNames.contains(f.name) &&
       !metadataColumns.contains(f.name))
     val whole = LanceScan.storedRowSize(tableSchema)
+    val byTypes = LanceScan.storedRowSize(outputSchema) / whole
     planner.columnShare(stored.map(_.name).toSeq) match {
-      case Some(share) => share + computed.map(f => f.dataType.defaultSize.toDouble).sum / whole
-      case None => LanceScan.storedRowSize(outputSchema) / whole
+      case Some(share) => math.min(byTypes, share + computed.map(f => f.dataType.defaultSize.toDouble).sum / whole)
+      case None => byTypes
     }
   }
 
