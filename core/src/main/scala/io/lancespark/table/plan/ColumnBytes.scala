@@ -30,12 +30,12 @@ object ColumnBytes {
     val fileOf: Seq[(LanceField, Option[DataFileRef])] =
       schema.fields.map(f => f -> fragment.files.reverse.find(_.stores(f)))
     val refs = fileOf.flatMap(_._2).distinct
-    val read: Seq[(DataFileRef, Option[Vector[Long]])] =
-      if (refs.exists(r => r.majorVersion != 2 || r.columnIndices.size != r.fieldIds.size)) Seq.empty
-      else refs.map(r => r -> columns(storage, r))
-    if (refs.isEmpty || read.size != refs.size || read.exists(_._2.isEmpty)) None
+    val read: Seq[Option[(DataFileRef, Vector[Long])]] =
+      if (refs.isEmpty || refs.exists(r => r.majorVersion != 2 || r.columnIndices.size != r.fieldIds.size)) Seq(None)
+      else refs.map(r => columns(storage, r).map(r -> _))
+    if (read.exists(_.isEmpty)) None
     else {
-      val sizes: Map[DataFileRef, Vector[Long]] = read.map { case (r, c) => r -> c.get }.toMap
+      val sizes: Map[DataFileRef, Vector[Long]] = read.flatten.toMap
       Some(fileOf.map {
         case (f, Some(ref)) =>
           val ids = f.allFields.iterator.map(_.id).toSet

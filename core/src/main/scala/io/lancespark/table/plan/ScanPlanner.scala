@@ -125,7 +125,7 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     * the most rows: one file's metadata read, then kept, [[ColumnBytes]]);
     * None where those files do not say (0.1 files, no bytes). */
   def columnShare(fields: Seq[String]): Option[Double] =
-    plans.map(_.fragment).sortBy(f => -f.physicalRows).headOption.flatMap { frag =>
+    plans.map(_.fragment).reduceOption((a, b) => if (b.physicalRows > a.physicalRows) b else a).flatMap { frag =>
       ColumnBytes.of(snapshot.storage, snapshot.schema, frag).flatMap { bytes =>
         val total = bytes.values.sum
         val ids = fields.flatMap(n => snapshot.schema.fields.find(_.name == n)).map(_.id)

@@ -220,20 +220,6 @@ final class LanceScan(
     out.result()
   }
 
-  /** Statistics of the scan as planned, for Spark's join planning: the rows
-    * of the row ranges left after pruning (each fragment's share of them less
-    * its deleted share), at most LIMIT; the bytes of the same share of each
-    * fragment's files (what the scan returns, not what it reads), scaled by
-    * the share of them its columns take ([[projectedShare]]: Spark's per-row
-    * size rule for file relations, or their bytes in the files where less), so
-    * a Lance scan weighs about what the same projection of Parquet would,
-    * whatever its writer compressed.
-    * From the manifest, the column metadata of one data file and the
-    * statistics already read for pruning; never from the data. Fragments whose manifest entry has no file sizes count
-    * Spark's per-row estimate per row. Under the cost-based optimizer the
-    * rows are also scaled by the filter's estimated selectivity, the bytes are
-    * the rows times the per-row size (as Spark sizes an analyzed table, in
-    * any format), and the column statistics come with them. */
   /** The share of the planned bytes the scan's columns take: Spark's per-row
     * size estimate with the widths Lance stores ([[LanceScan.storedRowSize]],
     * Spark's rule for a Parquet relation, whose columns' bytes it does not
@@ -255,6 +241,21 @@ final class LanceScan(
     }
   }
 
+  /** Statistics of the scan as planned, for Spark's join planning: the rows
+    * of the row ranges left after pruning (each fragment's share of them less
+    * its deleted share), at most LIMIT; the bytes of the same share of each
+    * fragment's files (what the scan returns, not what it reads), scaled by
+    * the share of them its columns take ([[projectedShare]]: Spark's per-row
+    * size rule for file relations, or their bytes in the files where less), so
+    * a Lance scan weighs about what the same projection of Parquet would,
+    * whatever its writer compressed.
+    * From the manifest, the column metadata of one data file and the
+    * statistics already read for pruning; never from the data. Fragments
+    * whose manifest entry has no file sizes count Spark's per-row estimate
+    * per row. Under the cost-based optimizer the
+    * rows are also scaled by the filter's estimated selectivity, the bytes are
+    * the rows times the per-row size (as Spark sizes an analyzed table, in
+    * any format), and the column statistics come with them. */
   override def estimateStatistics(): Statistics = {
     val (plannedRows, plannedBytes) = planner.plannedSize(LanceScan.rowSize(tableSchema))
     val cbo = SparkSession.active.sessionState.conf.cboEnabled
