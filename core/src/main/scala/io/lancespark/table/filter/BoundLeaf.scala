@@ -92,6 +92,9 @@ object BoundLeaf {
     case Compare(c, CompareOp.EqNullSafe, lit) => cmp(c, domain, CompareOp.Eq, lit).map(t => BoundLeaf(c, domain, F, t, T, F))
     case Compare(c, op, lit) => cmp(c, domain, op, lit).map(t => BoundLeaf(c, domain, N, t, T, F))
     case In(c, values) if values.isEmpty => Right(BoundLeaf(c, domain, F, Const(false), T, F))
+    case in @ In(c, _) if domain == Exact(0, false) && in.keyTest.isDefined =>
+      // integer literals on integer keys (no NULL among them): the filter's own sorted keys
+      Right(BoundLeaf(c, domain, N, in.keyTest.get, T, F))
     case In(c, values) =>
       val hasNull = values.exists(_.isNull)
       inTest(c, domain, values.filterNot(_.isNull)).map(t => BoundLeaf(c, domain, N, t, T, if (hasNull) N else F))

@@ -84,6 +84,23 @@ object Filter {
   final case class In(column: Column, values: Vector[Lit]) extends Filter {
     def columns: Set[Column] = Set(column)
     override def toString: String = s"${name(column)} IN (${values.mkString(", ")})"
+
+    /** The values as a test of integer keys (integers, dates, timestamps)
+      * when every one is an integer literal: made once per filter and shared
+      * by every binding of it (the scan's planning, each fragment's, each
+      * task's), as IN lists of join keys run to hundreds of thousands. */
+    @transient lazy val keyTest: Option[ValueTest.KeyIn] =
+      if (values.isEmpty || !values.forall(_.isInstanceOf[Lit.LongLit])) None
+      else Some(ValueTest.KeyIn(sortedDistinct(values.iterator.map(_.asInstanceOf[Lit.LongLit].value).toArray)))
+  }
+
+  /** `keys` sorted, without repeats (sorted in place). */
+  private[lancespark] def sortedDistinct(keys: Array[Long]): Array[Long] = {
+    java.util.Arrays.sort(keys)
+    var distinct = 0
+    var i = 0
+    while (i < keys.length) { if (distinct == 0 || keys(i) != keys(distinct - 1)) { keys(distinct) = keys(i); distinct += 1 }; i += 1 }
+    if (distinct == keys.length) keys else java.util.Arrays.copyOf(keys, distinct)
   }
   final case class IsNull(column: Column) extends Filter {
     def columns: Set[Column] = Set(column)

@@ -114,8 +114,23 @@ object PartitionPlanner {
     * partition, and many small fragments a partition per few dozen of them,
     * as the same bytes in Parquet files would. Beyond one partition per core
     * the count is rounded up to a multiple of the cores. */
-  def defaultSplit(fragments: Vector[FragmentInfo], rowBytes: Double, target: SplitTarget): Long = {
-    val bytes = fragments.map(fragmentBytes(_, rowBytes))
+  def defaultSplit(fragments: Vector[FragmentInfo], rowBytes: Double, target: SplitTarget): Long =
+    splitOf(fragments.map(f => (f.physicalRows, fragmentBytes(f, rowBytes))), target)
+
+  /** Like [[defaultSplit]] over the rows `plans` kept (each fragment's planned
+    * rows and their share of its bytes), as Spark sizes the splits of a file
+    * scan over the files left after pruning them at run time: a scan pruned
+    * to a fifth of its rows still gets a partition per core. */
+  def plannedSplit(plans: Vector[FragmentPlan], rowBytes: Double, target: SplitTarget): Long =
+    splitOf(plans.map { p =>
+      val rows = p.mayMatch.count
+      val f = p.fragment
+      (rows, if (f.physicalRows > 0) fragmentBytes(f, rowBytes) * rows / f.physicalRows else 0.0)
+    }, target)
+
+  /** The split rule over sources of (rows, bytes). */
+  private def splitOf(sources: Vector[(Long, Double)], target: SplitTarget): Long = {
+    val bytes = sources.map(_._2)
     val open = target.openCostBytes.toDouble
     val cores = math.max(1, target.cores)
     val maxSplit = math.min(target.maxPartitionBytes.toDouble, math.max(open, bytes.map(_ + open).sum / cores))
@@ -132,7 +147,7 @@ object PartitionPlanner {
     // more than one wave of tasks: whole waves, so that no core idles in the
     // last (a Parquet scan cannot cut its row groups so; row ranges can be cut)
     val tasks = if (partitions > cores) (partitions + cores - 1) / cores * cores else math.max(1L, partitions)
-    val rows = fragments.map(_.physicalRows).sum
+    val rows = sources.map(_._1).sum
     math.max(1L, (rows + tasks - 1) / tasks)
   }
 

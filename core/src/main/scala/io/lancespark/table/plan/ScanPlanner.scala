@@ -1,6 +1,6 @@
 package io.lancespark.table.plan
 
-import io.lancespark.table.filter.{ColumnStats, Filter, FragmentStats, RowRanges, StatsPruner}
+import io.lancespark.table.filter.{ColumnStats, Filter, FragmentStats, PageBounds, RowRanges, StatsPruner}
 import io.lancespark.table.index.{IndexSelection, LabelClause}
 import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.storage.DeletionVector
@@ -133,6 +133,38 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
       }
     }
 
+  /** Whether this plan's rows may be narrowed by `column IN (keys)` for keys
+    * known only while a query runs (the join keys of Spark's dynamic
+    * pruning): a scalar index (not LABEL_LIST) on the top-level column, or
+    * page statistics that show its integer values clustered, so that a set of
+    * keys rules out pages: in the planned fragment with the most rows, at
+    * least [[ScanPlanner.ClusteredPages]] pages whose median spans at most
+    * half the range of the fragment's values (dates of a table appended day
+    * after day; not keys in no order, where pruning would find nothing to
+    * skip and the keys would cost the query more than they save). */
+  def prunesBy(column: String): Boolean = {
+    val path = Vector(column)
+    def indexed = scala.util.Try(io.lancespark.table.index.IndexCatalog.load(snapshot)).toOption.exists(_.exists(e =>
+      e.fields == Vector(path) && e.kind != io.lancespark.table.index.ScalarIndex.LabelList &&
+        io.lancespark.table.index.ScalarIndex.Supported.contains(e.kind)))
+    def clustered = plans.map(_.fragment).reduceOption((a, b) => if (b.physicalRows > a.physicalRows) b else a).exists { frag =>
+      FragmentStats.columnStats(Set(path), snapshot.schema, frag, ref => FragmentStats.read(snapshot.storage, ref))
+        .get(path).exists {
+          case ColumnStats.Pages(t, pages, _) =>
+            val bounds = pages.map(p => PageBounds.of(t, p.min, p.max)).collect {
+              case PageBounds.Keys(lo, hi) if lo != Long.MinValue && hi != Long.MaxValue && lo <= hi => (lo, hi)
+            }
+            bounds.size >= ScanPlanner.ClusteredPages && bounds.size * 10 >= pages.size * 9 && {
+              val range = BigInt(bounds.map(_._2).max) - BigInt(bounds.map(_._1).min)
+              val widths = bounds.map { case (lo, hi) => BigInt(hi) - BigInt(lo) }.sorted
+              range > 0 && widths(widths.size / 2) * 2 <= range
+            }
+          case _ => false
+        }
+    }
+    indexed || clustered
+  }
+
   /** What the data files' statistics say about `columns` over the planned
     * rows (see [[ColumnSummaries]]): page statistics and sketches only, never the data. */
   def summaries(columns: Set[Vector[String]]): Map[Vector[String], ColumnSummary] =
@@ -218,6 +250,9 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
 }
 
 object ScanPlanner {
+  /** Pages a fragment needs before [[ScanPlanner.prunesBy]] judges its values clustered. */
+  val ClusteredPages: Int = 4
+
   /** A fragment where the indices select at most 1/64 of its rows is planned
     * from the indices alone (no page statistics read). */
   val FewShare: Long = 64L

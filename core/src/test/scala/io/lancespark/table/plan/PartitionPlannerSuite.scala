@@ -118,4 +118,24 @@ class PartitionPlannerSuite extends AnyFunSuite {
     assert(PartitionPlanner.defaultSplit(large, 100, spark.copy(cores = 0)) == 1000)
     assert(PartitionPlanner.defaultSplit(Vector.empty, 100, spark) == 1)
   }
+
+  test("rows per partition over the planned rows: a plan pruned at run time still gets a partition per core") {
+    val mb = 1L << 20
+    val spark = SplitTarget(maxPartitionBytes = 128 * mb, openCostBytes = 4 * mb, cores = 4)
+    // twelve fragments of 40 MB and 1,000,000 rows: four partitions of three fragments
+    val frags = Vector.tabulate(12)(i => fragment(i, 1000000, 40 * mb))
+    assert(PartitionPlanner.defaultSplit(frags, 100, spark) == 3000000)
+    // a fifth of four fragments kept (pages of days a join keeps): 8 MB each, 32 MB in all, a partition per
+    // core (the whole table's split would pack them into one)
+    val kept = frags.take(4).map(f => FragmentPlan(f, RowRanges.of(0L -> 200000L), RowRanges.of()))
+    assert(PartitionPlanner.plannedSplit(kept, 100, spark) == 200000)
+    assert(PartitionPlanner.partitions(kept, PartitionPlanner.plannedSplit(kept, 100, spark)).size == 4)
+    // every row kept: the same split as the table's
+    val all = frags.map(f => FragmentPlan(f, RowRanges.all(1000000), RowRanges.all(1000000)))
+    assert(PartitionPlanner.plannedSplit(all, 100, spark) == PartitionPlanner.defaultSplit(frags, 100, spark))
+    // a few kept rows in two fragments: a partition each, as Spark packs two small files with their open costs
+    val few = frags.take(2).map(f => FragmentPlan(f, RowRanges.of(0L -> 1000L), RowRanges.of()))
+    assert(PartitionPlanner.plannedSplit(few, 100, spark) == 1000)
+    assert(PartitionPlanner.plannedSplit(Vector.empty, 100, spark) == 1)
+  }
 }

@@ -40,6 +40,8 @@ final class LanceTableFunctionsExtension extends (SparkSessionExtensions => Unit
     // that subqueries' scans are alike for SharedSubqueryScans
     ext.injectPreCBORule(_ => ResidualScanFilters)
     ext.injectPreCBORule(_ => SharedSubqueryScans)
+    // the filters of small Lance scans shown to Spark's dynamic pruning (see VisibleScanFilters); last
+    ext.injectPreCBORule(_ => VisibleScanFilters)
     // mergeSchema for catalog writes (see CatalogWriteSchema)
     ext.injectResolutionRule(session => CatalogWriteSchema(session))
   }

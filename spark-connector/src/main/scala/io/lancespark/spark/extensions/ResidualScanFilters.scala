@@ -48,7 +48,10 @@ object ResidualScanFilters extends Rule[LogicalPlan] with PredicateHelper {
 
   /** The filter `f` over `r` with the conjuncts `scan` evaluates moved into it. */
   private def pushed(f: FilterNode, r: DataSourceV2ScanRelation, scan: LanceScan): LogicalPlan = {
-    val (taken, kept) = splitConjunctivePredicates(f.condition).map(c => c -> translated(c, r, scan)).partition(_._2.isDefined)
+    // a likely selective conjunct the scan already evaluates stays where it is: VisibleScanFilters shows it
+    // above the scan (as it does above the same read of a CTE in the query around this subquery)
+    val (taken, kept) = splitConjunctivePredicates(f.condition).map(c => c -> translated(c, r, scan))
+      .partition { case (c, t) => t.exists(x => !(isLikelySelective(c) && scan.evaluatesAlready(x))) }
     if (taken.isEmpty) f
     else scan.withMoreFilters(taken.flatMap(_._2)) match {
       case None => f

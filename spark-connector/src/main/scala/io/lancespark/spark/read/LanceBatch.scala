@@ -6,13 +6,14 @@ import io.lancespark.table.plan.FragmentPiece
 
 /** The batch of a Lance scan (`scan`): its input partitions, the pieces
   * [[io.lancespark.table.plan.PartitionPlanner]] planned (planned again on
-  * each call), and its reader factory. Equal when the scans are equal: Spark
+  * each call), and its reader factory; `runtime`: predicates Spark gave the
+  * scan while the query ran, which each partition carries to its reader. Equal when the scans are equal: Spark
   * compares its scan nodes by their batches (before reusing an exchange, for
   * example), so two scans of the same rows have equal batches. */
 final class LanceBatch(private val scan: Scan, partitions: => Vector[Vector[FragmentPiece]],
-                       factory: => PartitionReaderFactory) extends Batch {
+                       factory: => PartitionReaderFactory, runtime: Option[RuntimeFilter] = None) extends Batch {
 
-  override def planInputPartitions(): Array[InputPartition] = partitions.map(LanceInputPartition(_)).toArray
+  override def planInputPartitions(): Array[InputPartition] = partitions.map(LanceInputPartition(_, runtime)).toArray
 
   override def createReaderFactory(): PartitionReaderFactory = factory
 

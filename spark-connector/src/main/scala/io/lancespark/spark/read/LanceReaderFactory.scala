@@ -34,6 +34,13 @@ final case class LanceReaderFactory(
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     throw new UnsupportedOperationException("Lance scans are columnar")
 
-  override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] =
-    new LancePartitionReader(this, partition.asInstanceOf[LanceInputPartition])
+  override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
+    val p = partition.asInstanceOf[LanceInputPartition]
+    new LancePartitionReader(p.runtime.fold(this)(withRuntime), p)
+  }
+
+  /** This factory with `r`'s predicates ANDed to its filter. */
+  private def withRuntime(r: RuntimeFilter): LanceReaderFactory =
+    copy(filter = Some(io.lancespark.table.filter.Filter.and(filter.toSeq :+ r.filter)),
+      filterFields = (filterFields ++ r.fields).distinct)
 }

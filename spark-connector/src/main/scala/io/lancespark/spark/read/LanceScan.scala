@@ -6,10 +6,11 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, InterpretedUnsafeProjection}
-import org.apache.spark.sql.connector.expressions.NamedReference
+import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics
-import org.apache.spark.sql.connector.read.{Batch, Scan, Statistics, SupportsReportStatistics}
-import org.apache.spark.sql.types.{DataType, DecimalType, StringType, StructType}
+import org.apache.spark.sql.connector.read.{Batch, Scan, Statistics, SupportsReportStatistics, SupportsRuntimeV2Filtering}
+import org.apache.spark.sql.types._
 
 import io.lancespark.schema.LanceField
 import io.lancespark.table.filter.Filter
@@ -43,8 +44,9 @@ final class LanceScan(
     private val limit: Option[Int],
     private val planner: ScanPlanner,
     private val streamOptions: Map[String, String] = Map.empty,
-    private val planConf: Configuration = HadoopConfs.active)
-    extends Scan with SupportsReportStatistics {
+    private val planConf: Configuration = HadoopConfs.active,
+    private val splitByPlan: Boolean = false)
+    extends Scan with SupportsReportStatistics with SupportsRuntimeV2Filtering {
 
   override def readSchema(): StructType = outputSchema
 
@@ -55,7 +57,7 @@ final class LanceScan(
     * compares scans with `equals` before reusing a shuffle or broadcast (as it
     * does for file scans), for example for the same join in a query and in its
     * subquery. Filters are compared up to the order of their operands. */
-  private val identity: (String, Long, Option[java.time.Instant], StructType, Seq[String], Option[Filter],
+  private lazy val identity: (String, Long, Option[java.time.Instant], StructType, Seq[String], Option[Filter],
     Option[Int], ReadConf, Vector[LabelClause]) =
     (snapshot.storage.uri, snapshot.version, snapshot.timestamp, outputSchema, metadataColumns,
       filter.map(Filter.normalized), limit, options, planner.labels)
@@ -99,6 +101,17 @@ final class LanceScan(
       options, filter, filterFields, limit, planner, streamOptions, planConf))
   }
 
+  /** Whether `f` is one of the conjuncts of the scan's filter (up to their operands' order). */
+  private[spark] def evaluatesAlready(f: Filter): Boolean = filterConjuncts.contains(Filter.normalized(f))
+
+  private lazy val filterConjuncts: Set[Filter] = {
+    def split(g: Filter): Seq[Filter] = g match {
+      case Filter.And(l, r) => split(l) ++ split(r)
+      case other => Seq(other)
+    }
+    filter.fold(Set.empty[Filter])(f => split(Filter.normalized(f)).toSet)
+  }
+
   /** Whether the scan evaluates `f` exactly, as the push-down decides it ([[LanceScanBuilder.evaluable]]). */
   private[spark] def evaluates(f: Filter): Boolean = LanceScanBuilder.evaluable(snapshot, f)
 
@@ -106,7 +119,7 @@ final class LanceScan(
     * inferred after the push-down, see
     * `io.lancespark.spark.extensions.ResidualScanFilters`); None with a
     * LIMIT, which the filter would have to come before. */
-  private[spark] def withMoreFilters(more: Seq[Filter]): Option[LanceScan] =
+  private[spark] def withMoreFilters(more: Seq[Filter], splitByPlan: Boolean = false): Option[LanceScan] =
     if (limit.isDefined || more.isEmpty) None
     else {
       val combined = Filter.and(filter.toSeq ++ more)
@@ -114,7 +127,7 @@ final class LanceScan(
       val resolved = columns.flatMap(c => snapshot.schema.field(c))
       if (resolved.size != columns.size) None
       else Some(new LanceScan(snapshot, tableSchema, dataSchema, fields, metadataColumns, outputSchema, options,
-        Some(combined), resolved, limit, planner.withFilter(Some(combined)), streamOptions, planConf))
+        Some(combined), resolved, limit, planner.withFilter(Some(combined)), streamOptions, planConf, splitByPlan))
     }
 
   override def equals(other: Any): Boolean = other match {
@@ -124,7 +137,58 @@ final class LanceScan(
 
   override def hashCode(): Int = identity.hashCode()
 
-  override def toBatch: Batch = new LanceBatch(this, partitions, readerFactory)
+  override def toBatch: Batch = {
+    val runtime = Option(pendingRuntime.get()).flatten
+    pendingRuntime.remove()
+    runtime match {
+      case Some((narrowed, extra)) => new LanceBatch(this, narrowed.partitions, readerFactory, Some(extra))
+      case None => new LanceBatch(this, partitions, readerFactory)
+    }
+  }
+
+  /** The columns Spark may filter this scan by while the query runs: its
+    * top-level data columns of integer, date, timestamp and string types
+    * (the types of join keys) by which the scan's plan can be narrowed: an
+    * index on the column, or page statistics showing its values clustered
+    * ([[ScanPlanner.prunesBy]]); none with a LIMIT. Spark's dynamic pruning
+    * then gives the scan, once the broadcast side of a join on such a column
+    * is built, the keys it holds ([[filter]]). Not the others: pruning by
+    * them would skip no page, and Spark's handling of the keys costs the
+    * query more than dropping the rows early saves. */
+  override def filterAttributes(): Array[NamedReference] = runtimeColumns
+
+  private lazy val runtimeColumns: Array[NamedReference] =
+    if (limit.isDefined) Array.empty
+    else outputSchema.fields.filter { f =>
+      dataSchema.fieldNames.contains(f.name) && !metadataColumns.contains(f.name) &&
+        LanceScan.runtimeFilterable(f.dataType) && planner.prunesBy(f.name)
+    }.map(f => Expressions.column("`" + f.name.replace("`", "``") + "`"))
+
+  /** Predicates Spark found while running the query (dynamic pruning: `key IN
+    * (the keys of the other side of a broadcast join)`): the next [[toBatch]]
+    * on this thread plans the scan with them ANDed to its filter, so the page
+    * statistics and indices prune by them, and its partitions carry them to
+    * the readers, which drop the rows they reject (rows the join would drop).
+    * Spark asks for the batch right after, on the same thread; a scan shared
+    * by two plan nodes with different runtime filters thus plans each node's
+    * own. Predicates the scan cannot evaluate exactly are left out. */
+  override def filter(predicates: Array[Predicate]): Unit = {
+    val more = if (limit.isDefined) Nil else predicates.toSeq.flatMap(p => PredicateTranslation(p)).filter(evaluates)
+    val columns = Filter.and(more).columns.toSeq.map(_.head).distinct
+    val resolved = columns.flatMap(c => snapshot.schema.field(c))
+    val runtime =
+      if (more.isEmpty || resolved.size != columns.size) None
+      else withMoreFilters(more, splitByPlan = true).map(narrowed => narrowed -> RuntimeFilter(more, resolved))
+    pendingRuntime.set(runtime)
+    runtime.foreach(r => lastRuntime = Some(r._1))
+  }
+
+  /** The scan with the runtime predicates [[filter]] was last given on this
+    * thread, and those predicates, until [[toBatch]] takes them. */
+  private val pendingRuntime: ThreadLocal[Option[(LanceScan, RuntimeFilter)]] = new ThreadLocal()
+
+  /** The scan narrowed by the last runtime predicates, for the metrics Spark shows. */
+  @volatile private var lastRuntime: Option[LanceScan] = None
 
   /** `spark.readStream.format("lance")`: the versions after this one's, as micro-batches. */
   override def toMicroBatchStream(checkpointLocation: String): org.apache.spark.sql.connector.read.streaming.MicroBatchStream = {
@@ -156,13 +220,21 @@ final class LanceScan(
     * (add_columns without a shuffle). */
   private[spark] def fragmentsByPartition: Vector[Vector[Long]] = partitions.map(_.map(_.fragment.id))
 
-  private def splitRows: Long = options.splitRows.getOrElse(LanceScan.defaultSplit(snapshot, tableSchema))
+  /** Rows per partition: the `splitRows` option, else by the session's file
+    * partitioning over the whole table, or (a scan narrowed at run time) over
+    * the rows its plan kept. */
+  private def splitRows: Long = options.splitRows.getOrElse(
+    if (splitByPlan) LanceScan.plannedSplit(planner, tableSchema) else LanceScan.defaultSplit(snapshot, tableSchema))
 
   /** Partitions cut only at `clustering`'s cuts (see [[PartitionPlanner.clusteredPartitions]]). */
   private[read] def clusteredPartitions(clustering: Clustering): Vector[Vector[FragmentPiece]] =
     PartitionPlanner.clusteredPartitions(planner.plans, splitRows, clustering)
 
   override def reportDriverMetrics(): Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
+    lastRuntime.getOrElse(this).plannerMetrics
+
+  /** What the planner pruned (by statistics, by indices). */
+  private def plannerMetrics: Array[org.apache.spark.sql.connector.metric.CustomTaskMetric] =
     if (filter.isEmpty && labels.isEmpty) Array.empty
     else Array(
       ScanMetrics.value(ScanMetrics.FragmentsPruned, planner.fragmentsPruned.toLong),
@@ -317,6 +389,13 @@ object LanceScan {
     case other => other.defaultSize.toDouble
   }
 
+  /** Whether a column of type `t` may be filtered at run time (see [[LanceScan.filterAttributes]]). */
+  def runtimeFilterable(t: DataType): Boolean = t match {
+    case ByteType | ShortType | IntegerType | LongType | DateType | TimestampType | TimestampNTZType => true
+    case _: StringType => true
+    case _ => false
+  }
+
   def statistics(rows: Long, bytes: Long,
                  columns: java.util.Map[NamedReference, ColumnStatistics] = java.util.Map.of()): Statistics = new Statistics {
     override def sizeInBytes(): OptionalLong = OptionalLong.of(bytes)
@@ -328,10 +407,17 @@ object LanceScan {
     * [[PartitionPlanner.defaultSplit]]), by the session's file partitioning:
     * `spark.sql.files.maxPartitionBytes` (128 MB), `spark.sql.files.openCostInBytes`
     * (4 MB), cores `spark.sql.files.minPartitionNum`, else the default parallelism. */
-  def defaultSplit(snapshot: Snapshot, tableSchema: StructType): Long = {
+  def defaultSplit(snapshot: Snapshot, tableSchema: StructType): Long =
+    PartitionPlanner.defaultSplit(snapshot.fragments, rowSize(tableSchema), splitTarget)
+
+  /** Like [[defaultSplit]] over the rows `planner` kept (see [[PartitionPlanner.plannedSplit]]). */
+  def plannedSplit(planner: ScanPlanner, tableSchema: StructType): Long =
+    PartitionPlanner.plannedSplit(planner.plans, rowSize(tableSchema), splitTarget)
+
+  private def splitTarget: SplitTarget = {
     val session = SparkSession.active
     val conf = session.sessionState.conf
-    PartitionPlanner.defaultSplit(snapshot.fragments, rowSize(tableSchema), SplitTarget(conf.filesMaxPartitionBytes,
-      conf.filesOpenCostInBytes, conf.filesMinPartitionNum.getOrElse(session.sparkContext.defaultParallelism)))
+    SplitTarget(conf.filesMaxPartitionBytes, conf.filesOpenCostInBytes,
+      conf.filesMinPartitionNum.getOrElse(session.sparkContext.defaultParallelism))
   }
 }
