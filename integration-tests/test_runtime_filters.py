@@ -4,7 +4,7 @@ fact table whose `day` is clustered (written in day order) joined to a small
 filtered dimension is read only where its pages hold the dimension's keys, and
 a fact table whose `item` has a BTREE index (pylance's) only at the rows the
 index selects for the dimension's keys. A key in no order and no index is not
-offered to Spark (no pruning to gain). The oracle is the same query over
+offered to Spark (no pruning to gain), nor a table of few rows. The oracle is the same query over
 Parquet copies of the same rows (written from Python, deleted rows left out):
 equal results with adaptive execution on and off, with the visible filters on
 and off, for inner and semi joins, NULL keys, deleted rows and a dimension
@@ -44,6 +44,8 @@ def _sales() -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def tables(spark, tmp_path_factory):
+    # scans of fewer rows are not offered to Spark's pruning by default (500,000)
+    spark.conf.set("spark.lance.runtimeFilterRows", "10000")
     root = tmp_path_factory.mktemp("rtf")
     rows = _sales()
     # ours: three fragments in day order, small pages (statistics per 500 rows)
@@ -79,7 +81,8 @@ def tables(spark, tmp_path_factory):
     spark.read.format("lance").load(by_pylance).createOrReplaceTempView("rtf_pysales_lance")
     spark.read.parquet(str(root / "sales.parquet")).createOrReplaceTempView("rtf_pysales_parquet")
     yield
-    for k in ("spark.lance.showScanFilters", "spark.sql.adaptive.enabled", "spark.lance.localScanRows"):
+    for k in ("spark.lance.showScanFilters", "spark.sql.adaptive.enabled", "spark.lance.localScanRows",
+              "spark.lance.runtimeFilterRows"):
         spark.conf.unset(k)
 
 
@@ -190,3 +193,15 @@ def test_unordered_unindexed_key_is_not_offered(spark, tables):
     assert _rows(spark, _sql(BY_ITEM_UNINDEXED, "lance")) == _rows(spark, _sql(BY_ITEM_UNINDEXED, "parquet"))
     plan, scan, _ = _fact_scan(spark, _sql(BY_ITEM_UNINDEXED, "lance"))
     assert "dynamicpruningexpression" not in scan, plan
+
+
+def test_small_table_is_not_offered(spark, tables):
+    q = _sql(BY_DAY.replace("{year}", "2"), "lance")
+    spark.conf.set("spark.lance.runtimeFilterRows", str(ROWS + 1))
+    try:
+        plan, scan, m = _fact_scan(spark, q)
+        assert _rows(spark, q) == _rows(spark, _sql(BY_DAY.replace("{year}", "2"), "parquet"))
+    finally:
+        spark.conf.set("spark.lance.runtimeFilterRows", "10000")
+    assert "dynamicpruningexpression" not in scan, plan
+    assert m.get("pagesPruned", 0) == 0, m

@@ -144,9 +144,7 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     * skip and the keys would cost the query more than they save). */
   def prunesBy(column: String): Boolean = {
     val path = Vector(column)
-    def indexed = scala.util.Try(io.lancespark.table.index.IndexCatalog.load(snapshot)).toOption.exists(_.exists(e =>
-      e.fields == Vector(path) && e.kind != io.lancespark.table.index.ScalarIndex.LabelList &&
-        io.lancespark.table.index.ScalarIndex.Supported.contains(e.kind)))
+    def indexed = indexedColumns.contains(path)
     def clustered = plans.map(_.fragment).reduceOption((a, b) => if (b.physicalRows > a.physicalRows) b else a).exists { frag =>
       FragmentStats.columnStats(Set(path), snapshot.schema, frag, ref => FragmentStats.read(snapshot.storage, ref))
         .get(path).exists {
@@ -163,6 +161,14 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
         }
     }
     indexed || clustered
+  }
+
+  /** The columns a scalar index other than LABEL_LIST covers (alone). */
+  private lazy val indexedColumns: Set[Vector[String]] = {
+    import io.lancespark.table.index.{IndexCatalog, ScalarIndex}
+    scala.util.Try(IndexCatalog.load(snapshot)).toOption.toVector.flatten.collect {
+      case e if e.fields.size == 1 && e.kind != ScalarIndex.LabelList && ScalarIndex.Supported.contains(e.kind) => e.fields.head
+    }.toSet
   }
 
   /** What the data files' statistics say about `columns` over the planned

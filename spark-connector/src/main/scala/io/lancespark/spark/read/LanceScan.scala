@@ -150,7 +150,9 @@ final class LanceScan(
     * top-level data columns of integer, date, timestamp and string types
     * (the types of join keys) by which the scan's plan can be narrowed: an
     * index on the column, or page statistics showing its values clustered
-    * ([[ScanPlanner.prunesBy]]); none with a LIMIT. Spark's dynamic pruning
+    * ([[ScanPlanner.prunesBy]]); none with a LIMIT, nor for a scan of fewer
+    * than [[LanceScan.runtimeFilterRows]] planned rows (a dimension: the pages
+    * it could skip cost less than Spark's handling of the keys). Spark's dynamic pruning
     * then gives the scan, once the broadcast side of a join on such a column
     * is built, the keys it holds ([[filter]]). Not the others: pruning by
     * them would skip no page, and Spark's handling of the keys costs the
@@ -158,7 +160,7 @@ final class LanceScan(
   override def filterAttributes(): Array[NamedReference] = runtimeColumns
 
   private lazy val runtimeColumns: Array[NamedReference] =
-    if (limit.isDefined) Array.empty
+    if (limit.isDefined || planner.plannedSize(LanceScan.rowSize(tableSchema))._1 < LanceScan.runtimeFilterRows) Array.empty
     else outputSchema.fields.filter { f =>
       dataSchema.fieldNames.contains(f.name) && !metadataColumns.contains(f.name) &&
         LanceScan.runtimeFilterable(f.dataType) && planner.prunesBy(f.name)
@@ -358,6 +360,13 @@ final class LanceScan(
 }
 
 object LanceScan {
+  /** The session setting of the fewest planned rows of a scan that Spark may
+    * prune at run time (see [[LanceScan.filterAttributes]]; default 500,000). */
+  val RuntimeFilterRowsConf: String = "spark.lance.runtimeFilterRows"
+
+  def runtimeFilterRows: Double =
+    scala.util.Try(SparkSession.active.conf.get(RuntimeFilterRowsConf, "500000").trim.toDouble).getOrElse(500000.0)
+
   /** Most bytes (as [[LanceScan.estimateStatistics]] sizes them) a scan read on the driver may have. */
   val LocalScanBytes: Long = 64L << 20
 
