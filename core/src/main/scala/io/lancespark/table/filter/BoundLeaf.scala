@@ -151,11 +151,7 @@ object BoundLeaf {
             case None => return mismatch(c, domain, lit)
           }
         }
-        java.util.Arrays.sort(keys, 0, n)
-        var distinct = 0
-        var i = 0
-        while (i < n) { if (distinct == 0 || keys(i) != keys(distinct - 1)) { keys(distinct) = keys(i); distinct += 1 }; i += 1 }
-        Right(if (distinct == 0) Const(false) else KeyIn(java.util.Arrays.copyOf(keys, distinct)))
+        Right(if (n == 0) Const(false) else KeyIn(Filter.sortedDistinct(java.util.Arrays.copyOf(keys, n))))
     }
   }
 

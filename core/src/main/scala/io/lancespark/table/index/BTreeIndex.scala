@@ -224,8 +224,9 @@ object BTreeIndex {
   private[index] def integerKeys(l: Filter, outcome: Boolean): Option[Array[Long]] =
     if (!outcome) None
     else l match {
+      case in: Filter.In if in.keyTest.isDefined => in.keyTest.map(_.keys) // sorted once per filter
       case Filter.In(_, vs) if vs.nonEmpty && vs.forall(v => v.isInstanceOf[Lit.LongLit] || v.isNull) =>
-        Some(vs.collect { case Lit.LongLit(v) => v }.distinct.sorted.toArray)
+        Some(Filter.sortedDistinct(vs.collect { case Lit.LongLit(v) => v }.toArray))
       case Filter.Compare(_, CompareOp.Eq | CompareOp.EqNullSafe, Lit.LongLit(v)) => Some(Array(v))
       case _ => None
     }

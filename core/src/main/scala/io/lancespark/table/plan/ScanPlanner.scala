@@ -125,7 +125,7 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     * the most rows: one file's metadata read, then kept, [[ColumnBytes]]);
     * None where those files do not say (0.1 files, no bytes). */
   def columnShare(fields: Seq[String]): Option[Double] =
-    plans.map(_.fragment).reduceOption((a, b) => if (b.physicalRows > a.physicalRows) b else a).flatMap { frag =>
+    largestFragment.flatMap { frag =>
       ColumnBytes.of(snapshot.storage, snapshot.schema, frag).flatMap { bytes =>
         val total = bytes.values.sum
         val ids = fields.flatMap(n => snapshot.schema.fields.find(_.name == n)).map(_.id)
@@ -145,7 +145,7 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
   def prunesBy(column: String): Boolean = {
     val path = Vector(column)
     def indexed = indexedColumns.contains(path)
-    def clustered = plans.map(_.fragment).reduceOption((a, b) => if (b.physicalRows > a.physicalRows) b else a).exists { frag =>
+    def clustered = largestFragment.exists { frag =>
       FragmentStats.columnStats(Set(path), snapshot.schema, frag, ref => FragmentStats.read(snapshot.storage, ref))
         .get(path).exists {
           case ColumnStats.Pages(t, pages, _) =>
@@ -162,6 +162,10 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     }
     indexed || clustered
   }
+
+  /** The planned fragment with the most rows (the one whose metadata stands for the plan's). */
+  private def largestFragment: Option[FragmentInfo] =
+    plans.map(_.fragment).reduceOption((a, b) => if (b.physicalRows > a.physicalRows) b else a)
 
   /** The columns a scalar index other than LABEL_LIST covers (alone). */
   private lazy val indexedColumns: Set[Vector[String]] = {

@@ -176,11 +176,8 @@ final class LanceScan(
     * own. Predicates the scan cannot evaluate exactly are left out. */
   override def filter(predicates: Array[Predicate]): Unit = {
     val more = if (limit.isDefined) Nil else predicates.toSeq.flatMap(p => PredicateTranslation(p)).filter(evaluates)
-    val columns = Filter.and(more).columns.toSeq.map(_.head).distinct
-    val resolved = columns.flatMap(c => snapshot.schema.field(c))
-    val runtime =
-      if (more.isEmpty || resolved.size != columns.size) None
-      else withMoreFilters(more, splitByPlan = true).map(narrowed => narrowed -> RuntimeFilter(more, resolved))
+    // (the narrowed scan resolved the fields of every column its filter reads)
+    val runtime = withMoreFilters(more, splitByPlan = true).map(narrowed => narrowed -> RuntimeFilter(more, narrowed.filterFields))
     pendingRuntime.set(runtime)
     runtime.foreach(r => lastRuntime = Some(r._1))
   }
