@@ -205,3 +205,24 @@ def test_small_table_is_not_offered(spark, tables):
         spark.conf.set("spark.lance.runtimeFilterRows", "10000")
     assert "dynamicpruningexpression" not in scan, plan
     assert m.get("pagesPruned", 0) == 0, m
+
+
+def test_keys_on_every_page_are_dropped(spark, tables, tmp_path):
+    # a dimension keeping every third day: each 500-row page of `sales` (six days) holds some of its
+    # keys, so the keys rule out no page; the scan leaves them to the join (testing each row
+    # costs more than the join's own probe) and reads every row, with the same result
+    thirds = [(d, d % 3) for d in range(DAYS)]
+    spark.createDataFrame(thirds, "day INT, third INT").write.format("lance").save(str(tmp_path / "thirds.lance"))
+    spark.createDataFrame(thirds, "day INT, third INT").write.parquet(str(tmp_path / "thirds.parquet"))
+    spark.read.format("lance").load(str(tmp_path / "thirds.lance")).createOrReplaceTempView("rtf_thirds_lance")
+    spark.read.parquet(str(tmp_path / "thirds.parquet")).createOrReplaceTempView("rtf_thirds_parquet")
+    q = ("SELECT count(*), sum(s.qty), sum(s.price) FROM {sales} s JOIN rtf_thirds_{side} t ON s.day = t.day "
+         "WHERE t.third = 1")
+    expected = _rows(spark, _sql(q.replace("{side}", "parquet"), "parquet"))
+    assert expected[0][0] > 0
+    lance_q = _sql(q.replace("{side}", "lance"), "lance")
+    assert _rows(spark, lance_q) == expected
+    plan, scan, m = _fact_scan(spark, lance_q)
+    assert "dynamicpruningexpression(day" in scan, plan  # offered: `day` is clustered
+    kept = sum(1 for r in _sales() if r[3] != 0 and r[1] is not None)  # (the join's `day IS NOT NULL` is pushed)
+    assert m.get("pagesPruned", 0) == 0 and m["numOutputRows"] == kept, m

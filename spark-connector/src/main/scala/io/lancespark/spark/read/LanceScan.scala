@@ -160,11 +160,13 @@ final class LanceScan(
   override def filterAttributes(): Array[NamedReference] = runtimeColumns
 
   private lazy val runtimeColumns: Array[NamedReference] =
-    if (limit.isDefined || planner.plannedSize(LanceScan.rowSize(tableSchema))._1 < LanceScan.runtimeFilterRows) Array.empty
+    if (limit.isDefined || plannedRows < LanceScan.runtimeFilterRows) Array.empty
     else outputSchema.fields.filter { f =>
       dataSchema.fieldNames.contains(f.name) && !metadataColumns.contains(f.name) &&
         LanceScan.runtimeFilterable(f.dataType) && planner.prunesBy(f.name)
     }.map(f => Expressions.column("`" + f.name.replace("`", "``") + "`"))
+
+  private lazy val plannedRows: Double = planner.plannedSize(LanceScan.rowSize(tableSchema))._1
 
   /** Predicates Spark found while running the query (dynamic pruning: `key IN
     * (the keys of the other side of a broadcast join)`): the next [[toBatch]]
@@ -173,11 +175,19 @@ final class LanceScan(
     * the readers, which drop the rows they reject (rows the join would drop).
     * Spark asks for the batch right after, on the same thread; a scan shared
     * by two plan nodes with different runtime filters thus plans each node's
-    * own. Predicates the scan cannot evaluate exactly are left out. */
+    * own. Predicates the scan cannot evaluate exactly are left out, and all
+    * of them when the plan they narrow keeps more than
+    * [[LanceScan.RuntimeFilterKeep]] of the planned rows. */
   override def filter(predicates: Array[Predicate]): Unit = {
     val more = if (limit.isDefined) Nil else predicates.toSeq.flatMap(p => PredicateTranslation(p)).filter(evaluates)
     // (the narrowed scan resolved the fields of every column its filter reads)
-    val runtime = withMoreFilters(more, splitByPlan = true).map(narrowed => narrowed -> RuntimeFilter(more, narrowed.filterFields))
+    // kept only where the page statistics or an index rule out pages: keys
+    // spread over every page (TPC-H's `lineitem` by the `orders` keys its
+    // dates keep) would only be tested on every row, at more cost than the
+    // join's own probe of the rows they drop
+    val runtime = withMoreFilters(more, splitByPlan = true)
+      .filter(narrowed => narrowed.plannedRows <= LanceScan.RuntimeFilterKeep * plannedRows)
+      .map(narrowed => narrowed -> RuntimeFilter(more, narrowed.filterFields))
     pendingRuntime.set(runtime)
     runtime.foreach(r => lastRuntime = Some(r._1))
   }
@@ -360,6 +370,10 @@ object LanceScan {
   /** The session setting of the fewest planned rows of a scan that Spark may
     * prune at run time (see [[LanceScan.filterAttributes]]; default 500,000). */
   val RuntimeFilterRowsConf: String = "spark.lance.runtimeFilterRows"
+
+  /** The largest share of a scan's planned rows a runtime filter may leave
+    * for the scan to take it ([[LanceScan.filter]]). */
+  val RuntimeFilterKeep: Double = 0.9
 
   def runtimeFilterRows: Double =
     scala.util.Try(SparkSession.active.conf.get(RuntimeFilterRowsConf, "500000").trim.toDouble).getOrElse(500000.0)
