@@ -166,7 +166,10 @@ final class LanceScan(
         LanceScan.runtimeFilterable(f.dataType) && planner.prunesBy(f.name)
     }.map(f => Expressions.column("`" + f.name.replace("`", "``") + "`"))
 
-  private lazy val plannedRows: Double = planner.plannedSize(LanceScan.rowSize(tableSchema))._1
+  /** The planned rows and their bytes ([[ScanPlanner.plannedSize]]), found once. */
+  private lazy val plannedSize: (Double, Double) = planner.plannedSize(LanceScan.rowSize(tableSchema))
+
+  private def plannedRows: Double = plannedSize._1
 
   /** Predicates Spark found while running the query (dynamic pruning: `key IN
     * (the keys of the other side of a broadcast join)`): the next [[toBatch]]
@@ -180,11 +183,11 @@ final class LanceScan(
     * [[LanceScan.RuntimeFilterKeep]] of the planned rows. */
   override def filter(predicates: Array[Predicate]): Unit = {
     val more = if (limit.isDefined) Nil else predicates.toSeq.flatMap(p => PredicateTranslation(p)).filter(evaluates)
-    // (the narrowed scan resolved the fields of every column its filter reads)
     // kept only where the page statistics or an index rule out pages: keys
     // spread over every page (TPC-H's `lineitem` by the `orders` keys its
     // dates keep) would only be tested on every row, at more cost than the
-    // join's own probe of the rows they drop
+    // join's own probe of the rows they drop; the narrowed scan resolved the
+    // fields of every column its filter reads
     val runtime = withMoreFilters(more, splitByPlan = true)
       .filter(narrowed => narrowed.plannedRows <= LanceScan.RuntimeFilterKeep * plannedRows)
       .map(narrowed => narrowed -> RuntimeFilter(more, narrowed.filterFields))
@@ -273,8 +276,7 @@ final class LanceScan(
     val max = options.localScanRows
     if (max <= 0 || BlobColumns.readsBytes(fields)) None
     else {
-      val planned = planner.plannedSize(LanceScan.rowSize(tableSchema))._1
-      val rows = math.min(planned, limit.fold(Double.MaxValue)(_.toDouble))
+      val rows = math.min(plannedRows, limit.fold(Double.MaxValue)(_.toDouble))
       if (rows > max || estimateStatistics().sizeInBytes().orElse(Long.MaxValue) > LanceScan.LocalScanBytes) None
       else Some(readAll())
     }
@@ -338,7 +340,7 @@ final class LanceScan(
     * the rows times the per-row size (as Spark sizes an analyzed table, in
     * any format), and the column statistics come with them. */
   override def estimateStatistics(): Statistics = {
-    val (plannedRows, plannedBytes) = planner.plannedSize(LanceScan.rowSize(tableSchema))
+    val plannedBytes = plannedSize._2
     val cbo = SparkSession.active.sessionState.conf.cboEnabled
     // the filter's share of the rows left, as the optimizer estimates a Filter
     // above a scan (the scan evaluates its filter: no Filter is left to
