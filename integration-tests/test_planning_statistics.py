@@ -5,6 +5,7 @@ them — so that joins are planned as on Parquet whatever wrote the files. Expec
 come from the files on disk, pylance and Spark's own estimate for Parquet."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import lance
@@ -17,6 +18,13 @@ def stats(df, leaf: bool = False):
     s = (plan.collectLeaves().head() if leaf else plan).stats()
     rows = s.rowCount()
     return int(str(s.sizeInBytes())), (int(str(rows.get())) if rows.isDefined() else None)
+
+
+def least(rows: float, widths: list[int]) -> float:
+    """The least a scan of `rows` rows weighs without the cost-based optimizer: a third of
+    Spark's per-row size estimate (8 bytes a row plus each column's default size: long 8,
+    int 4, double 8, string 20) times the rows."""
+    return rows * (8 + sum(widths)) / 3
 
 
 def data_bytes(path: str) -> int:
@@ -37,8 +45,10 @@ def table(spark, tmp_path_factory):
 def test_rows_and_bytes_of_the_whole_table(spark, table):
     size, rows = stats(spark.read.format("lance").load(table))
     assert rows == lance.dataset(table).count_rows() == 198_000
-    # every column read: the data files' bytes, less the deleted share
-    assert size == pytest.approx(data_bytes(table) * 0.99, rel=0.001)
+    # every column read: the data files' bytes, less the deleted share, or a third of Spark's
+    # in-memory estimate of the rows where more (these sorted ids and codes compress far below it)
+    assert least(198_000, [8, 8, 20, 8]) > data_bytes(table) * 0.99
+    assert size == pytest.approx(least(198_000, [8, 8, 20, 8]), rel=0.001)
 
 
 def column_bytes(path: str) -> list[int]:
@@ -56,18 +66,74 @@ def test_projection_weighs_the_bytes_of_its_columns(spark, table):
     """A projection's share of the files' bytes is its columns' share of a data file's bytes,
     as the file's column metadata gives them, where that is less than Spark's per-row size
     estimate gives it (8 bytes a row plus long 8, string 20, double 8: Spark's rule for a
-    Parquet relation, which does not know its columns' bytes)."""
-    full, _ = stats(spark.read.format("lance").load(table))
+    Parquet relation, which does not know its columns' bytes); but it never weighs less than a
+    third of Spark's per-row estimate of its rows."""
+    full = data_bytes(table) * 0.99
     cols = column_bytes(table)     # id, small, name, x
     by_type = lambda widths: (8 + sum(widths)) / (8 + 8 + 8 + 20 + 8)   # noqa: E731
     one, rows = stats(spark.read.format("lance").load(table).select("id"))
-    assert one == pytest.approx(full * min(cols[0] / sum(cols), by_type([8])), rel=0.001)
+    assert one == pytest.approx(max(full * min(cols[0] / sum(cols), by_type([8])), least(rows, [8])), rel=0.001)
     assert rows == 198_000
     two, _ = stats(spark.read.format("lance").load(table).select("name", "x"))
-    assert two == pytest.approx(full * min((cols[2] + cols[3]) / sum(cols), by_type([20, 8])), rel=0.001)
+    assert two == pytest.approx(max(full * min((cols[2] + cols[3]) / sum(cols), by_type([20, 8])),
+                                    least(rows, [20, 8])), rel=0.001)
     # a metadata column (computed, not stored) at Spark's size of a long, on the per-row scale
     with_id, _ = stats(spark.read.format("lance").load(table).select("small", "_rowaddr"))
-    assert with_id == pytest.approx(full * min(cols[1] / sum(cols) + 8 / 52, by_type([8, 8])), rel=0.001)
+    assert with_id == pytest.approx(max(full * min(cols[1] / sum(cols) + 8 / 52, by_type([8, 8])),
+                                        least(rows, [8, 8])), rel=0.001)
+
+
+def test_sorted_keys_and_few_codes_are_not_taken_for_small(spark, tmp_path):
+    """TPC-H Q12 at scale factor 1: `orders` by its key (written sorted) and a 5-value
+    priority take under 10 MiB in the files, and Spark broadcast all 1.5M rows where it plans
+    the Parquet of them as a sort-merge join. The same shape, smaller: 300,000 rows whose
+    two columns take a few hundred KB in the files weigh a third of Spark's in-memory estimate
+    of them, so a join with a threshold above their file bytes and below that weight is not
+    planned as a broadcast of them."""
+    path = str(tmp_path / "orders.lance")
+    (spark.range(0, 300_000, numPartitions=2)
+     .selectExpr("id AS o_key", "concat('prio-', id % 5) AS o_prio").write.format("lance").save(path))
+    size, rows = stats(spark.read.format("lance").load(path))
+    assert rows == 300_000
+    assert data_bytes(path) < 1_000_000
+    assert size == pytest.approx(least(300_000, [8, 20]), rel=0.001)   # 3.6 MB
+    # 100,000 probe rows: more than the files' bytes of the 300,000, less than the threshold
+    probe = spark.range(0, 100_000).selectExpr("id * 5 AS k", "id AS v")
+    probe_size, _ = stats(probe)
+    assert data_bytes(path) < probe_size < 3 << 20 < size
+    probe.createOrReplaceTempView("probe")
+    spark.read.format("lance").load(path).createOrReplaceTempView("orders_like")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(3 << 20))
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        plan = spark.sql("SELECT * FROM orders_like JOIN probe ON o_key = k")
+        text = plan._jdf.queryExecution().executedPlan().toString()
+        # the probe rows are the broadcast side, not the 300,000 (the smaller by file bytes)
+        assert "BroadcastHashJoin" in text and "BuildRight" in text, text
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        spark.conf.unset("spark.sql.adaptive.enabled")
+
+
+def test_filter_share_shrinks_the_estimate(spark, tmp_path):
+    """The scan evaluates its filter, so it tells the planner the rows the filter keeps as
+    the page statistics estimate them (uniform between a column's min and max, 1/distinct
+    for an equality), not every row it reads: a selective range makes a large table the
+    small side of a join (TPC-H Q12 and Q14 then broadcast the filtered `lineitem`)."""
+    path = str(tmp_path / "facts.lance")
+    (spark.range(0, 400_000, numPartitions=1)
+     .selectExpr("id", "CAST(id % 1000 AS INT) AS day", "id * 3 AS v").write.format("lance").save(path))
+    df = spark.read.format("lance").load(path)
+    _, all_rows = stats(df)
+    assert all_rows == 400_000
+    # day uniform over 0..999: day < 50 keeps 50/999 of the rows (no page pruned: every page
+    # holds every day)
+    size, rows = stats(df.where("day < 50").select("id", "v"), leaf=True)
+    exact = df.where("day < 50").count()
+    assert exact == 20_000
+    assert rows == pytest.approx(400_000 * 50 / 999, rel=0.01)
+    whole, _ = stats(df.select("id", "v", "day"), leaf=True)
+    assert size < whole / 10
 
 
 def test_projection_of_uncompressed_decimals_weighs_what_is_stored(spark, tmp_path):
@@ -94,11 +160,14 @@ def test_projection_of_uncompressed_decimals_weighs_what_is_stored(spark, tmp_pa
     whole = 8 + 3 * 4 + 6 * 16 + 20          # Spark's per-row size with decimals at 16 bytes
     keys, _ = stats(df.select("k0", "k1", "k2"))
     assert sum(stored[:3]) / sum(stored) < (8 + 3 * 4) / whole
-    assert keys == pytest.approx(full * sum(stored[:3]) / sum(stored), rel=0.001)
+    # (a third of Spark's estimate of 50,000 rows of three ints is a little more)
+    assert keys == pytest.approx(max(full * sum(stored[:3]) / sum(stored), least(n, [4, 4, 4])), rel=0.001)
     mixed, _ = stats(df.select("k0", "m0"))
-    assert mixed == pytest.approx(full * min((stored[0] + stored[3]) / sum(stored), (8 + 4 + 16) / whole), rel=0.001)
+    assert mixed == pytest.approx(max(full * min((stored[0] + stored[3]) / sum(stored), (8 + 4 + 16) / whole),
+                                      least(n, [4, 8])), rel=0.001)
     text, _ = stats(df.select("s"))
     assert stored[9] / sum(stored) > (8 + 20) / whole
+    assert full * (8 + 20) / whole > least(n, [20])
     assert text == pytest.approx(full * (8 + 20) / whole, rel=0.001)
 
 
@@ -159,14 +228,17 @@ def test_planning_reads_each_files_statistics_once(spark, tmp_path):
     files_before = cache.size()._1()
     rows = planned_rows()
     assert cache.size()._1() == files_before + 8
-    # pruned to the one fragment (5,000 rows) holding the range
-    assert rows == 5_000
+    # pruned to the one fragment (5,000 rows, ids 10,000 to 14,999) holding the range, of which
+    # the range keeps its share between the fragment's min and max (the upper bound inclusive:
+    # one value more)
+    expected = math.ceil(5_000 * (99 / 4_999 + 1 / 5_000))
+    assert rows == expected
     data = Path(path) / "data"
     away = tmp_path / "away"
     data.rename(away)
     try:
         rows_again = planned_rows()
-        assert rows_again == 5_000 and cache.size()._1() == files_before + 8
+        assert rows_again == expected and cache.size()._1() == files_before + 8
     finally:
         away.rename(data)
     assert spark.read.format("lance").load(path).where(q).count() == 100
