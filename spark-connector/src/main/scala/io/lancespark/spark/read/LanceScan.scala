@@ -341,9 +341,10 @@ final class LanceScan(
     * files where less), so a Lance scan weighs about what the same projection
     * of Parquet would whatever its writer compressed; but never less than
     * [[LanceScan.InMemoryShare]] of the rows times Spark's per-row size, so
-    * that keys written sorted and codes of a few values, which the files keep
-    * in a few bytes, do not make a million rows look small enough to
-    * broadcast (TPC-H Q12: `orders` by its key and a 5-value priority).
+    * that columns the files keep in a few bytes a row (codes of a few values,
+    * keys written sorted) do not make millions of rows look small enough to
+    * broadcast (TPC-DS q10, q35, q69 and q85 broadcast the 1.9 million rows
+    * of `customer_demographics`, 1.0x-1.17x Parquet's time; 0.7x-0.8x not).
     * From the manifest, the column metadata of one data file and the
     * statistics already read for pruning; never from the data. Fragments
     * whose manifest entry has no file sizes count Spark's per-row estimate
@@ -387,9 +388,12 @@ object LanceScan {
 
   /** The least share of Spark's per-row size estimate (its in-memory size of
     * the rows) a scan's rows weigh without the cost-based optimizer: about
-    * what Parquet files take of it (TPC-H `orders` at scale factor 1: 0.31),
-    * the weight Spark plans Parquet's joins with. */
-  val InMemoryShare: Double = 1.0 / 3
+    * the least that Parquet files of TPC tables take of it (TPC-H `lineitem`
+    * 0.19, `orders` 0.31 at scale factor 1), so a scan weighs no less than
+    * well-compressed Parquet of its rows would; a third kept TPC-H Q7 and Q21
+    * from broadcasting 1.5 to 1.8 million rows of two keys, which they gain
+    * from (1.5x Parquet's time for Q21 at scale factor 0.3). */
+  val InMemoryShare: Double = 0.2
 
   /** Most bytes (as [[LanceScan.estimateStatistics]] sizes them) a scan read on the driver may have. */
   val LocalScanBytes: Long = 64L << 20
