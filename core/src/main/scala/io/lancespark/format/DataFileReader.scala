@@ -37,8 +37,18 @@ trait DataFileReader extends AutoCloseable {
       ranges.iterator.filter(r => r._2 > r._1).map { case (f, u) => () => read(fields, f, u, allocator) }.toVector,
       allocator)
 
+  /** Like `readRanges`, for a caller that reads the string fields whose ids
+    * are in `itemsOnly` through [[dictionaryOf]] alone: a vector of such a
+    * field that `dictionaryOf` then gives is hollow (its validity right, every
+    * value empty), the items not copied into it row by row. This one returns
+    * every vector whole (readers of older file versions). */
+  def readRanges(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
+                 next: Option[IndexedSeq[(Long, Long)]], itemsOnly: Set[Int]): Seq[FieldVector] =
+    readRanges(fields, ranges, allocator, next)
+
   /** For a vector the last `read` returned: its rows' dictionary items when
-    * they all come from one page dictionary (the vector holds the values too). */
+    * they all come from one page dictionary (the vector holds the values too,
+    * unless the read asked for items only, see `readRanges`). */
   def dictionaryOf(vector: FieldVector): Option[DictionaryColumn] = None
 
   /** Pages decoded so far (0.1 files count one page per column and batch read). */

@@ -235,17 +235,30 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
     }
   }
 
+  /** A variable-width vector with the slices' validity and every value empty
+    * (all offsets 0): rows a caller reads as dictionary items, not from the
+    * vector. Other vectors are loaded whole. */
+  def loadHollow(v: FieldVector, slices: Seq[Slice]): Unit = v match {
+    case _: BaseVariableWidthVector => owning { o =>
+      val n = countRows(slices)
+      val (validity, nulls) = validityOf(o, slices, n)
+      o.loadInto(v, n, nulls, validity, o.alloc((n + 1) * 4), o.alloc(DataSlack))
+    }
+    case _ => loadLeaf(v, slices)
+  }
+
   private def loadVar(v: FieldVector, slices: Seq[Slice], n: Long, ow: Int): Unit = owning { o =>
-    var total = 0L
-    slices.foreach { s =>
-      unwrap(s)._2.foreach { inner =>
+    // each slice's value bytes (a dictionary slice's summed once, here)
+    val sliceBytes: Array[Long] = slices.map { s =>
+      unwrap(s)._2.fold(0L) { inner =>
         inner.block match {
-          case VarBlock(_, offs, _, _) => total += offs((inner.start + s.count).toInt) - offs(inner.start.toInt)
-          case d: DictBlock            => total += dictBytes(d, inner.start.toInt, s.count.toInt)
+          case VarBlock(_, offs, _, _) => offs((inner.start + s.count).toInt) - offs(inner.start.toInt)
+          case d: DictBlock            => dictBytes(d, inner.start.toInt, s.count.toInt)
           case other => mismatch(v, other)
         }
       }
-    }
+    }.toArray
+    val total = sliceBytes.sum
     if (ow == 4 && total > Int.MaxValue) fail(s"$total bytes do not fit a 32-bit-offset Arrow vector")
     val (validity, nulls) = validityOf(o, slices, n)
     val offsets = o.allocRaw((n + 1) * ow)
@@ -253,7 +266,7 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
     val data = o.allocRaw(total + DataSlack)
     var dst = 0L
     var pos = 0L
-    slices.foreach { s =>
+    slices.iterator.zip(sliceBytes.iterator).foreach { case (s, bytes) =>
       unwrap(s)._2 match {
         case None =>
           var i = 0L
@@ -265,7 +278,7 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
           copyOffsets(offsets, dst + 1, offs, start.toInt + 1, s.count.toInt, pos - base, ow)
           pos += len
         case Some(Slice(d: DictBlock, start, _)) =>
-          pos = expand(d, start.toInt, s.count.toInt, offsets, dst + 1, data, pos, ow)
+          pos = expand(d, start.toInt, s.count.toInt, offsets, dst + 1, data, pos, ow, bytes)
         case Some(other) => mismatch(v, other.block)
       }
       dst += s.count
@@ -293,14 +306,13 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
     total
   }
 
-  /** Writes rows [from, from + count) of a dictionary block as plain values:
-    * offsets from index `at` (relative to `pos`), bytes from `pos` of `data`.
-    * Returns the data position after them. */
+  /** Writes rows [from, from + count) of a dictionary block as plain values
+    * (`total` bytes, see `dictBytes`): offsets from index `at` (relative to
+    * `pos`), bytes from `pos` of `data`. Returns the data position after them. */
   private def expand(d: DictBlock, from: Int, count: Int, offsets: ArrowBuf, at: Long, data: ArrowBuf,
-                     pos0: Long, ow: Int): Long = {
+                     pos0: Long, ow: Int, total: Long): Long = {
     if (count <= 0) return pos0
     if (from < 0 || from + count > d.which.length) fail(s"rows [$from, ${from + count}) of ${d.which.length}")
-    val total = dictBytes(d, from, count)
     if (d.items.bytes.length < d.items.offsets.last + DictionaryItems.Padding) fail("dictionary bytes are not padded")
     if (offsets.capacity < (at + count) * ow || data.capacity < pos0 + total + DataSlack)
       fail(s"vector buffers too small for the dictionary values")

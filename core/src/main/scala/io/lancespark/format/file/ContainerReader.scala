@@ -74,7 +74,7 @@ abstract class ContainerReader(
     * handing each vector to `batch` as soon as it is made. A page or chunk
     * that holds rows of several ranges is decoded once for them. */
   protected def decode(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
-                       reads: CoalescedReads, batch: BatchOutput): Unit
+                       reads: CoalescedReads, batch: BatchOutput, itemsOnly: Set[Int]): Unit
 
   /** Whether an exception a decoder throws means the bytes are corrupt. */
   protected def isCorruption(e: Throwable): Boolean = e match {
@@ -184,25 +184,29 @@ abstract class ContainerReader(
                     next: Option[(Long, Long)]): Seq[FieldVector] = {
     if (from < 0 || until < from || until > numRows)
       fail(s"rows [$from, $until) are outside the file's $numRows rows")
-    readChecked(fields, Vector((from, until)), allocator, next.map(Vector(_)))
+    readChecked(fields, Vector((from, until)), allocator, next.map(Vector(_)), Set.empty)
   }
 
   /** Rows of several ranges at once: their reads planned and issued
     * together, so that a page or chunk holding rows of several ranges is
     * fetched (and decoded) once; otherwise as `read`. */
   override def readRanges(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
-                          next: Option[IndexedSeq[(Long, Long)]]): Seq[FieldVector] = {
+                          next: Option[IndexedSeq[(Long, Long)]]): Seq[FieldVector] =
+    readRanges(fields, ranges, allocator, next, Set.empty[Int])
+
+  override def readRanges(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
+                          next: Option[IndexedSeq[(Long, Long)]], itemsOnly: Set[Int]): Seq[FieldVector] = {
     var last = 0L
     ranges.foreach { case (from, until) =>
       if (from < last || until < from || until > numRows)
         fail(s"rows [$from, $until) are outside the file's $numRows rows or not after the ranges before them")
       last = until
     }
-    readChecked(fields, ranges.filter(r => r._2 > r._1), allocator, next)
+    readChecked(fields, ranges.filter(r => r._2 > r._1), allocator, next, itemsOnly)
   }
 
   private def readChecked(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
-                          next: Option[IndexedSeq[(Long, Long)]]): Seq[FieldVector] = {
+                          next: Option[IndexedSeq[(Long, Long)]], itemsOnly: Set[Int]): Seq[FieldVector] = {
     val current = ahead match {
       case Some(a) if a.ranges == ranges && a.fields == fields => a
       case other =>
@@ -218,7 +222,7 @@ abstract class ContainerReader(
       .map(rs => issue(fields, rs, 1 - current.arena, ReadPool.executor, Some(current), beforeDone = false))
     val batch = new BatchOutput
     try {
-      decode(fields, ranges, allocator, current.reads, batch)
+      decode(fields, ranges, allocator, current.reads, batch, itemsOnly)
       batch.vectors.toSeq
     } catch {
       case e: Throwable =>

@@ -174,7 +174,7 @@ final class V20FileReader private (
   }
 
   override protected def decode(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
-                                reads: CoalescedReads, batch: BatchOutput): Unit =
+                                reads: CoalescedReads, batch: BatchOutput, itemsOnly: Set[Int]): Unit =
     fields.foreach { f =>
       val vec = f.toArrow.createVector(allocator)
       batch.add(vec)

@@ -192,8 +192,10 @@ final class V21FileReader private (
 
   /** Fills `vec` from the leaves' layers: `depth` is the field's layer index
     * (outermost = 0); `leaves` maps each leaf field id to its data. */
+  /** Fills `vec` from the decoded leaves; `hollow`: a string leaf with its
+    * validity only (its rows read as dictionary items, see `readRanges`). */
   private def fill(field: LanceField, vec: FieldVector, depth: Int, leaves: Map[Int, Unravelled],
-                   loader: VectorLoader): Unit = {
+                   loader: VectorLoader, hollow: Boolean = false): Unit = {
     def first(f: LanceField): Unravelled =
       if (isPacked(f)) leaves(f.id)
       else if (f.isStruct || f.isList || f.isMap) first(f.children.head) else leaves(f.id)
@@ -229,7 +231,7 @@ final class V21FileReader private (
             out
           }
       }
-      loader.loadLeaf(vec, slices)
+      if (hollow) loader.loadHollow(vec, slices) else loader.loadLeaf(vec, slices)
     }
   }
 
@@ -373,7 +375,7 @@ final class V21FileReader private (
     }
 
   override protected def decode(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
-                                reads: CoalescedReads, batch: BatchOutput): Unit = {
+                                reads: CoalescedReads, batch: BatchOutput, itemsOnly: Set[Int]): Unit = {
     dictionaries.clear()
     val io = new PageIO(reads, source)
     val rows = ranges.iterator.map { case (from, until) => until - from }.sum
@@ -382,11 +384,12 @@ final class V21FileReader private (
       val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, ranges, io))).toMap
       val vec = f.toArrow.createVector(allocator)
       batch.add(vec)
-      dictionaryColumn(f, leaves, rows).foreach(d => dictionaries.put(vec, d))
+      val dictionary = dictionaryColumn(f, leaves, rows)
+      dictionary.foreach(d => dictionaries.put(vec, d))
       val loader = new VectorLoader(vec.getAllocator, p => fail(s"field '${f.name}' (id ${f.id}): $p"))
       val top = leaves.values.head.layers.head.count
       if (top != rows) fail(s"field '${f.name}' (id ${f.id}): decoded $top rows, expected $rows")
-      fill(f, vec, 0, leaves, loader)
+      fill(f, vec, 0, leaves, loader, hollow = dictionary.isDefined && itemsOnly(f.id))
     }
   }
 

@@ -4,6 +4,7 @@ import scala.collection.mutable
 
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.FieldVector
+import org.apache.arrow.vector.types.pojo.ArrowType
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.DataFileReader
@@ -41,7 +42,8 @@ final class FragmentScanner(
     allocator: BufferAllocator,
     openFile: DataFileRef => DataFileReader,
     filter: Option[Filter] = None,
-    filterFields: Seq[LanceField] = Nil)
+    filterFields: Seq[LanceField] = Nil,
+    itemsOnly: Boolean = false)
     extends AutoCloseable {
 
   private val where = s"${storage.uri} (version $version, fragment ${fragment.id})"
@@ -56,6 +58,15 @@ final class FragmentScanner(
   }
 
   private val readers = mutable.Map.empty[DataFileRef, DataFileReader]
+
+  /** With `itemsOnly` (a caller that reads a batch's string columns through
+    * `FragmentBatch.dictionary` wherever it has one): the ids of the output's
+    * string fields the filter does not read, whose rows the file readers may
+    * then leave as dictionary items, not copied into the vectors. */
+  private val itemsOnlyIds: Set[Int] =
+    if (!itemsOnly) Set.empty
+    else fields.filter(f => f.arrowType == ArrowType.Utf8.INSTANCE && !filterFields.exists(_.id == f.id))
+      .map(_.id).toSet
 
   private val deleted: RoaringBitmap = fragment.deletion match {
     case Some(d) => DeletionVector.read(storage, fragment.id, d, fragment.physicalRows)
@@ -127,8 +138,10 @@ final class FragmentScanner(
         // what it stores, then give the vector the whole type (the added sub-fields NULL)
         val stored = fs.map(f => FragmentScanner.storedPart(f, ref))
         val file = reader(ref)
+        val items = stored.iterator.map(_.id).filter(itemsOnlyIds).toSet
         val vectors =
-          if (ranges.size == 1 && next.forall(_.size == 1))
+          if (items.nonEmpty) file.readRanges(stored, ranges, allocator, next, items)
+          else if (ranges.size == 1 && next.forall(_.size == 1))
             file.read(stored, ranges.head._1, ranges.head._2, allocator, next.map(_.head))
           else file.readRanges(stored, ranges, allocator, next)
         fs.zip(stored).zip(vectors).map { case ((f, part), v) =>

@@ -11,8 +11,13 @@ import io.lancespark.table.storage.{DataFiles, DatasetStorage}
 import io.lancespark.table.plan.FragmentPiece
 
 /** Reads one piece of a partition (row ranges of a fragment) as columnar
-  * batches, at most `limit` rows when a LIMIT is pushed. */
-final class LanceColumnarReader(factory: LanceReaderFactory, val piece: FragmentPiece, limit: Option[Long])
+  * batches, at most `limit` rows when a LIMIT is pushed. `itemsOnly`: the
+  * caller reads the batches only through [[get]]'s column vectors, which read
+  * a string column held as dictionary items from the items, so the scanner
+  * need not copy them into its vectors ([[currentBatch]]'s vectors of such
+  * columns are then hollow). */
+final class LanceColumnarReader(factory: LanceReaderFactory, val piece: FragmentPiece, limit: Option[Long],
+                                itemsOnly: Boolean = false)
     extends org.apache.spark.sql.connector.read.PartitionReader[ColumnarBatch] {
 
   private val fragment = piece.fragment
@@ -20,7 +25,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
     ArrowAllocators.root.newChildAllocator(s"lance-fragment-${fragment.id}", 0, Long.MaxValue)
   private val storage = DatasetStorage(factory.uri, factory.hadoopConf.conf)
   private val scanner = new FragmentScanner(storage, factory.version, fragment, factory.fields, allocator,
-    ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields)
+    ref => DataFiles.open(storage, factory.schema, ref), factory.filter, factory.filterFields, itemsOnly)
 
   private lazy val rowIds = scanner.rowIds(factory.stableRowIds)
 

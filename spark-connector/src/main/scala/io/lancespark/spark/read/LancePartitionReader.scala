@@ -10,8 +10,10 @@ import io.lancespark.table.plan.FragmentPiece
 /** Reads a partition: its fragments' pieces one after another, each with its
   * own [[LanceColumnarReader]] (opened when reached, closed when done). A
   * pushed LIMIT counts the rows of the whole partition. Task metrics: sums
-  * over the pieces, the peak memory the largest piece's. */
-final class LancePartitionReader(factory: LanceReaderFactory, partition: LanceInputPartition)
+  * over the pieces, the peak memory the largest piece's. `itemsOnly`: see
+  * [[LanceColumnarReader]] (for a caller of [[get]] alone, not [[currentBatch]]). */
+final class LancePartitionReader(factory: LanceReaderFactory, partition: LanceInputPartition,
+                                 itemsOnly: Boolean = false)
     extends PartitionReader[ColumnarBatch] {
 
   private val pieces = partition.pieces.iterator
@@ -24,7 +26,7 @@ final class LancePartitionReader(factory: LanceReaderFactory, partition: LanceIn
     var found = false
     while (!found && factory.limit.forall(returned < _) && (reader.isDefined || pieces.hasNext)) {
       val r = reader.getOrElse {
-        val opened = new LanceColumnarReader(factory, pieces.next(), factory.limit.map(_ - returned))
+        val opened = new LanceColumnarReader(factory, pieces.next(), factory.limit.map(_ - returned), itemsOnly)
         reader = Some(opened)
         opened
       }

@@ -36,7 +36,8 @@ final case class LanceReaderFactory(
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
     val p = partition.asInstanceOf[LanceInputPartition]
-    new LancePartitionReader(p.runtime.fold(this)(withRuntime), p)
+    // Spark reads the batches through their column vectors alone
+    new LancePartitionReader(p.runtime.fold(this)(withRuntime), p, itemsOnly = true)
   }
 
   /** This factory with `r`'s predicates ANDed to its filter. */

@@ -1,0 +1,127 @@
+package io.lancespark.table
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path}
+
+import org.apache.arrow.memory.RootAllocator
+import org.apache.arrow.vector.VarCharVector
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.lancespark.table.filter.{CompareOp, Filter, Lit}
+import io.lancespark.table.scan.{FragmentBatch, FragmentScanner}
+import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage, Snapshot}
+
+/** A scan that reads string columns only as dictionary items
+  * (`FragmentScanner(itemsOnly = true)`, what Spark's column vectors do) is
+  * not given the items copied into its vectors: those vectors are hollow
+  * (validity only). Read through the dictionary they are pylance's rows, with
+  * nulls, deleted rows and a filter on another column (whose rows stay in
+  * place, selected); a string column the filter reads is decoded whole (the
+  * filter reads its vector); and without `itemsOnly` every vector is whole. */
+class DictionaryItemsSuite extends AnyFunSuite {
+
+  private val Rows = 20000
+
+  /** One fragment written by pylance: `id`, a 6-value `label` (NULL every 13th
+    * row), a 6-value `kind`; rows with id % 17 = 5 deleted. Pylance's rows by
+    * offset ("id|label|kind", "-" for deleted). */
+  private def table(version: String): (Path, Vector[String]) = {
+    val d = Files.createTempDirectory(s"items-$version").resolve("t")
+    val out = d.getParent.resolve("rows.txt")
+    PylanceProcess.run(
+      """import sys, lance, pyarrow as pa, numpy as np
+        |path, version, out = sys.argv[1], sys.argv[2], sys.argv[3]
+        |n = 20000
+        |ids = np.random.default_rng(5).permutation(n).astype(np.int64)
+        |words = ["alpha", "beta", "gamma", "delta-delta-delta", "", "epsilon"]
+        |label = pa.array([None if k % 13 == 0 else words[k % 6] for k in ids.tolist()])
+        |kind = pa.array(["k%d" % (k % 6) for k in ids.tolist()])
+        |lance.write_dataset(pa.table({"id": pa.array(ids), "label": label, "kind": kind}), path,
+        |                    data_storage_version=version)
+        |lance.dataset(path).delete("id % 17 = 5")
+        |t = lance.dataset(path).to_table(with_row_address=True)
+        |rows = ["-"] * n
+        |for a, i, l, k in zip(t["_rowaddr"].to_pylist(), t["id"].to_pylist(), t["label"].to_pylist(),
+        |                      t["kind"].to_pylist()):
+        |    rows[a & 0xffffffff] = "%s|%s|%s" % (i, "null" if l is None else l, k)
+        |open(out, "w").write("\n".join(rows))
+        |""".stripMargin, d.toString, version, out.toString)
+    (d, new String(Files.readAllBytes(out), UTF_8).split("\n", -1).toVector)
+  }
+
+  /** Row `p` (a position in the vectors) of vector `k`, through its dictionary where the batch has one. */
+  private def value(b: FragmentBatch, k: Int, p: Int): String = {
+    val v = b.vectors(k)
+    if (v.isNull(p)) "null"
+    else b.dictionary(k) match {
+      case Some(d) => d.withItem(d.itemOf(p))((bytes, at, len) => new String(bytes, at, len, UTF_8))
+      case None    => v.getObject(p).toString
+    }
+  }
+
+  private def hollow(b: FragmentBatch, k: Int): Boolean = b.vectors(k) match {
+    case v: VarCharVector => v.getValueCount > 0 && v.getOffsetBuffer.getInt(4L * v.getValueCount) == 0
+    case _ => false
+  }
+
+  /** Reads the fragment in batches of 4096 rows: (offset, row) pairs, and per
+    * string column how many batches had a dictionary and how many were hollow. */
+  private def scan(snap: Snapshot, itemsOnly: Boolean, filter: Option[Filter])
+      : (Vector[(Int, String)], Map[String, (Int, Int)]) = {
+    val allocator = new RootAllocator()
+    try {
+      val fields = Seq("id", "label", "kind").map(n => snap.schema.field(n).get)
+      val filterFields = filter.toSeq.flatMap(_.columns).map(c => snap.schema.field(c.head).get).distinct
+      val sc = new FragmentScanner(snap.storage, snap.version, snap.fragments.head, fields, allocator,
+        ref => DataFiles.open(snap.storage, snap.schema, ref), filter, filterFields, itemsOnly)
+      val seen = scala.collection.mutable.Map("label" -> (0, 0), "kind" -> (0, 0))
+      try {
+        val rows = (0L until Rows.toLong by 4096L).flatMap { from =>
+          val b = sc.readView(from, math.min(Rows.toLong, from + 4096L), None)
+          try {
+            Seq("label" -> 1, "kind" -> 2).foreach { case (n, k) =>
+              val (dicts, hollows) = seen(n)
+              seen(n) = (dicts + b.dictionary(k).size, hollows + (if (hollow(b, k)) 1 else 0))
+            }
+            (0 until b.rowCount).map { i =>
+              val p = b.selection.fold(i)(_(i))
+              b.offsets(i) -> s"${value(b, 0, p)}|${value(b, 1, p)}|${value(b, 2, p)}"
+            }
+          } finally b.close()
+        }.toVector
+        (rows, seen.toMap)
+      } finally sc.close()
+    } finally allocator.close()
+  }
+
+  for (version <- Seq("2.1", "2.2")) {
+    test(s"string columns read as dictionary items only are pylance's rows ($version)") {
+      val (dir, want) = table(version)
+      val snap = Dataset.open(DatasetStorage(dir.toString, new Configuration()), None)
+      val all = want.indices.filter(o => want(o) != "-").map(o => o -> want(o)).toVector
+
+      val (whole, wholeSeen) = scan(snap, itemsOnly = false, None)
+      assert(whole == all)
+      assert(wholeSeen.values.forall(_._2 == 0), s"no hollow vector without itemsOnly: $wholeSeen")
+
+      val (items, seen) = scan(snap, itemsOnly = true, None)
+      assert(items == all)
+      // every batch of both low-cardinality columns read as items, its vector left hollow
+      assert(seen == Map("label" -> (5, 5), "kind" -> (5, 5)), s"dictionaries / hollow vectors: $seen")
+
+      // a filter on id: its rows selected in place; label and kind still items only
+      val onId = Filter.Compare(Vector("id"), CompareOp.Lt, Lit.LongLit(7000))
+      val (selected, seenId) = scan(snap, itemsOnly = true, Some(onId))
+      assert(selected == all.filter(_._2.split('|')(0).toLong < 7000))
+      assert(seenId == Map("label" -> (5, 5), "kind" -> (5, 5)), s"with a filter on id: $seenId")
+
+      // a filter on label reads label's vector: label whole, kind items only
+      val onLabel = Filter.Or(Filter.IsNull(Vector("label")), Filter.Compare(Vector("label"), CompareOp.Eq,
+        Lit.string("beta")))
+      val (byLabel, seenLabel) = scan(snap, itemsOnly = true, Some(onLabel))
+      assert(byLabel == all.filter { case (_, r) => val l = r.split('|')(1); l == "null" || l == "beta" })
+      assert(seenLabel("label")._2 == 0 && seenLabel("kind") == (5, 5), s"with a filter on label: $seenLabel")
+    }
+  }
+}
