@@ -1,7 +1,7 @@
 package io.lancespark.table
 
 import java.nio.charset.StandardCharsets.UTF_8
-import java.nio.file.{Files, Path}
+import java.nio.file.Path
 
 import org.apache.arrow.memory.RootAllocator
 import org.apache.arrow.vector.VarCharVector
@@ -26,13 +26,9 @@ class DictionaryItemsSuite extends AnyFunSuite {
   /** One fragment written by pylance: `id`, a 6-value `label` (NULL every 13th
     * row), a 6-value `kind`; rows with id % 17 = 5 deleted. Pylance's rows by
     * offset ("id|label|kind", "-" for deleted). */
-  private def table(version: String): (Path, Vector[String]) = {
-    val d = Files.createTempDirectory(s"items-$version").resolve("t")
-    val out = d.getParent.resolve("rows.txt")
-    PylanceProcess.run(
-      """import sys, lance, pyarrow as pa, numpy as np
-        |path, version, out = sys.argv[1], sys.argv[2], sys.argv[3]
-        |n = 20000
+  private def table(version: String): (Path, Vector[String]) =
+    PylanceProcess.tableWithRows("items", version,
+      """n = 20000
         |ids = np.random.default_rng(5).permutation(n).astype(np.int64)
         |words = ["alpha", "beta", "gamma", "delta-delta-delta", "", "epsilon"]
         |label = pa.array([None if k % 13 == 0 else words[k % 6] for k in ids.tolist()])
@@ -46,9 +42,7 @@ class DictionaryItemsSuite extends AnyFunSuite {
         |                      t["kind"].to_pylist()):
         |    rows[a & 0xffffffff] = "%s|%s|%s" % (i, "null" if l is None else l, k)
         |open(out, "w").write("\n".join(rows))
-        |""".stripMargin, d.toString, version, out.toString)
-    (d, new String(Files.readAllBytes(out), UTF_8).split("\n", -1).toVector)
-  }
+        |""".stripMargin)
 
   /** Row `p` (a position in the vectors) of vector `k`, through its dictionary where the batch has one. */
   private def value(b: FragmentBatch, k: Int, p: Int): String = {

@@ -26,6 +26,18 @@ object PylanceProcess {
 
   /** Runs `python -c script args...`; its output (stdout and stderr), failing
     * the test with that output when it exits with an error. */
+  /** A table written by `script` in a new temporary directory named from
+    * `prefix`: its path, and the lines the script wrote to `out` (pylance's
+    * rows, one a line). The script runs after `sys`, `lance`, `pyarrow as pa`
+    * and `numpy as np` are imported and `path`, `version`, `out` are set. */
+  def tableWithRows(prefix: String, version: String, script: String): (Path, Vector[String]) = {
+    val d = Files.createTempDirectory(s"$prefix-$version").resolve("t")
+    val out = d.getParent.resolve("rows.txt")
+    run("import sys, lance, pyarrow as pa, numpy as np\n" +
+      "path, version, out = sys.argv[1], sys.argv[2], sys.argv[3]\n" + script, d.toString, version, out.toString)
+    (d, new String(Files.readAllBytes(out), UTF_8).split("\n", -1).toVector)
+  }
+
   def run(script: String, args: String*): String = {
     val (rc, out) = exec("-c", script, args)
     assert(rc == 0, out)

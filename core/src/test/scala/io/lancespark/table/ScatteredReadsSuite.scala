@@ -1,7 +1,6 @@
 package io.lancespark.table
 
-import java.nio.charset.StandardCharsets.UTF_8
-import java.nio.file.{Files, Path}
+import java.nio.file.Path
 
 import scala.util.Random
 
@@ -27,13 +26,9 @@ class ScatteredReadsSuite extends AnyFunSuite {
 
   /** One fragment of `Rows` rows written by pylance at `version`, some rows
     * deleted; and pylance's rows by offset ("id|s|tags" per line, "-" for deleted). */
-  private def table(version: String): (Path, Vector[String]) = {
-    val d = Files.createTempDirectory(s"scattered-$version").resolve("t")
-    val out = d.getParent.resolve("rows.txt")
-    PylanceProcess.run(
-      """import sys, lance, pyarrow as pa, numpy as np
-        |path, version, out = sys.argv[1], sys.argv[2], sys.argv[3]
-        |n = 30000
+  private def table(version: String): (Path, Vector[String]) =
+    PylanceProcess.tableWithRows("scattered", version,
+      """n = 30000
         |keys = np.random.default_rng(3).permutation(n)
         |ids = pa.array(keys.astype(np.int64))
         |s = pa.array([None if k % 29 == 0 else "s%d-" % k + "y" * (k % 37) for k in keys.tolist()])
@@ -49,9 +44,7 @@ class ScatteredReadsSuite extends AnyFunSuite {
         |for a, i, x, g in zip(t["_rowaddr"].to_pylist(), t["id"].to_pylist(), t["s"].to_pylist(), t["tags"].to_pylist()):
         |    rows[a & 0xffffffff] = "%s|%s|%s" % (i, show(x), "null" if g is None else "[" + ",".join(g) + "]")
         |open(out, "w").write("\n".join(rows))
-        |""".stripMargin, d.toString, version, out.toString)
-    (d, new String(Files.readAllBytes(out), UTF_8).split("\n", -1).toVector)
-  }
+        |""".stripMargin)
 
   private def scanner(snap: Snapshot, allocator: RootAllocator): FragmentScanner = {
     val fields = Seq("id", "s", "tags").map(n => snap.schema.field(n).get)
