@@ -191,9 +191,9 @@ final class V21FileReader private (
   }
 
   /** Fills `vec` from the leaves' layers: `depth` is the field's layer index
-    * (outermost = 0); `leaves` maps each leaf field id to its data. */
-  /** Fills `vec` from the decoded leaves; `hollow`: a string leaf with its
-    * validity only (its rows read as dictionary items, see `readRanges`). */
+    * (outermost = 0); `leaves` maps each leaf field id to its data; `hollow`:
+    * a string leaf gets its validity only (its rows read as dictionary items,
+    * see `DataFileReader.readRanges`). */
   private def fill(field: LanceField, vec: FieldVector, depth: Int, leaves: Map[Int, Unravelled],
                    loader: VectorLoader, hollow: Boolean = false): Unit = {
     def first(f: LanceField): Unravelled =
