@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -174,6 +175,7 @@ def columns(spark, args) -> str:
                       args.reps)
     rows.append((f"write all columns ({n:,} rows)", times, ""))
     cached.unpersist()
+    shutil.rmtree(out, ignore_errors=True)  # (an overwritten Lance table keeps every version's files)
     return table(rows, "parquet")
 
 
