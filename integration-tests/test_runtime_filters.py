@@ -226,3 +226,45 @@ def test_keys_on_every_page_are_dropped(spark, tables, tmp_path):
     assert "dynamicpruningexpression(day" in scan, plan  # offered: `day` is clustered
     kept = sum(1 for r in _sales() if r[3] != 0 and r[1] is not None)  # (the join's `day IS NOT NULL` is pushed)
     assert m.get("pagesPruned", 0) == 0 and m["numOutputRows"] == kept, m
+
+
+def _orders(spark, root) -> None:
+    """An `orders`-like table with a row for each `sales.id` (its key; 48,000), in key order, small pages:
+    `status` bears no relation to the key (a seeded coin), `batch` is the key's thousand."""
+    rnd = random.Random(7)
+    orders = [(k, "F" if rnd.random() < 0.5 else "O", k // 1000) for k in range(ROWS)]
+    schema = "key LONG, status STRING, batch INT"
+    spark.createDataFrame(orders, schema).coalesce(1).sortWithinPartitions("key").write.format("lance") \
+        .option("maxRowsPerPage", 500).save(str(root / "orders.lance"))
+    spark.createDataFrame(orders, schema).write.parquet(str(root / "orders.parquet"))
+    spark.read.format("lance").load(str(root / "orders.lance")).createOrReplaceTempView("rtf_orders_lance")
+    spark.read.parquet(str(root / "orders.parquet")).createOrReplaceTempView("rtf_orders_parquet")
+
+
+def test_keys_spread_over_their_range_are_not_offered(spark, tables, tmp_path):
+    # `status = 'F'` keeps about 24,000 keys, and the page statistics of `orders` show them anywhere in
+    # the key range (no page of it is ruled out by the status): keys that would rule out no page of
+    # `sales` (clustered by id). Spark is not shown the filter, so it inserts no dynamic pruning and
+    # collects no keys; `batch < 24` keeps as many keys, all in the lower half of the range: shown, pruned
+    _orders(spark, tmp_path)
+    q = ("SELECT count(*), sum(s.qty), sum(s.price) FROM {sales} s JOIN rtf_orders_{side} o ON s.id = o.key "
+         "WHERE o.{where}")
+    for where, offered in (("status = 'F'", False), ("batch < 24", True)):
+        text = q.replace("{where}", where)
+        expected = _rows(spark, _sql(text.replace("{side}", "parquet"), "parquet"))
+        assert expected[0][0] > 10_000
+        lance_q = _sql(text.replace("{side}", "lance"), "lance")
+        assert _rows(spark, lance_q) == expected
+        plan, scan, m = _fact_scan(spark, lance_q)
+        assert ("dynamicpruningexpression(id" in scan) == offered, plan
+        if offered:
+            assert m["pagesPruned"] >= (ROWS // 500) * 2 // 5, m
+    # the setting that says how many keys are many: past the estimate, the spread keys are offered again
+    spark.conf.set("spark.lance.runtimeFilterSpreadKeys", "1e9")
+    try:
+        lance_q = _sql(q.replace("{where}", "status = 'F'").replace("{side}", "lance"), "lance")
+        plan, scan, m = _fact_scan(spark, lance_q)
+        assert "dynamicpruningexpression(id" in scan, plan
+        assert m.get("pagesPruned", 0) == 0, m  # the keys arrive, rule out no page and are dropped
+    finally:
+        spark.conf.unset("spark.lance.runtimeFilterSpreadKeys")

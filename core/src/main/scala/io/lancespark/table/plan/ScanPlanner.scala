@@ -163,6 +163,54 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     indexed || clustered
   }
 
+  /** How widely the values of the top-level integer `column` in the rows this
+    * plan's filter may keep are spread over the column's range: the bounds of
+    * the pages of `column` that overlap the planned row ranges, merged, as a
+    * share of the range of all its pages (1.0: anywhere in it; `orders`
+    * filtered by a date, whose keys bear no relation to its dates). From the
+    * page statistics (and indices) only. None where they cannot tell: no
+    * filter; a fragment whose statistics give no pages of `column` covering
+    * its rows, or none for a filter column (unless the indices decided its
+    * rows); bounds that are not integers; fewer than [[ScanPlanner.ClusteredPages]] pages. */
+  def keyShare(column: String): Option[Double] = filter.flatMap { f =>
+    val path = Vector(column)
+    val spans = planned.map { p =>
+      val frag = p.plan.fragment
+      val stats = FragmentStats.columnStats(f.columns.toSet + path, snapshot.schema, frag,
+        ref => FragmentStats.read(snapshot.storage, ref))
+      val decided = p.byIndex.isDefined || f.columns.forall(c => stats.get(c).exists(_.isInstanceOf[ColumnStats.Pages]))
+      stats.get(path) match {
+        case Some(ColumnStats.Pages(t, pages, _)) if decided && pages.map(_.numRows).sum >= frag.physicalRows =>
+          val bounds = pages.filter(pg => pg.nullCount < pg.numRows).map { pg =>
+            val kept = p.plan.mayMatch.intersect(RowRanges(pg.firstRow, pg.firstRow + pg.numRows)).nonEmpty
+            PageBounds.of(t, pg.min, pg.max) match {
+              case PageBounds.Keys(lo, hi) if lo != Long.MinValue && hi != Long.MaxValue && lo <= hi => Some((lo, hi, kept))
+              case _ => None
+            }
+          }
+          if (bounds.forall(_.isDefined)) Some(bounds.flatten) else None
+        case _ => None
+      }
+    }
+    if (spans.exists(_.isEmpty)) None
+    else {
+      val all = spans.flatten.flatten
+      val kept = all.collect { case (lo, hi, true) => (lo, hi) }.sortBy(_._1)
+      if (all.size < ScanPlanner.ClusteredPages) None
+      else {
+        val range = BigInt(all.map(_._2).max) - BigInt(all.map(_._1).min) + 1
+        // the kept pages' bounds merged into disjoint intervals, their widths summed
+        val (covered, last) = kept.foldLeft((BigInt(0), Option.empty[(Long, Long)])) {
+          case ((sum, None), b) => (sum, Some(b))
+          case ((sum, Some((lo, hi))), (l, h)) =>
+            if (l <= hi) (sum, Some((lo, math.max(hi, h)))) else (sum + (BigInt(hi) - lo + 1), Some((l, h)))
+        }
+        val total = covered + last.fold(BigInt(0)) { case (lo, hi) => BigInt(hi) - lo + 1 }
+        Some((BigDecimal(total) / BigDecimal(range)).toDouble)
+      }
+    }
+  }
+
   /** The planned fragment with the most rows (the one whose metadata stands for the plan's). */
   private def largestFragment: Option[FragmentInfo] =
     plans.map(_.fragment).reduceOption((a, b) => if (b.physicalRows > a.physicalRows) b else a)
