@@ -358,3 +358,36 @@ def test_scalar_subqueries_over_one_table_share_one_scan(spark, tmp_path):
     finally:
         spark.conf.unset("spark.sql.adaptive.enabled")
     assert len(set(re.findall(r"Subquery (?:scalar-)?subquery#\d+, \[id=#(\d+)\]", plan))) == 1, plan
+
+
+def test_joins_pruned_at_run_time(spark, tmp_path):
+    """A fact table written in `day` order joined to a filtered small table: Spark's dynamic pruning
+    gives the scan the small side's keys where that side's filter keeps days in a narrow range (the
+    scan's runtime filtering and the session extension's visible filters, on every line), and not
+    where its statistics show the kept keys spread over their whole range; the rows of a model."""
+    n, days = 20_000, 400
+    fact = str(tmp_path / "fact.lance")
+    spark.createDataFrame([(i, i * days // n, i % 7) for i in range(n)], "id LONG, day INT, qty INT") \
+        .coalesce(1).write.format("lance").option("maxRowsPerPage", 500).save(fact)
+    dim = str(tmp_path / "dim.lance")
+    # per day: its year (in day order) and a parity (no relation to the day's place in the range)
+    spark.createDataFrame([(d, d // 100, d % 2) for d in range(days)], "day INT, year INT, odd INT") \
+        .coalesce(1).write.format("lance").option("maxRowsPerPage", 50).save(dim)
+    spark.read.format("lance").load(fact).createOrReplaceTempView("line_fact")
+    spark.read.format("lance").load(dim).createOrReplaceTempView("line_dim")
+    q = "SELECT count(*), sum(f.qty) FROM line_fact f JOIN line_dim d ON f.day = d.day WHERE d.{where}"
+    settings = {"spark.lance.runtimeFilterRows": "1000", "spark.lance.runtimeFilterSpreadKeys": "100",
+                "spark.sql.adaptive.enabled": "false"}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        for where, keep, pruned in (("year = 2", lambda d: d // 100 == 2, True),
+                                    ("odd = 1", lambda d: d % 2 == 1, False)):
+            df = spark.sql(q.replace("{where}", where))
+            kept = [i for i in range(n) if keep(i * days // n)]
+            assert tuple(df.collect()[0]) == (len(kept), sum(i % 7 for i in kept))
+            plan = df._jdf.queryExecution().executedPlan().toString()
+            assert ("dynamicpruningexpression(day" in plan) == pruned, plan
+    finally:
+        for k in settings:
+            spark.conf.unset(k)
