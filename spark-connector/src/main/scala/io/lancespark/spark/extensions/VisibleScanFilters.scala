@@ -84,10 +84,13 @@ object VisibleScanFilters extends Rule[LogicalPlan] with PredicateHelper {
       val filters = conjuncts.flatMap(c =>
         if (!c.deterministic || SubqueryExpression.hasSubquery(c)) None
         else new V2ExpressionBuilder(c, true).build().collect { case p: Predicate => p }.flatMap(p => PredicateTranslation(p)))
+      // (the estimate is at most the table's rows: a table of fewer is not planned)
       columns.size == keys.distinct.size && filters.size == conjuncts.size && scala.util.Try {
-        val planner = ScanPlanner(t.snapshot, Some(LanceFilter.and(filters)))
-        planner.plannedSize(1.0)._1 * planner.selectivity >= manyKeys &&
-          columns.forall(c => planner.keyShare(c).exists(_ >= SpreadShare))
+        t.snapshot.countRows >= manyKeys && {
+          val planner = ScanPlanner(t.snapshot, Some(LanceFilter.and(filters)))
+          planner.plannedSize(1.0)._1 * planner.selectivity >= manyKeys &&
+            columns.forall(c => planner.keyShare(c).exists(_ >= SpreadShare))
+        }
       }.getOrElse(false)
     case _ => false
   }
