@@ -24,8 +24,6 @@ object PylanceProcess {
 
   val python: String = sys.env.getOrElse("LANCE_PYTHON", repoRoot.resolve(".venv/bin/python").toString)
 
-  /** Runs `python -c script args...`; its output (stdout and stderr), failing
-    * the test with that output when it exits with an error. */
   /** A table written by `script` in a new temporary directory named from
     * `prefix`: its path, and the lines the script wrote to `out` (pylance's
     * rows, one a line). The script runs after `sys`, `lance`, `pyarrow as pa`
@@ -38,6 +36,8 @@ object PylanceProcess {
     (d, new String(Files.readAllBytes(out), UTF_8).split("\n", -1).toVector)
   }
 
+  /** Runs `python -c script args...`; its output (stdout and stderr), failing
+    * the test with that output when it exits with an error. */
   def run(script: String, args: String*): String = {
     val (rc, out) = exec("-c", script, args)
     assert(rc == 0, out)

@@ -1,5 +1,8 @@
 package io.lancespark.table.plan
 
+import org.apache.arrow.vector.types.pojo.ArrowType
+
+import io.lancespark.format.stats.PageStat
 import io.lancespark.table.filter.{ColumnStats, Filter, FragmentStats, PageBounds, RowRanges, StatsPruner}
 import io.lancespark.table.index.{IndexSelection, LabelClause}
 import io.lancespark.table.model.FragmentInfo
@@ -149,9 +152,7 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
       FragmentStats.columnStats(Set(path), snapshot.schema, frag, ref => FragmentStats.read(snapshot.storage, ref))
         .get(path).exists {
           case ColumnStats.Pages(t, pages, _) =>
-            val bounds = pages.map(p => PageBounds.of(t, p.min, p.max)).collect {
-              case PageBounds.Keys(lo, hi) if lo != Long.MinValue && hi != Long.MaxValue && lo <= hi => (lo, hi)
-            }
+            val bounds = pages.flatMap(p => ScanPlanner.finiteKeys(t, p))
             bounds.size >= ScanPlanner.ClusteredPages && bounds.size * 10 >= pages.size * 9 && {
               val range = BigInt(bounds.map(_._2).max) - BigInt(bounds.map(_._1).min)
               val widths = bounds.map { case (lo, hi) => BigInt(hi) - BigInt(lo) }.sorted
@@ -176,17 +177,14 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     val path = Vector(column)
     val spans = planned.map { p =>
       val frag = p.plan.fragment
-      val stats = FragmentStats.columnStats(f.columns.toSet + path, snapshot.schema, frag,
+      val stats = FragmentStats.columnStats(f.columns + path, snapshot.schema, frag,
         ref => FragmentStats.read(snapshot.storage, ref))
       val decided = p.byIndex.isDefined || f.columns.forall(c => stats.get(c).exists(_.isInstanceOf[ColumnStats.Pages]))
       stats.get(path) match {
         case Some(ColumnStats.Pages(t, pages, _)) if decided && pages.map(_.numRows).sum >= frag.physicalRows =>
           val bounds = pages.filter(pg => pg.nullCount < pg.numRows).map { pg =>
             val kept = p.plan.mayMatch.intersect(RowRanges(pg.firstRow, pg.firstRow + pg.numRows)).nonEmpty
-            PageBounds.of(t, pg.min, pg.max) match {
-              case PageBounds.Keys(lo, hi) if lo != Long.MinValue && hi != Long.MaxValue && lo <= hi => Some((lo, hi, kept))
-              case _ => None
-            }
+            ScanPlanner.finiteKeys(t, pg).map { case (lo, hi) => (lo, hi, kept) }
           }
           if (bounds.forall(_.isDefined)) Some(bounds.flatten) else None
         case _ => None
@@ -308,6 +306,13 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
 }
 
 object ScanPlanner {
+  /** A page's integer key bounds, both finite (None: no bounds, or not integers). */
+  private def finiteKeys(t: ArrowType, page: PageStat): Option[(Long, Long)] =
+    PageBounds.of(t, page.min, page.max) match {
+      case PageBounds.Keys(lo, hi) if lo != Long.MinValue && hi != Long.MaxValue && lo <= hi => Some((lo, hi))
+      case _ => None
+    }
+
   /** Pages a fragment needs before [[ScanPlanner.prunesBy]] judges its values clustered. */
   val ClusteredPages: Int = 4
 

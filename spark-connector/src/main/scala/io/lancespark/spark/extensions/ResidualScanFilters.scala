@@ -63,9 +63,12 @@ object ResidualScanFilters extends Rule[LogicalPlan] with PredicateHelper {
 
   /** `c` as a filter the scan evaluates exactly, when it is one. */
   private def translated(c: Expression, r: DataSourceV2ScanRelation, scan: LanceScan): Option[Filter] =
-    if (!c.deterministic || SubqueryExpression.hasSubquery(c) || !c.references.subsetOf(r.outputSet) ||
-      c.references.exists(a => MetadataColumns.names.contains(a.name))) None
-    else new V2ExpressionBuilder(c, true).build().collect { case p: Predicate => p }
-      .flatMap(p => PredicateTranslation(p))
-      .filter(scan.evaluates)
+    if (!c.references.subsetOf(r.outputSet) || c.references.exists(a => MetadataColumns.names.contains(a.name))) None
+    else asFilter(c).filter(scan.evaluates)
+
+  /** A deterministic conjunct without subqueries as a Lance filter, when Spark's
+    * V2 predicates and [[PredicateTranslation]] express it. */
+  private[extensions] def asFilter(c: Expression): Option[Filter] =
+    if (!c.deterministic || SubqueryExpression.hasSubquery(c)) None
+    else new V2ExpressionBuilder(c, true).build().collect { case p: Predicate => p }.flatMap(p => PredicateTranslation(p))
 }

@@ -3,12 +3,9 @@ package io.lancespark.spark.extensions
 import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeSet, EqualNullSafe, EqualTo, Expression, PredicateHelper, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.catalyst.util.V2ExpressionBuilder
-import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
 import io.lancespark.spark.LanceTable
-import io.lancespark.spark.read.PredicateTranslation
 import io.lancespark.table.filter.{Filter => LanceFilter}
 import io.lancespark.table.plan.ScanPlanner
 
@@ -81,9 +78,7 @@ object VisibleScanFilters extends Rule[LogicalPlan] with PredicateHelper {
     case t: LanceTable if keys.nonEmpty =>
       val columns = keys.flatMap(k => r.output.find(_.exprId == k.exprId)).map(_.name).distinct
       val conjuncts = splitConjunctivePredicates(cond)
-      val filters = conjuncts.flatMap(c =>
-        if (!c.deterministic || SubqueryExpression.hasSubquery(c)) None
-        else new V2ExpressionBuilder(c, true).build().collect { case p: Predicate => p }.flatMap(p => PredicateTranslation(p)))
+      val filters = conjuncts.flatMap(ResidualScanFilters.asFilter)
       // (the estimate is at most the table's rows: a table of fewer is not planned)
       columns.size == keys.distinct.size && filters.size == conjuncts.size && scala.util.Try {
         t.snapshot.countRows >= manyKeys && {
