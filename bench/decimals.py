@@ -9,8 +9,9 @@
   100,000-value strings, a nullable int), each column alone and all together, then the whole
   table written from memory (cached), Lance vs Parquet.
 
-Runs alternate the sides (one warm-up each, then ``--reps`` rounds); times are medians and the
-ratio is Lance / Parquet. Data (generated with ``tpchgen-cli`` and numpy, written by the
+Runs alternate the sides (warm-ups as bench/harness.py's full mode: at least 3 rounds, more until
+each side has run 5 s; ``--warmups 1`` for a single one; then ``--reps`` rounds); times are medians
+and the ratio is Lance / Parquet. Data (generated with ``tpchgen-cli`` and numpy, written by the
 connector and by Spark) lives under ``--data`` and is reused. Prints a Markdown table.
 
     python -m bench.decimals q6 --sf 1 --cores 2 --shuffle 8
@@ -56,14 +57,28 @@ def timed(f: Callable[[], object]) -> Tuple[float, object]:
     return time.perf_counter() - t, out
 
 
-def alternate(sides: Dict[str, Callable[[], object]], reps: int) -> Dict[str, List[float]]:
-    """One warm-up of each side, results checked equal, then `reps` rounds, the sides alternating
-    (and their order turning each round)."""
+#: Warm-ups, as bench/harness.py's full mode: at least WARMUPS rounds, more (up to MAX_WARMUPS) until
+#: each side has run WARMUP_SECONDS. One warm-up left part of a side's code to the JIT's first tier in
+#: the first timed rounds: the compressible table's scan of all columns took 0.53 s twice, then 0.36-0.45
+#: s (Parquet 0.64, then 0.52-0.57), and the median moved with how many rounds were of the first kind.
+WARMUPS, WARMUP_SECONDS, MAX_WARMUPS = 3, 5.0, 40
+
+
+def alternate(sides: Dict[str, Callable[[], object]], reps: int, warmups: int = WARMUPS) -> Dict[str, List[float]]:
+    """Warm-ups of each side (the first one's results checked equal; see WARMUPS), then `reps`
+    rounds, the sides alternating (and their order turning each round)."""
     names = list(sides)
     first = {n: sides[n]() for n in names}
     values = list(first.values())
     if any(v != values[0] for v in values[1:]):
         raise AssertionError(f"results differ: {first}")
+    warm = {n: 0.0 for n in names}
+    rounds = 1
+    seconds = WARMUP_SECONDS if warmups > 1 else 0.0   # (--warmups 1: the one warm-up only)
+    while rounds < warmups or (rounds < MAX_WARMUPS and min(warm.values()) < seconds):
+        for n in names:
+            warm[n] += timed(sides[n])[0]
+        rounds += 1
     times: Dict[str, List[float]] = {n: [] for n in names}
     for r in range(reps):
         order = names if r % 2 == 0 else list(reversed(names))
@@ -105,7 +120,7 @@ def q6(spark, args) -> str:
     sides = {f"lance pushed": lambda: spark.sql(Q6.format(t="l_pushed")).collect(),
              f"lance, Spark aggregates": lambda: spark.sql(Q6.format(t="l_spark")).collect(),
              "parquet": lambda: spark.sql(Q6.format(t="p")).collect()}
-    times = alternate(sides, args.reps)
+    times = alternate(sides, args.reps, args.warmups)
     return table([(f"Q6 SF{args.sf}", times, "")], "parquet")
 
 
@@ -142,7 +157,7 @@ def scan(spark, args) -> str:
     rows = []
     for c in ["d7", "d15"]:
         times = alternate({"lance": _scan(spark, lance, "lance", [c]), "parquet": _scan(spark, parquet, "parquet", [c])},
-                          args.reps)
+                          args.reps, args.warmups)
         rows.append((f"scan {c} ({n:,} rows)", times, ""))
     return table(rows, "parquet")
 
@@ -165,14 +180,14 @@ def columns(spark, args) -> str:
     for c in cols + ["*"]:
         sel = cols if c == "*" else [c]
         times = alternate({"lance": _scan(spark, lance, "lance", sel), "parquet": _scan(spark, parquet, "parquet", sel)},
-                          args.reps)
+                          args.reps, args.warmups)
         rows.append((f"scan {'all columns' if c == '*' else c} ({n:,} rows)", times, ""))
     # the write: the same rows, cached in memory first, so both sides time their writer and not the generator
     cached = df.cache()
     cached.count()
     out = Path(args.data) / "written"
     times = alternate({"lance": _write(cached, "lance", out / "t.lance"), "parquet": _write(cached, "parquet", out / "t.parquet")},
-                      args.reps)
+                      args.reps, args.warmups)
     rows.append((f"write all columns ({n:,} rows)", times, ""))
     cached.unpersist()
     shutil.rmtree(out, ignore_errors=True)  # (an overwritten Lance table keeps every version's files)
@@ -192,6 +207,7 @@ def main(argv: List[str] = None) -> None:
     p.add_argument("--sf", type=float, default=1.0)
     p.add_argument("--rows", type=int, default=5_000_000)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--warmups", type=int, default=WARMUPS, help="least warm-up rounds (see WARMUPS; 1: one only)")
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--shuffle", type=int, default=8)
     p.add_argument("--memory", default="8g")
