@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
+from bench.harness import FULL
+
 REPO = Path(__file__).resolve().parent.parent
 
 Q6 = """
@@ -57,11 +59,12 @@ def timed(f: Callable[[], object]) -> Tuple[float, object]:
     return time.perf_counter() - t, out
 
 
-#: Warm-ups, as bench/harness.py's full mode: at least WARMUPS rounds, more (up to MAX_WARMUPS) until
-#: each side has run WARMUP_SECONDS. One warm-up left part of a side's code to the JIT's first tier in
-#: the first timed rounds: the compressible table's scan of all columns took 0.53 s twice, then 0.36-0.45
-#: s (Parquet 0.64, then 0.52-0.57), and the median moved with how many rounds were of the first kind.
-WARMUPS, WARMUP_SECONDS, MAX_WARMUPS = 3, 5.0, 40
+#: Warm-ups, as bench/harness.py's full mode (its FULL: at least `warmup` rounds, more, up to
+#: `max_warmup`, until each side has run `warmup_seconds`). One warm-up left part of a side's code to the
+#: JIT's first tier in the first timed rounds: the compressible table's scan of all columns took 0.53 s
+#: twice, then 0.36-0.45 s (Parquet 0.64, then 0.52-0.57), and the median moved with how many rounds
+#: were of the first kind.
+WARMUPS = FULL.warmup
 
 
 def alternate(sides: Dict[str, Callable[[], object]], reps: int, warmups: int = WARMUPS) -> Dict[str, List[float]]:
@@ -74,8 +77,8 @@ def alternate(sides: Dict[str, Callable[[], object]], reps: int, warmups: int = 
         raise AssertionError(f"results differ: {first}")
     warm = {n: 0.0 for n in names}
     rounds = 1
-    seconds = WARMUP_SECONDS if warmups > 1 else 0.0   # (--warmups 1: the one warm-up only)
-    while rounds < warmups or (rounds < MAX_WARMUPS and min(warm.values()) < seconds):
+    seconds = FULL.warmup_seconds if warmups > 1 else 0.0   # (--warmups 1: the one warm-up only)
+    while rounds < warmups or (rounds < FULL.max_warmup and min(warm.values()) < seconds):
         for n in names:
             warm[n] += timed(sides[n])[0]
         rounds += 1
