@@ -15,63 +15,127 @@ import io.lancespark.format.file.{ByteBuilder, RawBytes}
 final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
   import FsstEncoder._
 
-  /** Codes of symbols of 3 to 8 bytes by their first 3 bytes, longest
-    * first (open addressing: `longKeys` holds prefix + 1, 0 for empty). */
-  private val (longKeys, longCodes): (Array[Int], Array[Array[Int]]) = {
+  // Symbols of 3 to 8 bytes, found as the longest that matches (as if their
+  // list were searched, longest first, for each position): a table by first
+  // 3 bytes gives the 3-byte symbol and which longer lengths have symbols of
+  // that prefix; each such length is then one probe of a table of the longer
+  // symbols by their bytes. Many symbols may share a prefix (value-10 ...
+  // value-99) at a cost of one probe per length, not per symbol.
+  // Tables hold "infos": code | length << 8, -1 for none.
+
+  /** By first 3 bytes (open addressing: `prefixKeys` holds prefix + 1, 0 for
+    * empty): bit l of `prefixLens` set when a symbol of length l > 3 has
+    * the prefix; `prefixInfo3` the 3-byte symbol. */
+  private val (prefixKeys, prefixLens, prefixInfo3): (Array[Int], Array[Int], Array[Int]) = {
     val groups = symbols.indices.filter(c => lens(c) >= 3).groupBy(c => (symbols(c) & 0xffffff).toInt)
     val capacity = Integer.highestOneBit(math.max(8, groups.size * 2)) * 2
     val keys = new Array[Int](capacity)
-    val codes = new Array[Array[Int]](capacity)
+    val lensOf = new Array[Int](capacity)
+    val info3 = Array.fill(capacity)(-1)
     groups.foreach { case (prefix, cs) =>
       var slot = slotOf(prefix, capacity)
       while (keys(slot) != 0) slot = (slot + 1) & (capacity - 1)
       keys(slot) = prefix + 1
-      codes(slot) = cs.sortBy(c => -lens(c)).toArray
+      cs.foreach { c => if (lens(c) == 3) info3(slot) = c | (3 << 8) else lensOf(slot) |= 1 << lens(c) }
     }
-    (keys, codes)
+    (keys, lensOf, info3)
   }
 
-  /** The code of the symbol of 1 or 2 bytes to take at two bytes (b0 | b1 << 8):
+  /** Symbols of 4 to 8 bytes by their bytes and length (open addressing). */
+  private val (longWords, longInfo): (Array[Long], Array[Int]) = {
+    val long = symbols.indices.filter(c => lens(c) >= 4)
+    val capacity = Integer.highestOneBit(math.max(8, long.size * 2)) * 2
+    val words = new Array[Long](capacity)
+    val infos = Array.fill(capacity)(-1)
+    long.foreach { c =>
+      var slot = wordSlot(symbols(c), lens(c), capacity)
+      while (infos(slot) >= 0) slot = (slot + 1) & (capacity - 1)
+      words(slot) = symbols(c)
+      infos(slot) = c | (lens(c) << 8)
+    }
+    (words, infos)
+  }
+
+  /** The first look: a direct-mapped table by a hash of the first 3 bytes.
+    * A slot that one symbol of 3 or more bytes hashes to holds it (a word
+    * hashing there either starts with it or has no such symbol); a slot that
+    * several hash to is [[Crowded]] (the tables above decide); others are
+    * [[Empty]] (a length no word reaches). */
+  private val (directWords, directInfo): (Array[Long], Array[Int]) = {
+    val words = new Array[Long](DirectSlots)
+    val infos = Array.fill(DirectSlots)(Empty)
+    symbols.indices.filter(c => lens(c) >= 3).foreach { c =>
+      val slot = directSlot(symbols(c))
+      if (infos(slot) == Empty) { words(slot) = symbols(c); infos(slot) = c | (lens(c) << 8) }
+      else infos(slot) = Crowded
+    }
+    (words, infos)
+  }
+
+  /** The info of the symbol of 1 or 2 bytes to take at two bytes (b0 | b1 << 8):
     * the 2-byte symbol if there is one, else the 1-byte symbol b0, else -1. */
-  private val singleCodes: Array[Int] = {
+  private val singleInfo: Array[Int] = {
     val out = Array.fill(256)(-1)
-    symbols.indices.filter(c => lens(c) == 1).foreach(c => out((symbols(c) & 0xff).toInt) = c)
+    symbols.indices.filter(c => lens(c) == 1).foreach(c => out((symbols(c) & 0xff).toInt) = c | (1 << 8))
     out
   }
-  private val shortCodes: Array[Int] = {
+  private val shortInfo: Array[Int] = {
     val out = new Array[Int](65536)
     var k = 0
-    while (k < 65536) { out(k) = singleCodes(k & 0xff); k += 1 } // (a loop: tabulate would box 64Ki ints)
-    symbols.indices.filter(c => lens(c) == 2).foreach(c => out((symbols(c) & 0xffff).toInt) = c)
+    while (k < 65536) { out(k) = singleInfo(k & 0xff); k += 1 } // (a loop: tabulate would box 64Ki ints)
+    symbols.indices.filter(c => lens(c) == 2).foreach(c => out((symbols(c) & 0xffff).toInt) = c | (2 << 8))
     out
   }
 
   def size: Int = symbols.length
 
-  /** The code of the longest symbol at `p` (of `avail` bytes left), or -1. */
+  /** The info (code | length << 8) of the longest symbol at `p` (of `avail`
+    * bytes left), or -1. */
   private def matchAt(src: Array[Byte], p: Int, avail: Int): Int = {
     if (avail >= 3) {
-      val word = load(src, p, avail)
-      val prefix = (word & 0xffffff).toInt
-      val mask = longKeys.length - 1
-      var slot = slotOf(prefix, longKeys.length)
-      while (longKeys(slot) != 0) {
-        if (longKeys(slot) == prefix + 1) {
-          val cands = longCodes(slot)
-          var k = 0
-          while (k < cands.length) {
-            val c = cands(k)
-            val l = lens(c)
-            if (l <= avail && (word & Masks(l)) == symbols(c)) return c
-            k += 1
-          }
-          return shortCodes((word & 0xffff).toInt)
-        }
-        slot = (slot + 1) & mask
+      val av = if (avail >= 8) 8 else avail
+      val word = if (p <= src.length - 8) RawBytes.longLE(src, p) & Masks(av) else RawBytes.uintLE(src, p, av)
+      val direct = directSlot(word)
+      val first = directInfo(direct)
+      if (first != Crowded) {
+        val len = first >>> 8
+        return if (len <= av && (word & Masks(len)) == directWords(direct)) first else shortInfo((word & 0xffff).toInt)
       }
-      shortCodes((word & 0xffff).toInt)
-    } else if (avail == 2) shortCodes((src(p) & 0xff) | ((src(p + 1) & 0xff) << 8))
-    else singleCodes(src(p) & 0xff)
+      crowded(word, av)
+    } else if (avail == 2) shortInfo((src(p) & 0xff) | ((src(p + 1) & 0xff) << 8))
+    else singleInfo(src(p) & 0xff)
+  }
+
+  /** The info of the longest symbol of 3 or more bytes starting `word` (of
+    * `av` bytes), else of 2 or 1 bytes, else -1: for words of a crowded slot. */
+  private def crowded(word: Long, av: Int): Int = {
+    val prefix = (word & 0xffffff).toInt
+    val mask = prefixKeys.length - 1
+    var slot = slotOf(prefix, prefixKeys.length)
+    var key = prefixKeys(slot)
+    while (key != 0 && key != prefix + 1) { slot = (slot + 1) & mask; key = prefixKeys(slot) }
+    if (key == 0) return shortInfo((word & 0xffff).toInt)
+    var lengths = prefixLens(slot) & ((2 << av) - 1)
+    while (lengths != 0) {
+      val len = 31 - Integer.numberOfLeadingZeros(lengths)
+      val info = longAt(word & Masks(len), len)
+      if (info >= 0) return info
+      lengths ^= 1 << len
+    }
+    val info3 = prefixInfo3(slot)
+    if (info3 >= 0) info3 else shortInfo((word & 0xffff).toInt)
+  }
+
+  /** The info of the symbol of `len` (4 to 8) bytes `word`, or -1. */
+  private def longAt(word: Long, len: Int): Int = {
+    val mask = longInfo.length - 1
+    var slot = wordSlot(word, len, longInfo.length)
+    while (true) {
+      val info = longInfo(slot)
+      if (info < 0 || (longWords(slot) == word && (info >>> 8) == len)) return info
+      slot = (slot + 1) & mask
+    }
+    -1
   }
 
   /** Compresses `src(from until until)` onto `out`. */
@@ -81,8 +145,8 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
     var o = out.size
     var p = from
     while (p < until) {
-      val c = matchAt(src, p, until - p)
-      if (c >= 0) { dst(o) = c.toByte; o += 1; p += lens(c) }
+      val info = matchAt(src, p, until - p)
+      if (info >= 0) { dst(o) = info.toByte; o += 1; p += info >>> 8 }
       else { dst(o) = FsstCodec.Escape.toByte; dst(o + 1) = src(p); o += 2; p += 1 }
     }
     out.size = o
@@ -113,8 +177,8 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
       var p = start
       var prev = -1
       while (p < end) {
-        val c = matchAt(sample, p, end - p)
-        val t = if (c >= 0) c else 256 + (sample(p) & 0xff)
+        val info = matchAt(sample, p, end - p)
+        val t = if (info >= 0) info & 0xff else 256 + (sample(p) & 0xff)
         one(t) += 1
         if (prev >= 0) {
           val pair = prev * Tokens + t
@@ -122,7 +186,7 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
           two(pair) += 1
         }
         prev = t
-        p += (if (c >= 0) lens(c) else 1)
+        p += (if (info >= 0) info >>> 8 else 1)
       }
       start = end
       v += 1
@@ -206,13 +270,15 @@ object FsstEncoder {
   private val MaxGain: Long = (1L << 27) - 1
 
   private def slotOf(prefix: Int, capacity: Int): Int = (prefix * 0x9E3779B1 >>> 8) & (capacity - 1)
+  private val DirectSlots = 2048
+  private val Empty: Int = 9 << 8
+  private val Crowded: Int = Int.MaxValue
+  private def directSlot(word: Long): Int = ((word & 0xffffff).toInt * 0x9E3779B1) >>> 21
+  private def wordSlot(word: Long, len: Int, capacity: Int): Int =
+    (((word + len) * 0xC2B2AE3D27D4EB4FL) >>> 40).toInt & (capacity - 1)
   private val Rounds = 5
   private val SampleBytes = 16 * 1024
   private val Masks: Array[Long] = Array.tabulate(9)(l => if (l == 8) -1L else (1L << (8 * l)) - 1)
-
-  /** Up to 8 bytes from `p` (of `avail` left) as a little-endian word, the rest zero. */
-  private def load(src: Array[Byte], p: Int, avail: Int): Long =
-    if (avail >= 8) RawBytes.longLE(src, p) else RawBytes.uintLE(src, p, avail)
 
   /** A table learnt from values `0 until n` of `data` (value i is
     * `start(i) until end(i)`), from a sample of about 16 KiB of whole values

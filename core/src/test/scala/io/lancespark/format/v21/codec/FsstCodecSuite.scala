@@ -98,4 +98,43 @@ final class FsstCodecSuite extends AnyFunSuite {
       assert(java.util.Arrays.equals(bytes, values(i)), s"value $i")
     }
   }
+
+  test("the encoder's codes are the greedy longest match over its own table, also where many symbols share a prefix") {
+    // values of one vocabulary behind a common stem ("value-12345"): dozens of
+    // learnt symbols begin "val"; and words, raw bytes, short values
+    val rnd = new scala.util.Random(11)
+    val values: Seq[Array[Byte]] = (0 until 20000).map { i =>
+      if (i % 53 == 0) Array.fill(rnd.nextInt(12))(rnd.nextInt(256).toByte)
+      else if (i % 31 == 0) Seq.fill(1 + rnd.nextInt(3))(Seq("lance", "valley", "vector", "va")(rnd.nextInt(4))).mkString(" ").getBytes(UTF_8)
+      else s"value-${rnd.nextInt() % 100000}".getBytes(UTF_8)
+    }
+    val raw = values.flatten.toArray
+    val ends = values.scanLeft(0)(_ + _.length).toArray
+    val enc = FsstEncoder.train(raw, i => ends(i), i => ends(i + 1), values.size)
+    // the table as the decoder reads it: symbols by code
+    val table = ByteBuffer.wrap(enc.serialized).order(ByteOrder.LITTLE_ENDIAN)
+    val n = (table.getLong(0) & 0xff).toInt
+    val symbols: Seq[Array[Byte]] = (0 until n).map { c =>
+      val len = enc.serialized(8 + 8 * n + c).toInt
+      (0 until len).map(k => ((table.getLong(8 + 8 * c) >>> (8 * k)) & 0xff).toByte).toArray
+    }
+    assert(symbols.count(s => s.length >= 3 && new String(s, UTF_8).startsWith("val")) >= 10, "a crowded prefix")
+    def greedy(v: Array[Byte]): Array[Byte] = {
+      val out = Array.newBuilder[Byte]
+      var p = 0
+      while (p < v.length) {
+        val best = symbols.indices.filter(c => symbols(c).length <= v.length - p &&
+          java.util.Arrays.equals(symbols(c), 0, symbols(c).length, v, p, p + symbols(c).length))
+        if (best.isEmpty) { out += 255.toByte; out += v(p); p += 1 }
+        else { val c = best.maxBy(c => symbols(c).length); out += c.toByte; p += symbols(c).length }
+      }
+      out.result()
+    }
+    values.indices.foreach { i =>
+      val out = new ByteBuilder()
+      enc.compress(raw, ends(i), ends(i + 1), out)
+      val got = java.util.Arrays.copyOf(out.arr, out.size)
+      assert(java.util.Arrays.equals(got, greedy(values(i))), s"value $i: ${new String(values(i), UTF_8)}")
+    }
+  }
 }
