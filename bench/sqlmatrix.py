@@ -271,6 +271,12 @@ def render(bench: str) -> Path:
                   ", ".join(f"{k} {v[k]}" for k in sorted(v)) + "." +
                   (" With 2 cores, `local[2]` and `local[*]` are the same setting." if m.get("nproc") == 2 else ""),
                   ""]
+        cpus: Dict[str, List[str]] = {}
+        for c in cells:
+            cpus.setdefault(str(c["machine"].get("cpu_model")), []).append(
+                f"sf={c['sf']:g} cores={c['cores']} shuffle={c['shuffle']}")
+        if len(cpus) > 1:   # cells run on different machines: say which ran where
+            lines += ["Cells by processor: " + "; ".join(f"{cpu}: {', '.join(ks)}" for cpu, ks in cpus.items()) + ".", ""]
     lines += ["## Summary", "",
               "| cell | date | queries | results | ours: geomean | ours: max | ours: > 1.0x | "
               "pylance: geomean | pylance: max | pylance: > 1.0x |",
