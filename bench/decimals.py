@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
-from bench.harness import FULL
+from bench.harness import FULL, warm_up
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -75,13 +75,7 @@ def alternate(sides: Dict[str, Callable[[], object]], reps: int, warmups: int = 
     values = list(first.values())
     if any(v != values[0] for v in values[1:]):
         raise AssertionError(f"results differ: {first}")
-    warm = {n: 0.0 for n in names}
-    rounds = 1
-    seconds = FULL.warmup_seconds if warmups > 1 else 0.0   # (--warmups 1: the one warm-up only)
-    while rounds < warmups or (rounds < FULL.max_warmup and min(warm.values()) < seconds):
-        for n in names:
-            warm[n] += timed(sides[n])[0]
-        rounds += 1
+    warm_up(sides, warmups)
     times: Dict[str, List[float]] = {n: [] for n in names}
     for r in range(reps):
         order = names if r % 2 == 0 else list(reversed(names))

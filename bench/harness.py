@@ -12,7 +12,7 @@ import statistics
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import env
 
@@ -41,6 +41,30 @@ class Mode:
 FULL = Mode("full", reader_rows=1_000_000, spark_rows=10_000_000, warmup=3, reps=5,
             warmup_seconds=5.0, measured_seconds=3.0, max_reps=15, max_warmup=40)
 QUICK = Mode("quick", reader_rows=1_000_000, spark_rows=500_000, warmup=1, reps=3)
+
+
+def warming(rounds: int, warmed: Iterable[float], mode: Mode, least: Optional[int] = None) -> bool:
+    """Whether another warm-up round is due after `rounds` of them, each side having run for
+    `warmed` seconds: until `least` rounds (the mode's `warmup` by default), then until every side
+    has run the mode's `warmup_seconds`, at most `max_warmup` rounds. `least` 1 asks for one round
+    only (no seconds)."""
+    least = mode.warmup if least is None else least
+    seconds = mode.warmup_seconds if least > 1 else 0.0
+    return rounds < least or (rounds < mode.max_warmup and min(warmed) < seconds)
+
+
+def warm_up(sides: Dict[str, Callable[[], Any]], least: int, mode: Mode = FULL) -> int:
+    """Warm-up rounds of `sides` (each called once a round) after a first one the caller ran, as
+    `warming` says; returns the rounds, the first included."""
+    warm = {s: 0.0 for s in sides}
+    rounds = 1
+    while warming(rounds, warm.values(), mode, least):
+        for s, f in sides.items():
+            t = time.perf_counter()
+            f()
+            warm[s] += time.perf_counter() - t
+        rounds += 1
+    return rounds
 
 
 @dataclass
@@ -180,7 +204,7 @@ def run(w: Workload, ctx: Context) -> Dict[str, Any]:
 
         warmed = {s: 0.0 for s in sides}
         i = 0
-        while i < ctx.mode.warmup or (min(warmed.values()) < ctx.mode.warmup_seconds and i < ctx.mode.max_warmup):
+        while warming(i, warmed.values(), ctx.mode):
             ms = {s: measure(s) for s in sides}
             for s in sides:
                 warmed[s] += ms[s]["seconds"]

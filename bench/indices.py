@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
 from . import env, report
-from .harness import FULL
+from .harness import FULL, warm_up
 
 WHERE = env.use_in_tree_package()
 BATCH = 250_000
@@ -190,22 +190,6 @@ def _metrics(spark, df) -> Tuple[List[Any], int]:
     return rows, sum(int(s.inputBytes()) for s in new)
 
 
-def _warm_up(sides: Dict[str, Callable[[], Any]], warmups: int) -> int:
-    """Rounds of each side (collected to Python) as bench/harness.py's full mode warms up: at
-    least `warmups` rounds (counting the first run), more, up to FULL.max_warmup, until each side
-    has run FULL.warmup_seconds; `warmups` 1: none past the first run. Returns the rounds."""
-    warm = {s: 0.0 for s in sides}
-    rounds = 1
-    seconds = FULL.warmup_seconds if warmups > 1 else 0.0
-    while rounds < warmups or (rounds < FULL.max_warmup and min(warm.values()) < seconds):
-        for s, df in sides.items():
-            t = time.perf_counter()
-            df().collect()
-            warm[s] += time.perf_counter() - t
-        rounds += 1
-    return rounds
-
-
 def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int,
              only: Tuple[str, ...] = ("pylance-written", "Spark-written", "Parquet"),
              warmups: int = FULL.warmup) -> List[Dict[str, Any]]:
@@ -235,7 +219,7 @@ def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int,
         results = [v[0] for v in first.values()]
         if any(r != results[0] for r in results[1:]):
             raise AssertionError(f"{name}: results differ: {[len(r) for r in results]}")
-        warmed = _warm_up(sides, warmups)
+        warmed = warm_up({s: (lambda df=df: df().collect()) for s, df in sides.items()}, warmups)
         times: Dict[str, List[float]] = {s: [] for s in sides}
         jvm: Dict[str, List[float]] = {s: [] for s in sides}
         order = list(sides)

@@ -94,7 +94,7 @@ final class FsstEncoder private (symbols: Array[Long], lens: Array[Int]) {
   private def matchAt(src: Array[Byte], p: Int, avail: Int): Int = {
     if (avail >= 3) {
       val av = if (avail >= 8) 8 else avail
-      val word = if (p <= src.length - 8) RawBytes.longLE(src, p) & Masks(av) else RawBytes.uintLE(src, p, av)
+      val word = RawBytes.uintLE(src, p, av)
       val direct = directSlot(word)
       val first = directInfo(direct)
       if (first != Crowded) {

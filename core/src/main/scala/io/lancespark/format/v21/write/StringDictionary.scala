@@ -31,13 +31,13 @@ private[write] object StringDictionary {
     // up when its distinct values so far, drawn as from a uniform vocabulary,
     // foretell more than the limit by a margin (rather than finding so at
     // 80% of a page of 55% distinct values)
-    val checks = if (n >= 8 * Sample) n / 2 else n
-    var check = if (n >= 8 * Sample) n / 8 else n
+    val looks = if (n >= 8 * Sample) Array(n / 8, n / 4, n / 2) else Array.emptyIntArray
+    var look = 0
     var i = 0
     while (i < n) {
-      if (i == check) {
+      if (look < looks.length && i == looks(look)) {
         if (foretold(table.size, i, n) > limit * Margin) return None
-        check = if (check < checks) check * 2 else n
+        look += 1
       }
       val id = table.idOf(i)
       if (id < 0) return None
