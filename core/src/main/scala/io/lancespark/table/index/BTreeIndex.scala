@@ -17,8 +17,10 @@ import io.lancespark.table.storage.DatasetStorage
   * and null count (`min`, `max`, `null_count`, `page_idx`). A leaf is
   * answered by the pages whose bounds admit it (the lookup as page
   * statistics of the page data), whose values are then tested exactly. */
-final class BTreeIndex private (storage: DatasetStorage, val entry: IndexEntry, private val lookup: ColumnStats.Pages,
-                                private val dataRows: Long, allocator: BufferAllocator) extends ScalarIndex {
+final class BTreeIndex private (storage: DatasetStorage, val entry: IndexEntry, private val lookedUp: BTreeIndex.Lookup,
+                                allocator: BufferAllocator) extends ScalarIndex {
+  private val lookup: ColumnStats.Pages = lookedUp.pages
+  private val dataRows: Long = lookedUp.dataRows
   val column: Column = entry.fields.head
   private val Values: Column = Vector("values")
 
@@ -35,34 +37,7 @@ final class BTreeIndex private (storage: DatasetStorage, val entry: IndexEntry, 
       keys.flatMap(lookupKeys).getOrElse(scan(l, outcome))
     }
 
-  /** The lookup's bounds as longs (pages without values: an empty range);
-    * None unless the column is a signed integer with bounds on every page
-    * holding values, ascending from page to page. */
-  private lazy val bounds: Option[(Array[Long], Array[Long])] = lookup.arrowType match {
-    case i: org.apache.arrow.vector.types.pojo.ArrowType.Int if i.getIsSigned =>
-      val n = lookup.pages.size
-      val (mins, maxs) = (new Array[Long](n), new Array[Long](n))
-      var ok = true
-      lookup.pages.iterator.zipWithIndex.foreach { case (p, i) =>
-        (p.min, p.max) match {
-          case (Some(a: java.lang.Long), Some(b: java.lang.Long)) => mins(i) = a; maxs(i) = b
-          case _ if p.nullCount == p.numRows => mins(i) = Long.MaxValue; maxs(i) = Long.MinValue
-          case _ => ok = false
-        }
-      }
-      // the walk below relies on pages in value order: bounds ascending from page to page
-      var last = Long.MinValue
-      var i = 0
-      while (ok && i < n) {
-        if (mins(i) != Long.MaxValue) {
-          if (mins(i) > maxs(i) || mins(i) < last) ok = false
-          last = maxs(i)
-        }
-        i += 1
-      }
-      if (ok) Some((mins, maxs)) else None
-    case _ => None
-  }
+  private def bounds: Option[(Array[Long], Array[Long])] = lookedUp.bounds
 
   /** Equality or IN on an integer column: the rows holding `keys` (sorted),
     * from the pages whose bounds admit a key (decoded pages are kept in a
@@ -231,6 +206,39 @@ object BTreeIndex {
       case _ => None
     }
 
+  /** A BTREE's lookup as read once (and cached): its pages, the rows of its
+    * page data, and the bounds its integer lookups walk. */
+  private[index] final class Lookup(val pages: ColumnStats.Pages, val dataRows: Long) {
+    /** The lookup's bounds as longs (pages without values: an empty range);
+      * None unless the column is a signed integer with bounds on every page
+      * holding values, ascending from page to page. */
+    lazy val bounds: Option[(Array[Long], Array[Long])] = pages.arrowType match {
+      case i: org.apache.arrow.vector.types.pojo.ArrowType.Int if i.getIsSigned =>
+        val n = pages.pages.size
+        val (mins, maxs) = (new Array[Long](n), new Array[Long](n))
+        var ok = true
+        pages.pages.iterator.zipWithIndex.foreach { case (p, i) =>
+          (p.min, p.max) match {
+            case (Some(a: java.lang.Long), Some(b: java.lang.Long)) => mins(i) = a; maxs(i) = b
+            case _ if p.nullCount == p.numRows => mins(i) = Long.MaxValue; maxs(i) = Long.MinValue
+            case _ => ok = false
+          }
+        }
+        // the walk below relies on pages in value order: bounds ascending from page to page
+        var last = Long.MinValue
+        var i = 0
+        while (ok && i < n) {
+          if (mins(i) != Long.MaxValue) {
+            if (mins(i) > maxs(i) || mins(i) < last) ok = false
+            last = maxs(i)
+          }
+          i += 1
+        }
+        if (ok) Some((mins, maxs)) else None
+      case _ => None
+    }
+  }
+
   val LookupFile = "page_lookup.lance"
   val DataFile = "page_data.lance"
   val DefaultBatchSize = 4096L
@@ -238,16 +246,16 @@ object BTreeIndex {
 
   /** Lookups read recently, by dataset and index uuid (an index's files never
     * change): a lookup is read once, not once a query. */
-  private val lookups = new IndexCache[(String, String), (ColumnStats.Pages, Long)](32, Long.MaxValue)
+  private val lookups = new IndexCache[(String, String), Lookup](32, Long.MaxValue)
 
   /** The index's lookup read (or reused); None (and a log line) for a layout not read here. */
   def open(storage: DatasetStorage, entry: IndexEntry, allocator: BufferAllocator): Option[BTreeIndex] = {
     val key = (storage.uri, entry.uuid)
     lookups.get(key) match {
-      case Some((pages, rows)) => Some(new BTreeIndex(storage, entry, pages, rows, allocator))
+      case Some(l) => Some(new BTreeIndex(storage, entry, l, allocator))
       case None =>
         val opened = read(storage, entry, allocator)
-        opened.foreach(ix => lookups.put(key, (ix.lookup, ix.dataRows), 0L))
+        opened.foreach(ix => lookups.put(key, ix.lookedUp, 0L))
         opened
     }
   }
@@ -280,7 +288,7 @@ object BTreeIndex {
           val covered = pages.map(_.numRows).sum
           if (covered != dataRows) {
             IndexCatalog.skip(s"${entry.describe}: its pages cover $covered of $dataRows rows"); None
-          } else Some(new BTreeIndex(storage, entry, ColumnStats.Pages(arrowType, pages), dataRows, allocator))
+          } else Some(new BTreeIndex(storage, entry, new Lookup(ColumnStats.Pages(arrowType, pages), dataRows), allocator))
         } finally vs.foreach(_.close())
       }
     } finally lookupFile.close()

@@ -5,7 +5,7 @@ import scala.collection.mutable
 import org.apache.arrow.memory.RootAllocator
 import org.roaringbitmap.RoaringBitmap
 
-import io.lancespark.table.filter.{Filter, RowRanges}
+import io.lancespark.table.filter.{CompareOp, Filter, RowRanges}
 import io.lancespark.table.filter.Filter._
 import io.lancespark.table.storage.Snapshot
 
@@ -60,8 +60,18 @@ final class IndexSelection private (snapshot: Snapshot, filter: Option[Filter], 
   }
 
   private def answer(f: Filter, outcome: Boolean): Answer = f match {
-    case And(l, r) =>
-      if (outcome) both(answer(l, true), answer(r, true)) else either(answer(l, false), answer(r, false))
+    case a: And if outcome =>
+      // rows that may be TRUE under every conjunct. `c IS NOT NULL` beside a conjunct on c that is
+      // never TRUE for a NULL (as Spark adds it to `c = k`) decides nothing that one does not, and
+      // asking an index for it reads most of the index (every page of a BTREE's lookup, every
+      // bitmap of a BITMAP): leaving it out answers the same rows, or more (a superset stays exact)
+      val parts = IndexSelection.conjuncts(a)
+      val rejecting = parts.collect { case x if IndexSelection.rejectsNull(x) => x.columns.head }.toSet
+      parts.filter {
+        case IsNotNull(c) => !rejecting(c)
+        case _ => true
+      }.map(answer(_, true)).reduce(both)
+    case And(l, r) => either(answer(l, false), answer(r, false))
     case Or(l, r) =>
       if (outcome) either(answer(l, true), answer(r, true)) else both(answer(l, false), answer(r, false))
     case Not(c) => answer(c, !outcome)
@@ -120,6 +130,19 @@ final class IndexSelection private (snapshot: Snapshot, filter: Option[Filter], 
 }
 
 object IndexSelection {
+  /** The conjuncts of nested ANDs, in order. */
+  private def conjuncts(f: Filter): Vector[Filter] = f match {
+    case And(l, r) => conjuncts(l) ++ conjuncts(r)
+    case other => Vector(other)
+  }
+
+  /** A leaf that is never TRUE where its column is NULL. */
+  private def rejectsNull(f: Filter): Boolean = f match {
+    case Compare(_, op, lit) => op != CompareOp.EqNullSafe || !lit.isNull
+    case _: In | _: StartsWith => true
+    case _ => false
+  }
+
   private[index] val Empty = new RoaringBitmap()
 
   /** The indices of `snapshot` that may answer part of `filter`, and what

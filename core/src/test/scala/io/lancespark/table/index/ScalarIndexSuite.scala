@@ -193,6 +193,24 @@ class ScalarIndexSuite extends AnyFunSuite {
     assert(p.fragmentsPrunedByIndex >= 3, "a 1000-row zone's filter at the default false positive rate")
   }
 
+  test("IS NOT NULL beside an equality on its column (as Spark pushes `k = 6`) is not asked of the index") {
+    val snap = snapshot
+    val eq = Compare(col("k"), CompareOp.Eq, long(6))
+    val both = IndexSelection(snap, And(IsNotNull(col("k")), eq)).getOrElse(fail("no index used"))
+    val alone = IndexSelection(snap, eq).getOrElse(fail("no index used"))
+    assert(both.selected == alone.selected)
+    assert(both.selected.values.map(_.getCardinality).sum > 0)
+    // asked alone, IS NOT NULL reads the bitmap of every value (7 here); beside k = 6 only 6's
+    val notNull = IndexSelection(snap, IsNotNull(col("k"))).getOrElse(fail("no index used"))
+    assert(both.bytesRead < notNull.bytesRead, s"${both.bytesRead} bytes read for k = 6, ${notNull.bytesRead} for IS NOT NULL")
+    // not under a NOT: NOT (k IS NOT NULL AND k = 6) keeps the NULL rows
+    val negated = IndexSelection(snap, Not(And(IsNotNull(col("k")), eq)))
+    val nulls = IndexSelection(snap, IsNull(col("k"))).get.selected
+    negated.foreach(n => n.selected.foreach { case (frag, rows) =>
+      assert(nulls.get(frag).forall(x => org.roaringbitmap.RoaringBitmap.andNot(x, rows).isEmpty), s"fragment $frag")
+    })
+  }
+
   test("a point lookup selects one row of one fragment and prunes the others") {
     val p = ScanPlanner(snapshot, Some(Compare(col("id"), CompareOp.Eq, long(1235))))
     assert(p.rowsSelectedByIndex == 1)
