@@ -250,7 +250,8 @@ def _merge_phases(first: List[Dict[str, Any]], second: List[Dict[str, Any]]) -> 
     out = []
     for a, b in zip(first, second):
         rec = {"query": a["query"], "rows": a["rows"], "times": dict(a["times"]), "jvm": dict(a["jvm"]),
-               "bytes": dict(a["bytes"]), "base": {"Spark-written": PARQUET_2, PARQUET_2: PARQUET_2}}
+               "bytes": dict(a["bytes"]), "base": {"Spark-written": PARQUET_2, PARQUET_2: PARQUET_2},
+               "warmups": f"{a.get('warmups', 1)} / {b.get('warmups', 1)}"}
         for key in ("times", "jvm", "bytes"):
             rec[key]["Spark-written"] = b[key]["Spark-written"]
             rec[key][PARQUET_2] = b[key]["Parquet"]
@@ -326,7 +327,8 @@ def _report(out: Path, args, lookups, build, jar: str) -> None:
            f"and measured beside Parquet again (`{PARQUET_2}`); each Lance side's ratio is to the "
            "Parquet of its own phase (three copies of the table do not fit the disk).", ""]
           if args.staged else []),
-        "Warm-up rounds before the timed ones (each side; the first run included): "
+        "Warm-up rounds before the timed ones (each side; the first run included"
+        + ("; staged: first phase / second phase" if args.staged else "") + "): "
         + ", ".join(f"{rec['query']}: {rec.get('warmups', 1)}" for rec in lookups) + ".",
         "",
         "Bytes read: the Lance scan's `lanceBytesRead` metric (index files are read by the driver "
