@@ -213,3 +213,27 @@ def test_use_index_option_is_checked(spark, tmp_path):
     lance.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64())}), path)
     with pytest.raises(Exception, match=r"option 'useIndex'.*one of true, false.*, got 'maybe'"):
         spark.read.format("lance").option("useIndex", "maybe").load(path).collect()
+
+
+def test_rows_an_index_selects_are_shared_evenly_among_the_tasks(spark, tmp_path):
+    """Partitions are sized over the rows the index selected, as over the files left after
+    pruning: not packed into splits sized for the whole table (5,000 rows in one task, 2,000 in the other)."""
+    path = str(tmp_path / "even")
+    n = 100_000
+    lance.write_dataset(pa.table({"id": pa.array(range(n), pa.int64()),
+                                  "label": pa.array(["rare" if i % 100 < 7 else f"c{i % 5}" for i in range(n)], pa.string()),
+                                  "pay": pa.array([f"payload-{i:08d}" for i in range(n)], pa.string())}),
+                        path, max_rows_per_file=25_000)
+    lance.dataset(path).create_scalar_index("label", "BITMAP")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", 64 * 1024)
+    spark.conf.set("spark.sql.files.openCostInBytes", 1024)
+    try:
+        df = spark.read.format("lance").load(path).where("label = 'rare'").select("id", "pay")
+        sizes = df.rdd.glom().map(len).collect()
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+    assert sum(sizes) == 7 * n // 100
+    cores = spark.sparkContext.defaultParallelism
+    assert len(sizes) % cores == 0, sizes
+    assert max(sizes) - min(sizes) <= 0.1 * max(sizes), sizes

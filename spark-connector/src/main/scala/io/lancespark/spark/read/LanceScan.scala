@@ -233,10 +233,14 @@ final class LanceScan(
   private[spark] def fragmentsByPartition: Vector[Vector[Long]] = partitions.map(_.map(_.fragment.id))
 
   /** Rows per partition: the `splitRows` option, else by the session's file
-    * partitioning over the whole table, or (a scan narrowed at run time) over
-    * the rows its plan kept. */
+    * partitioning over the whole table, or (a scan narrowed at run time, or
+    * to the rows its indices selected) over the rows its plan kept: 100,000
+    * rows an index picks out of 10M are shared among the cores, not packed
+    * into partitions sized for the whole table (one task of 83,000 rows
+    * beside one of 17,000). */
   private def splitRows: Long = options.splitRows.getOrElse(
-    if (splitByPlan) LanceScan.plannedSplit(planner, tableSchema) else LanceScan.defaultSplit(snapshot, tableSchema))
+    if (splitByPlan || planner.indicesUsed.nonEmpty) LanceScan.plannedSplit(planner, tableSchema)
+    else LanceScan.defaultSplit(snapshot, tableSchema))
 
   /** Partitions cut only at `clustering`'s cuts (see [[PartitionPlanner.clusteredPartitions]]). */
   private[read] def clusteredPartitions(clustering: Clustering): Vector[Vector[FragmentPiece]] =
