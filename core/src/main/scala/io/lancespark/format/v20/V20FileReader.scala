@@ -107,7 +107,7 @@ final class V20FileReader private (
       slices(field, col, from, until, input) }.toVector
     if (field.isStruct) {
       val sv = structVector(field, vec)
-      loader.loadStruct(sv, ranges.iterator.map { case (from, until) => until - from }.sum)
+      loader.loadStruct(sv, io.lancespark.format.input.RowRangeSums.rows(ranges))
       val kids = structChildren(field, sv)
       field.children.zip(kids).foreach { case (f, v) => fill(f, v, ranges, input) }
     } else if (field.isList) {

@@ -123,11 +123,17 @@ final class V21FileReader private (
     * pages in row order: the parts come out in the ranges' order. */
   private def pageParts(pages: Vector[StructuralPage], ranges: IndexedSeq[(Long, Long)])
       : Vector[(StructuralPage, IndexedSeq[(Long, Long)])] = {
-    val parts = mutable.ArrayBuffer.empty[(StructuralPage, mutable.ArrayBuffer[(Long, Long)])]
+    val parts = Vector.newBuilder[(StructuralPage, IndexedSeq[(Long, Long)])]
+    var page: StructuralPage = null
+    var part = Vector.newBuilder[(Long, Long)]
     // one walk over the pages for sorted ranges (a binary search where a range goes back)
     var at = 0
     var last = Long.MinValue
-    ranges.foreach { case (from, until) =>
+    var ri = 0
+    while (ri < ranges.length) {
+      val r = ranges(ri)
+      val from = r._1
+      val until = r._2
       if (from < last) at = firstEndingAfter(pages, from)
       last = from
       while (at < pages.size && pages(at).meta.end <= from) at += 1
@@ -135,14 +141,19 @@ final class V21FileReader private (
       while (q < pages.size && pages(q).meta.first < until) {
         val p = pages(q)
         if (p.meta.length > 0 && p.meta.end > from) {
-          val part = (math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first)
-          if (parts.nonEmpty && (parts.last._1 eq p)) parts.last._2 += part
-          else parts += ((p, mutable.ArrayBuffer(part)))
+          if (!(page eq p)) {
+            if (page != null) parts += ((page, part.result()))
+            page = p
+            part = Vector.newBuilder[(Long, Long)]
+          }
+          part += ((math.max(from, p.meta.first) - p.meta.first, math.min(until, p.meta.end) - p.meta.first))
         }
         q += 1
       }
+      ri += 1
     }
-    parts.iterator.map { case (p, part) => (p, part.toIndexedSeq) }.toVector
+    if (page != null) parts += ((page, part.result()))
+    parts.result()
   }
 
   /** A field's reads for many ranges: each page plans the ranges it holds
@@ -378,7 +389,7 @@ final class V21FileReader private (
                                 reads: CoalescedReads, batch: BatchOutput, itemsOnly: Set[Int]): Unit = {
     dictionaries.clear()
     val io = new PageIO(reads, source)
-    val rows = ranges.iterator.map { case (from, until) => until - from }.sum
+    val rows = _root_.io.lancespark.format.input.RowRangeSums.rows(ranges)
     fields.foreach { f =>
       batch.at(s"field '${f.name}' (id ${f.id}): ")
       val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, ranges, io))).toMap

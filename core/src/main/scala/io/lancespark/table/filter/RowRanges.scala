@@ -1,6 +1,5 @@
 package io.lancespark.table.filter
 
-import scala.collection.mutable.ArrayBuilder
 
 /** A set of rows as sorted, disjoint, non-adjacent half-open ranges
   * [start, end). Immutable. */
@@ -84,7 +83,7 @@ object RowRanges {
   /** Builds a set from ranges added in increasing order of start (overlapping
     * or adjacent ranges are merged). */
   final class Builder {
-    private val out = ArrayBuilder.make[Long]
+    private val out = new io.lancespark.format.input.LongArrayBuilder
     private var curStart = -1L
     private var curEnd = -1L
     private var open = false
@@ -92,14 +91,14 @@ object RowRanges {
       if (end > start) {
         if (open && start <= curEnd) curEnd = math.max(curEnd, end)
         else {
-          if (open) { require(start >= curEnd, "ranges must be added in increasing order"); out += curStart; out += curEnd }
+          if (open) { require(start >= curEnd, "ranges must be added in increasing order"); out.add(curStart); out.add(curEnd) }
           curStart = start; curEnd = end; open = true
         }
       }
       this
     }
     def result(): RowRanges = {
-      if (open) { out += curStart; out += curEnd; open = false }
+      if (open) { out.add(curStart); out.add(curEnd); open = false }
       new RowRanges(out.result())
     }
   }

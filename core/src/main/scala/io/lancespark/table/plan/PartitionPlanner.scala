@@ -8,7 +8,7 @@ import io.lancespark.table.model.FragmentInfo
   * may hand out the groups it holds (see [[Clustering]]). */
 final case class FragmentPiece(fragment: FragmentInfo, ranges: Vector[(Long, Long)], first: Boolean,
                                cuts: Vector[Long] = Vector.empty) {
-  def rows: Long = ranges.map { case (s, e) => e - s }.sum
+  def rows: Long = io.lancespark.format.input.RowRangeSums.rows(ranges)
 
   /** Sent to tasks as primitive arrays: a piece of rows an index selected
     * holds up to one range per row, and Java's serialization of that many
@@ -82,24 +82,33 @@ object PartitionPlanner {
     * a source's ranges in one piece per partition. */
   def pack[K](sources: Vector[(K, Vector[(Long, Long)])], split: Long): Vector[Vector[(K, Vector[(Long, Long)])]] = {
     require(split > 0, s"rows per partition must be positive, got $split")
+    // builders, not appends to vectors: a piece of rows an index selected holds a range per row
     val out = Vector.newBuilder[Vector[(K, Vector[(Long, Long)])]]
-    var part = Vector.empty[(K, Vector[(Long, Long)])]
+    var part = Vector.newBuilder[(K, Vector[(Long, Long)])]
+    var partEmpty = true
     var rows = 0L
     sources.foreach { case (key, ranges) =>
-      var cur = Vector.empty[(Long, Long)]
+      var cur = Vector.newBuilder[(Long, Long)]
+      var curEmpty = true
       ranges.foreach { case (s0, e) =>
         var s = s0
         while (s < e) {
           val take = math.min(e - s, split - rows)
-          cur :+= (s -> (s + take))
+          cur += ((s, s + take))
+          curEmpty = false
           rows += take
           s += take
-          if (rows >= split) { part :+= (key -> cur); out += part; part = Vector.empty; cur = Vector.empty; rows = 0 }
+          if (rows >= split) {
+            part += (key -> cur.result()); out += part.result()
+            part = Vector.newBuilder; partEmpty = true
+            cur = Vector.newBuilder; curEmpty = true
+            rows = 0
+          }
         }
       }
-      if (cur.nonEmpty) part :+= (key -> cur)
+      if (!curEmpty) { part += (key -> cur.result()); partEmpty = false }
     }
-    if (part.nonEmpty) out += part
+    if (!partEmpty) out += part.result()
     out.result()
   }
 

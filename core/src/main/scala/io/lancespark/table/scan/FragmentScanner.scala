@@ -130,7 +130,7 @@ final class FragmentScanner(
   def batchReadMemory: Long = math.max(largestRead, readers.values.map(_.scratchBytes).sum)
 
   private def readRanges(ranges: IndexedSeq[(Long, Long)], next: Option[IndexedSeq[(Long, Long)]]): FragmentBatch = {
-    val n = ranges.iterator.map { case (from, until) => until - from }.sum.toInt
+    val n = io.lancespark.format.input.RowRangeSums.rows(ranges).toInt
     val read: Seq[(FieldVector, Option[DictionaryColumn])] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)
@@ -170,10 +170,10 @@ final class FragmentScanner(
       new FragmentBatch(out, () => keep, keep.length, dictionaries, Some(rows))
     } else {
       val all = consecutive(ranges, n)
-      val rows = new mutable.ArrayBuilder.ofInt
+      val rows = new io.lancespark.format.input.IntArrayBuilder
       var i = 0
       while (i < n) {
-        if (matches.forall(_.get(i)) && (noDeletes || !deleted.contains(all(i)))) rows += i
+        if (matches.forall(_.get(i)) && (noDeletes || !deleted.contains(all(i)))) rows.add(i)
         i += 1
       }
       val kept = rows.result()
@@ -210,10 +210,10 @@ final class FragmentScanner(
         }
         if (k == out.length) out else java.util.Arrays.copyOf(out, k)
       case None =>
-        val out = new mutable.ArrayBuilder.ofInt
+        val out = new io.lancespark.format.input.IntArrayBuilder
         var i = base
         while (i < until) {
-          if (noDeletes || !deleted.contains(i)) out += i
+          if (noDeletes || !deleted.contains(i)) out.add(i)
           i += 1
         }
         out.result()

@@ -121,11 +121,11 @@ final class FullZipPage(meta: PageMeta, leaf: LeafColumn, layout: FullZipLayout)
     val hasDef = bitsDef > 0
     val defMask = if (bitsDef == 0) 0 else (1 << bitsDef) - 1
     val pageMaxVisible = maxVisiblePageDef(map)
-    val rep = new scala.collection.mutable.ArrayBuilder.ofInt
-    val defs = new scala.collection.mutable.ArrayBuilder.ofInt
+    val rep = new _root_.io.lancespark.format.input.IntArrayBuilder
+    val defs = new _root_.io.lancespark.format.input.IntArrayBuilder
     // fixed: the value bytes of visible entries; variable: (start, end) of valid values, -1 for nulls
-    val starts = new scala.collection.mutable.ArrayBuilder.ofLong
-    val ends = new scala.collection.mutable.ArrayBuilder.ofLong
+    val starts = new _root_.io.lancespark.format.input.LongArrayBuilder
+    val ends = new _root_.io.lancespark.format.input.LongArrayBuilder
     val valueBytes = (layout.getBitsPerValue / 8).toInt
     val sizeBytes = layout.getBitsPerOffset / 8
     var at = 0
@@ -146,14 +146,14 @@ final class FullZipPage(meta: PageMeta, leaf: LeafColumn, layout: FullZipLayout)
       val r = if (hasRep) word >>> bitsDef else 0
       val d = if (hasDef) word & defMask else 0
       if (!hasRep || r == leaf.maxRep) rowsSeen += 1
-      if (hasRep) rep += r
-      if (hasDef) defs += d
+      if (hasRep) rep.add(r)
+      if (hasDef) defs.add(d)
       val isVisible = d <= pageMaxVisible
       if (isVisible) {
         visible += 1
         if (fixed) {
           cctx.check(at, valueBytes, size, s"the value of entry $entries")
-          starts += at
+          starts.add(at)
           at += valueBytes
         } else if (d == 0) {
           cctx.check(at, sizeBytes, size, s"the size of entry $entries")
@@ -165,10 +165,10 @@ final class FullZipPage(meta: PageMeta, leaf: LeafColumn, layout: FullZipLayout)
           }
           at += sizeBytes
           cctx.check(at, len, size, s"the value of entry $entries")
-          starts += at
-          ends += at + len
+          starts.add(at)
+          ends.add(at + len)
           at += len.toInt
-        } else { starts += -1L; ends += -1L }
+        } else { starts.add(-1L); ends.add(-1L) }
       }
       entries += 1
     }

@@ -304,7 +304,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       val s = state(io.source)
       val chunkBuf = meta.buffers(1)
       val before: Option[Decoded] = io.recall(this).collect { case d: Decoded => d }
-      val total = ranges.iterator.map { case (from, until) => until - from }.sum
+      val total = _root_.io.lancespark.format.input.RowRangeSums.rows(ranges)
       if (total > Int.MaxValue) fail(path, s"$total rows in one batch")
       val defs = new Array[Int](total.toInt)
       var withDef = false
