@@ -7,7 +7,7 @@ import io.lancespark.schema.{LanceField, LanceSchema, LogicalType}
 import io.lancespark.format.arrow.{Bits, Block, DictionaryCache, Slice, VectorLoader}
 import io.lancespark.format.arrow.Block._
 import io.lancespark.format.file.{ContainerReader, FileContainer, Footer}
-import io.lancespark.format.input.{BlobBytes, ByteRange, ByteReader, CoalescedReads, PlannedRead, RandomAccessSource}
+import io.lancespark.format.input.{BlobBytes, ByteRange, ByteReader, CoalescedReads, PlannedRead, RandomAccessSource, RowRangeSums}
 import io.lancespark.format.v20.codec.PageContext
 
 /** Reads one Lance 2.0 data file (footer version 0.3).
@@ -107,7 +107,7 @@ final class V20FileReader private (
       slices(field, col, from, until, input) }.toVector
     if (field.isStruct) {
       val sv = structVector(field, vec)
-      loader.loadStruct(sv, io.lancespark.format.input.RowRangeSums.rows(ranges))
+      loader.loadStruct(sv, RowRangeSums.rows(ranges))
       val kids = structChildren(field, sv)
       field.children.zip(kids).foreach { case (f, v) => fill(f, v, ranges, input) }
     } else if (field.isList) {

@@ -12,7 +12,7 @@ import io.lancespark.schema.{LanceField, LanceSchema}
 import io.lancespark.format.arrow.{Bits, DictionaryColumn, Slice, VectorLoader}
 import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, ListBlock, NullableBlock, PackedBlock, VarBlock}
 import io.lancespark.format.file.{ContainerReader, FileContainer, Footer}
-import io.lancespark.format.input.{BlobBytes, CoalescedReads, PlannedRead, RandomAccessSource}
+import io.lancespark.format.input.{BlobBytes, CoalescedReads, PlannedRead, RandomAccessSource, RowRangeSums}
 import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
 
 /** Reads one data file of file version 2.1 or 2.2.
@@ -389,7 +389,7 @@ final class V21FileReader private (
                                 reads: CoalescedReads, batch: BatchOutput, itemsOnly: Set[Int]): Unit = {
     dictionaries.clear()
     val io = new PageIO(reads, source)
-    val rows = _root_.io.lancespark.format.input.RowRangeSums.rows(ranges)
+    val rows = RowRangeSums.rows(ranges)
     fields.foreach { f =>
       batch.at(s"field '${f.name}' (id ${f.id}): ")
       val leaves = leavesOf(f).map(l => l.field.id -> unravel(l, decodeLeaf(l, ranges, io))).toMap

@@ -1,5 +1,6 @@
 package io.lancespark.table.filter
 
+import io.lancespark.format.input.LongArrayBuilder
 
 /** A set of rows as sorted, disjoint, non-adjacent half-open ranges
   * [start, end). Immutable. */
@@ -83,7 +84,7 @@ object RowRanges {
   /** Builds a set from ranges added in increasing order of start (overlapping
     * or adjacent ranges are merged). */
   final class Builder {
-    private val out = new io.lancespark.format.input.LongArrayBuilder
+    private val out = new LongArrayBuilder
     private var curStart = -1L
     private var curEnd = -1L
     private var open = false

@@ -1,5 +1,6 @@
 package io.lancespark.table.plan
 
+import io.lancespark.format.input.RowRangeSums
 import io.lancespark.table.model.FragmentInfo
 
 /** Physical row ranges [from, until) of one fragment; `first` marks the
@@ -8,7 +9,7 @@ import io.lancespark.table.model.FragmentInfo
   * may hand out the groups it holds (see [[Clustering]]). */
 final case class FragmentPiece(fragment: FragmentInfo, ranges: Vector[(Long, Long)], first: Boolean,
                                cuts: Vector[Long] = Vector.empty) {
-  def rows: Long = io.lancespark.format.input.RowRangeSums.rows(ranges)
+  def rows: Long = RowRangeSums.rows(ranges)
 
   /** Sent to tasks as primitive arrays: a piece of rows an index selected
     * holds up to one range per row, and Java's serialization of that many

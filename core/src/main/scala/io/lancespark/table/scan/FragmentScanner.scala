@@ -9,6 +9,7 @@ import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.format.DataFileReader
 import io.lancespark.format.arrow.DictionaryColumn
+import io.lancespark.format.input.{IntArrayBuilder, RowRangeSums}
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.{Filter, RowEvaluator}
 import io.lancespark.table.model.{DataFileRef, FragmentInfo, RowIdSequence}
@@ -130,7 +131,7 @@ final class FragmentScanner(
   def batchReadMemory: Long = math.max(largestRead, readers.values.map(_.scratchBytes).sum)
 
   private def readRanges(ranges: IndexedSeq[(Long, Long)], next: Option[IndexedSeq[(Long, Long)]]): FragmentBatch = {
-    val n = io.lancespark.format.input.RowRangeSums.rows(ranges).toInt
+    val n = RowRangeSums.rows(ranges).toInt
     val read: Seq[(FieldVector, Option[DictionaryColumn])] = readFields.zip(fileOf).groupBy(_._2).toSeq.flatMap {
       case (Some(ref), group) =>
         val fs = group.map(_._1)
@@ -170,7 +171,7 @@ final class FragmentScanner(
       new FragmentBatch(out, () => keep, keep.length, dictionaries, Some(rows))
     } else {
       val all = consecutive(ranges, n)
-      val rows = new io.lancespark.format.input.IntArrayBuilder
+      val rows = new IntArrayBuilder
       var i = 0
       while (i < n) {
         if (matches.forall(_.get(i)) && (noDeletes || !deleted.contains(all(i)))) rows.add(i)
@@ -210,7 +211,7 @@ final class FragmentScanner(
         }
         if (k == out.length) out else java.util.Arrays.copyOf(out, k)
       case None =>
-        val out = new io.lancespark.format.input.IntArrayBuilder
+        val out = new IntArrayBuilder
         var i = base
         while (i < until) {
           if (noDeletes || !deleted.contains(i)) out.add(i)

@@ -8,7 +8,7 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.arrow.Block
 import io.lancespark.format.arrow.Block.VarBlock
 import io.lancespark.format.file.{ByteBuilder, PageMeta}
-import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource}
+import io.lancespark.format.input.{ByteRange, IntArrayBuilder, LongArrayBuilder, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.{LeafColumn, LeafRun, RepDef}
 import io.lancespark.format.v21.codec.{Codec, CodecContext, FixedSizeListCodec, FlatCodec, VariableCodec}
 import io.lancespark.format.v21.write.{LeafBuffer, ValueKind}
@@ -121,11 +121,11 @@ final class FullZipPage(meta: PageMeta, leaf: LeafColumn, layout: FullZipLayout)
     val hasDef = bitsDef > 0
     val defMask = if (bitsDef == 0) 0 else (1 << bitsDef) - 1
     val pageMaxVisible = maxVisiblePageDef(map)
-    val rep = new _root_.io.lancespark.format.input.IntArrayBuilder
-    val defs = new _root_.io.lancespark.format.input.IntArrayBuilder
+    val rep = new IntArrayBuilder
+    val defs = new IntArrayBuilder
     // fixed: the value bytes of visible entries; variable: (start, end) of valid values, -1 for nulls
-    val starts = new _root_.io.lancespark.format.input.LongArrayBuilder
-    val ends = new _root_.io.lancespark.format.input.LongArrayBuilder
+    val starts = new LongArrayBuilder
+    val ends = new LongArrayBuilder
     val valueBytes = (layout.getBitsPerValue / 8).toInt
     val sizeBytes = layout.getBitsPerOffset / 8
     var at = 0

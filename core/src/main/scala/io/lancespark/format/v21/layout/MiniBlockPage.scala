@@ -8,7 +8,7 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.arrow.{AllNullValues, Block, DictionaryItems, DictionaryValues, FixedValues, Slice, VarValues}
 import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, FixedDictBlock, VarBlock}
 import io.lancespark.format.file.{ByteBuilder, PageMeta}
-import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource}
+import io.lancespark.format.input.{ByteRange, PlannedRead, RandomAccessSource, RowRangeSums}
 import io.lancespark.format.v21.{LeafColumn, LeafRun, Levels, RepDef}
 import io.lancespark.format.v21.codec.{Codec, CodecContext, FastLanes, MiniBlockValues, OutOfLineBitpackingCodec}
 import io.lancespark.format.v21.write.LeafBuffer
@@ -304,7 +304,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       val s = state(io.source)
       val chunkBuf = meta.buffers(1)
       val before: Option[Decoded] = io.recall(this).collect { case d: Decoded => d }
-      val total = _root_.io.lancespark.format.input.RowRangeSums.rows(ranges)
+      val total = RowRangeSums.rows(ranges)
       if (total > Int.MaxValue) fail(path, s"$total rows in one batch")
       val defs = new Array[Int](total.toInt)
       var withDef = false
