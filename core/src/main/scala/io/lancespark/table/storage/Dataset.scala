@@ -54,7 +54,7 @@ object Dataset {
     val manifest = ManifestFile.parse(bytes, path.toString)
     if (manifest.getVersion != v)
       throw new LanceFormatException(s"$path: manifest says version ${manifest.getVersion}, its name says $v")
-    new Snapshot(storage, manifest, naming)
+    new Snapshot(storage, manifest, naming, ManifestFile.indexSection(bytes, manifest, path.toString))
   }
 
   /** The naming scheme of version `v`'s manifest; an error naming the versions present if it does not exist. */

@@ -10,8 +10,12 @@ import io.lancespark.table.model.{DataFileRef, FeatureFlags, FragmentInfo}
 
 /** One version of a dataset: the manifest and what it says, checked. A
   * manifest of an old release is read as the reference reads it
-  * ([[io.lancespark.table.storage.ManifestMigration]]): `manifest` is then the migrated one. */
-final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: ManifestNaming) {
+  * ([[io.lancespark.table.storage.ManifestMigration]]): `manifest` is then the migrated one.
+  * `indexSection`: the manifest's index section when the file was read to open this version
+  * (its indices are then parsed from it, not read again: one request less per query on an
+  * object store). */
+final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: ManifestNaming,
+    indexSection: Option[Array[Byte]] = None) {
 
   val version: Long = stored.getVersion
   private def where: String = s"${storage.uri} (version $version)"
@@ -42,7 +46,10 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
 
   /** The index metadata of this version (its manifest's index section; empty without one),
     * read once: planning asks for it per scan. */
-  lazy val indices: Seq[IndexMetadata] = Indices.read(this)
+  lazy val indices: Seq[IndexMetadata] = indexSection match {
+    case Some(section) => Indices.parse(section, s"${storage.uri}/${ManifestNaming.Dir}/${naming.fileName(version)}")
+    case None => Indices.read(this)
+  }
 
   def hasStableRowIds: Boolean = (manifest.getReaderFeatureFlags & FeatureFlags.StableRowIds) != 0
 

@@ -121,6 +121,22 @@ class ScalarIndexSuite extends AnyFunSuite {
     assert(entries.forall(e => Files.isDirectory(dir.resolve(e.dir))))
   }
 
+  test("a version's indices come from the manifest bytes read to open it, not from a second read") {
+    // a copy whose manifest is removed once the version is open: reading the file again would fail
+    val copy = Files.createTempDirectory("scalar-index-once").resolve("t")
+    val files = Files.walk(dir)
+    try files.forEach(p => Files.copy(p, copy.resolve(dir.relativize(p).toString)))
+    finally files.close()
+    val snap = Dataset.open(DatasetStorage(copy.toString, new Configuration()), None)
+    val manifest = Dataset.manifestPath(snap.storage, snap.naming, snap.version)
+    assert(snap.storage.fs.delete(manifest, false), manifest)
+    val names = py("""import sys, lance
+        |print("\n".join(sorted(i["name"] for i in lance.dataset(sys.argv[1]).list_indices())))
+        |""".stripMargin, dir.toString).linesIterator.filter(_.nonEmpty).toSeq
+    assert(names.size == 8, names)
+    assert(snap.indices.map(_.getName).distinct.sorted == names)
+  }
+
   test("what the indices select of each covered fragment holds every row pylance returns there") {
     val snap = snapshot
     var used = 0

@@ -61,7 +61,9 @@ object OptionSource {
     explicit.collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }.getOrElse(
       throw new IllegalArgumentException(s"a Lance dataset path is required: $usage"))
 
-  /** The active session's configuration, or none outside a session. */
+  /** The active session's configuration, or none outside a session. (`get` with a default:
+    * `getOption` throws and catches an exception for every key not set, a few per option
+    * per query.) */
   def activeSession: String => Option[String] = key =>
-    org.apache.spark.sql.SparkSession.getActiveSession.flatMap(_.conf.getOption(key))
+    org.apache.spark.sql.SparkSession.getActiveSession.flatMap(s => Option(s.conf.get(key, null)))
 }
