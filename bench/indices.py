@@ -11,12 +11,13 @@ writer (the same rows).
   with pylance's indices and on the connector's table with indices built by Spark, against the
   same query on the Parquet copy. A first run of each side (results checked equal, bytes read
   taken), warm-ups as bench/harness.py's full mode (at least 3 rounds, more, up to 40, until each
-  side has run 5 s; ``--warmups 1``: the first run only), then ``--reps`` rounds alternating the
-  sides; medians; ratio = Lance / Parquet. Each round times the
-  query twice: collected to Python (``DataFrame.collect()``, as a PySpark user runs it) and
-  collected on the JVM (``Dataset.collect`` through py4j: the same query without PySpark's
-  pickling of the rows, which both sides pay). Bytes read: the Lance scan's ``lanceBytesRead``
-  metric and the Parquet stage's input bytes.
+  side has run 5 s; ``--warmups 1``: the first run only), every query's before any is timed
+  (the JIT is still compiling the planning code all lookups share during the first query's
+  warm-ups), then ``--reps`` rounds alternating the sides; medians; ratio = Lance / Parquet.
+  Each round times the query twice: collected to Python (``DataFrame.collect()``, as a PySpark
+  user runs it) and collected on the JVM (``Dataset.collect`` through py4j: the same query
+  without PySpark's pickling of the rows, which both sides pay). Bytes read: the Lance scan's
+  ``lanceBytesRead`` metric and the Parquet stage's input bytes.
 * **Build**: ``CREATE INDEX`` of a BTREE over ``key`` from Spark (``CALL
   lance.system.create_index``) against pylance's ``create_scalar_index``, each round on fresh
   copies of one pylance-written table of the same rows without the vector column; medians of
@@ -206,9 +207,12 @@ def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int,
         "Parquet": lambda w: spark.read.parquet(str(paths["parquet"])).where(w),
     }
     frames = {s: f for s, f in frames.items() if s in only}
-    out = []
+    prepared = []
+    # every query is checked and warmed up before any is timed: the planning code all lookups
+    # share is still being compiled by the JIT during the first query's warm-ups (the query
+    # timed first was ~2 ms of 12 slower than the same query timed after the others)
     for name, where in queries.items():
-        sides = {s: (lambda f=f: f(where).select("id", "key", "label")) for s, f in frames.items()}
+        sides = {s: (lambda f=f, w=where: f(w).select("id", "key", "label")) for s, f in frames.items()}
         # bytes from the scan's metrics: measured with the scan run as a job (a lookup small
         # enough is otherwise read on the driver, with no scan node and no metrics)
         spark.conf.set("spark.lance.localScanRows", "0")
@@ -220,18 +224,23 @@ def _lookups(spark, paths: Dict[str, Path], rows: int, reps: int,
         if any(r != results[0] for r in results[1:]):
             raise AssertionError(f"{name}: results differ: {[len(r) for r in results]}")
         warmed = warm_up({s: (lambda df=df: df().collect()) for s, df in sides.items()}, warmups)
+        prepared.append((name, sides, first, len(results[0]), warmed))
+    out = []
+    for name, sides, first, nrows, warmed in prepared:
         times: Dict[str, List[float]] = {s: [] for s in sides}
         jvm: Dict[str, List[float]] = {s: [] for s in sides}
         order = list(sides)
         for r in range(reps):
             for s in (order if r % 2 == 0 else order[::-1]):
                 t = time.perf_counter()
-                sides[s]().collect()
+                got = sides[s]().collect()
                 times[s].append(time.perf_counter() - t)
+                if len(got) != nrows:
+                    raise AssertionError(f"{name}, {s}: {len(got)} rows timed, {nrows} checked")
                 t = time.perf_counter()
                 sides[s]()._jdf.collect()
                 jvm[s].append(time.perf_counter() - t)
-        rec = {"query": name, "rows": len(results[0]), "times": times, "jvm": jvm, "warmups": warmed,
+        rec = {"query": name, "rows": nrows, "times": times, "jvm": jvm, "warmups": warmed,
                "bytes": {s: v[1] for s, v in first.items()}}
         log(json.dumps({"query": name, "rows": rec["rows"], "warm-up rounds": warmed,
                         "medians": {s: round(statistics.median(t), 4) for s, t in times.items()},
@@ -327,7 +336,8 @@ def _report(out: Path, args, lookups, build, jar: str) -> None:
            f"and measured beside Parquet again (`{PARQUET_2}`); each Lance side's ratio is to the "
            "Parquet of its own phase (three copies of the table do not fit the disk).", ""]
           if args.staged else []),
-        "Warm-up rounds before the timed ones (each side; the first run included"
+        "Warm-up rounds before the timed ones (each side; the first run included; every query's "
+        "before any query was timed"
         + ("; staged: first phase / second phase" if args.staged else "") + "): "
         + ", ".join(f"{rec['query']}: {rec.get('warmups', 1)}" for rec in lookups) + ".",
         "",
