@@ -46,17 +46,20 @@ final case class ColumnMeta(index: Int, pages: Vector[PageMeta], buffers: Vector
 }
 
 /** Reads and parses the column metadata of a 2.x file, each column once. */
-final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer) {
+final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer, meta: FileMeta) {
+  /** A reader of its own, sharing nothing with other readers of the file. */
+  def this(source: RandomAccessSource, footer: Footer) = this(source, footer, FileMetaCache.detached(footer))
+
   private val path = source.path
   private lazy val table: Vector[Region] =
-    Footer.readRegions(source, footer.columnMetadataTablePos, footer.numColumns, "column metadata")
-  private val cache = scala.collection.mutable.Map.empty[Int, ColumnMeta]
+    meta.part("column metadata table", 16L * footer.numColumns)(
+      Footer.readRegions(source, footer.columnMetadataTablePos, footer.numColumns, "column metadata"))
 
-  /** A column's metadata, loaded once (safe to call from the read pool). */
+  /** A column's metadata, loaded once for every reader of the file (safe to call from the read pool). */
   def column(index: Int): ColumnMeta = {
     if (index < 0 || index >= footer.numColumns)
       throw LanceFormatException(path, s"column $index does not exist (the file has ${footer.numColumns} columns)")
-    cache.synchronized(cache.getOrElseUpdate(index, load(index)))
+    meta.part(Integer.valueOf(index), table(index).size)(load(index))
   }
 
   private def load(index: Int): ColumnMeta = {

@@ -11,25 +11,29 @@ import io.lancespark.proto.file.FileDescriptor
 /** The container every 2.x file version shares: the footer, the global
   * buffers (the first holds the FileDescriptor: schema and row count) and the
   * column metadata. What differs between versions is how a page's encoding is
-  * decoded; the readers of each version build on this. */
-final class FileContainer(val source: RandomAccessSource, val footer: Footer) {
+  * decoded; the readers of each version build on this. What is read of the metadata is kept in
+  * `meta`, shared with the other readers of the same file ([[FileMetaCache]]). */
+final class FileContainer(val source: RandomAccessSource, val footer: Footer, meta: FileMeta) {
 
   def path: String = source.path
 
   private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
 
   lazy val globalBuffers: Vector[Region] =
-    Footer.readRegions(source, footer.globalBufferTablePos, footer.numGlobalBuffers, "global buffer")
+    meta.part("global buffers", 16L * footer.numGlobalBuffers)(
+      Footer.readRegions(source, footer.globalBufferTablePos, footer.numGlobalBuffers, "global buffer"))
 
   lazy val descriptor: FileDescriptor = {
     if (globalBuffers.isEmpty) fail("no global buffers: the file descriptor (schema) is missing")
     val r = globalBuffers.head
-    try FileDescriptor.parseFrom(source.read(r.position, r.size))
-    catch { case e: InvalidProtocolBufferException => throw LanceFormatException(path, "corrupt file descriptor", e) }
+    meta.part("descriptor", r.size) {
+      try FileDescriptor.parseFrom(source.read(r.position, r.size))
+      catch { case e: InvalidProtocolBufferException => throw LanceFormatException(path, "corrupt file descriptor", e) }
+    }
   }
 
   /** The schema the file itself stores. */
-  lazy val fileSchema: LanceSchema = {
+  lazy val fileSchema: LanceSchema = meta.part("schema", globalBuffers.head.size) {
     val s = descriptor.getSchema
     LanceSchema.fromProto(s.getFieldsList.asScala.toSeq,
       s.getMetadataMap.asScala.map { case (k, v) => k -> v.toByteArray }.toMap, path)
@@ -37,7 +41,7 @@ final class FileContainer(val source: RandomAccessSource, val footer: Footer) {
 
   lazy val numRows: Long = descriptor.getLength
 
-  val columns: ColumnMetadataReader = new ColumnMetadataReader(source, footer)
+  val columns: ColumnMetadataReader = new ColumnMetadataReader(source, footer, meta)
 
   /** The bytes of global buffer `index`. */
   def globalBuffer(index: Int, what: String): java.nio.ByteBuffer = {
@@ -50,13 +54,15 @@ final class FileContainer(val source: RandomAccessSource, val footer: Footer) {
 
 object FileContainer {
   /** The footer of a 2.x file, checked for a version `accept` takes; the
-    * source is closed if the file is refused. */
+    * source is closed if the file is refused. The footer and the rest of the metadata come
+    * from an earlier reader of the same file (path and size) where there was one. */
   def open(source: RandomAccessSource, accept: Footer => Boolean, expected: String): FileContainer =
     try {
-      val f = Footer.read(source)
+      val meta = FileMetaCache.of(source.path, source.size)(Footer.read(source))
+      val f = meta.footer
       if (!accept(f))
         throw LanceFormatException(source.path,
           s"file version ${f.versionName} (footer ${f.major}.${f.minor}) is not $expected")
-      new FileContainer(source, f)
+      new FileContainer(source, f, meta)
     } catch { case e: Throwable => try source.close() catch { case _: Throwable => () }; throw e }
 }
