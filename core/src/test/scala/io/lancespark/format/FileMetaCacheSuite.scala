@@ -31,7 +31,7 @@ class FileMetaCacheSuite extends AnyFunSuite with BeforeAndAfterAll {
     try {
       val fields = r.fileSchema.fields
       val vs = r.read(fields, 0, r.numRows, allocator)
-      try (vs.map(v => ArrowCompare.values(v).toSeq), r.readRequests) finally vs.foreach(_.close())
+      try { (vs.map(v => ArrowCompare.values(v).toSeq), r.readRequests) } finally vs.foreach(_.close())
     } finally r.close()
   }
 
