@@ -176,9 +176,12 @@ def test_selective_range_reads_at_most_one_percent_of_pages(spark, sorted_ds):
     assert m["pagesRead"] <= total_pages // 100, m
     assert m["fragmentsPruned"] == 3, m                    # 4 fragments of 50,000 rows: 3 never opened
     assert m["pagesPruned"] >= 240, m
+    # both measured once the files' metadata was read (it is kept per process: the first scan
+    # of a file reads its footer and column metadata, the scans after it only their pages)
+    warm = _scan_metrics(q)
     full = _scan_metrics(spark.read.format("lance").option("pushdown", "false").load(sorted_ds)
                          .where("id BETWEEN 123400 AND 123599").select("id", "v"))
-    assert full["pagesRead"] >= total_pages and full["lanceBytesRead"] > 20 * m["lanceBytesRead"], (m, full)
+    assert full["pagesRead"] >= total_pages and full["lanceBytesRead"] > 20 * warm["lanceBytesRead"], (warm, full)
 
 
 def test_large_pages_are_pruned_by_blocks_of_rows(spark, tmp_path):
