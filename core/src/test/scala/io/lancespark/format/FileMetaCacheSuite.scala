@@ -57,4 +57,15 @@ class FileMetaCacheSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(readAll(p)._1 == readAll(fixture("wide-2.2"))._1)
     assert(FileMetaCache.size >= 3)
   }
+
+  test("a file whose footer lists no global buffers is refused naming the file (no file descriptor)") {
+    assume(Files.isRegularFile(fixture("shapes-2.2")), "fixtures not generated")
+    val bytes = Files.readAllBytes(fixture("shapes-2.2"))
+    // the footer's u32 count of global buffers, 40 - 24 bytes from the end
+    java.nio.ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(bytes.length - 40 + 24, 0)
+    val p = tmp.resolve("no-globals.lance")
+    Files.write(p, bytes)
+    val e = intercept[io.lancespark.schema.LanceFormatException](readAll(p))
+    assert(e.getMessage.contains(p.toString) && e.getMessage.contains("no global buffers"), e.getMessage)
+  }
 }

@@ -33,7 +33,7 @@ final class FileContainer(val source: RandomAccessSource, val footer: Footer, me
   }
 
   /** The schema the file itself stores. */
-  lazy val fileSchema: LanceSchema = meta.part("schema", globalBuffers.head.size) {
+  lazy val fileSchema: LanceSchema = meta.part("schema", globalBuffers.headOption.fold(0L)(_.size)) {
     val s = descriptor.getSchema
     LanceSchema.fromProto(s.getFieldsList.asScala.toSeq,
       s.getMetadataMap.asScala.map { case (k, v) => k -> v.toByteArray }.toMap, path)
