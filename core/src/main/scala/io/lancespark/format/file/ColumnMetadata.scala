@@ -52,14 +52,14 @@ final class ColumnMetadataReader(source: RandomAccessSource, footer: Footer, met
 
   private val path = source.path
   private lazy val table: Vector[Region] =
-    meta.part("column metadata table", 16L * footer.numColumns)(
+    meta.part("column metadata table")(
       Footer.readRegions(source, footer.columnMetadataTablePos, footer.numColumns, "column metadata"))
 
   /** A column's metadata, loaded once for every reader of the file (safe to call from the read pool). */
   def column(index: Int): ColumnMeta = {
     if (index < 0 || index >= footer.numColumns)
       throw LanceFormatException(path, s"column $index does not exist (the file has ${footer.numColumns} columns)")
-    meta.part(Integer.valueOf(index), table(index).size)(load(index))
+    meta.part(Integer.valueOf(index))(load(index))
   }
 
   private def load(index: Int): ColumnMeta = {

@@ -20,20 +20,20 @@ final class FileContainer(val source: RandomAccessSource, val footer: Footer, me
   private def fail(problem: String): Nothing = throw LanceFormatException(path, problem)
 
   lazy val globalBuffers: Vector[Region] =
-    meta.part("global buffers", 16L * footer.numGlobalBuffers)(
+    meta.part("global buffers")(
       Footer.readRegions(source, footer.globalBufferTablePos, footer.numGlobalBuffers, "global buffer"))
 
   lazy val descriptor: FileDescriptor = {
     if (globalBuffers.isEmpty) fail("no global buffers: the file descriptor (schema) is missing")
     val r = globalBuffers.head
-    meta.part("descriptor", r.size) {
+    meta.part("descriptor") {
       try FileDescriptor.parseFrom(source.read(r.position, r.size))
       catch { case e: InvalidProtocolBufferException => throw LanceFormatException(path, "corrupt file descriptor", e) }
     }
   }
 
   /** The schema the file itself stores. */
-  lazy val fileSchema: LanceSchema = meta.part("schema", globalBuffers.headOption.fold(0L)(_.size)) {
+  lazy val fileSchema: LanceSchema = meta.part("schema") {
     val s = descriptor.getSchema
     LanceSchema.fromProto(s.getFieldsList.asScala.toSeq,
       s.getMetadataMap.asScala.map { case (k, v) => k -> v.toByteArray }.toMap, path)

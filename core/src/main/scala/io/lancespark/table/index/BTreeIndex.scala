@@ -7,6 +7,7 @@ import org.apache.arrow.vector.{BaseIntVector, FieldVector, UInt8Vector}
 
 import io.lancespark.format.stats.PageStat
 import io.lancespark.table.filter.{ColumnStats, CompareOp, Filter, Lit, RowEvaluator, StatsPruner}
+import io.lancespark.format.ReadCache
 import io.lancespark.table.filter.Filter.Column
 import io.lancespark.table.storage.DatasetStorage
 
@@ -178,7 +179,7 @@ object BTreeIndex {
 
   /** Decoded pages by dataset, index uuid and first row: at most a sixteenth
     * of the heap (up to 1 GiB). */
-  private[index] val pageCache = new IndexCache[(String, String, Long), SortedPage](
+  private[index] val pageCache = new ReadCache[(String, String, Long), SortedPage](
     1 << 20, math.min(1L << 30, Runtime.getRuntime.maxMemory / 16))
 
   /** The first position in [from, until) of sorted `a` whose value is at least `key`. */
@@ -246,7 +247,7 @@ object BTreeIndex {
 
   /** Lookups read recently, by dataset and index uuid (an index's files never
     * change): a lookup is read once, not once a query. */
-  private val lookups = new IndexCache[(String, String), Lookup](32, Long.MaxValue)
+  private val lookups = new ReadCache[(String, String), Lookup](32, Long.MaxValue)
 
   /** The index's lookup read (or reused); None (and a log line) for a layout not read here. */
   def open(storage: DatasetStorage, entry: IndexEntry, allocator: BufferAllocator): Option[BTreeIndex] = {

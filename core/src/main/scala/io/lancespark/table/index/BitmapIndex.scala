@@ -7,6 +7,7 @@ import org.apache.arrow.vector.{FieldVector, VarBinaryVector}
 import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.table.filter.{Filter, RowEvaluator}
+import io.lancespark.format.ReadCache
 import io.lancespark.table.filter.Filter.Column
 import io.lancespark.table.storage.DatasetStorage
 
@@ -66,7 +67,7 @@ object BitmapIndex {
   /** Row sets the index gave recently, by dataset, index uuid, leaf (by
     * value) and outcome (nor do a fragment's rows change): a repeated lookup
     * of the same value parses its bitmaps once. Callers get copies. */
-  private val cache = new IndexCache[(String, String, Filter, Boolean), RowAddrMap.Rows](64, 32L << 20)
+  private val cache = new ReadCache[(String, String, Filter, Boolean), RowAddrMap.Rows](64, 32L << 20)
 
   private def copy(rows: RowAddrMap.Rows): RowAddrMap.Rows = rows.map { case (f, b) => f -> b.clone() }
 

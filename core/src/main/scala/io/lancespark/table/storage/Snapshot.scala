@@ -19,6 +19,8 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
 
   val version: Long = stored.getVersion
   private def where: String = s"${storage.uri} (version $version)"
+  /** The manifest file, as errors name it. */
+  private def manifestFile: String = s"${storage.uri}/${ManifestNaming.Dir}/${naming.fileName(version)}"
 
   FeatureFlags.checkReadable(stored.getReaderFeatureFlags, storage.uri, version)
   if (stored.getBasePathsCount > 0)
@@ -26,7 +28,7 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
       s"$where: data files under other base paths (shallow clones, imported files) are not supported yet")
 
   private[table] val manifest: Manifest =
-    ManifestMigration(storage, stored, s"${storage.uri}/${ManifestNaming.Dir}/${naming.fileName(version)}")
+    ManifestMigration(storage, stored, manifestFile)
 
   val schema: LanceSchema =
     LanceSchema.fromProto(manifest.getFieldsList.asScala.toSeq,
@@ -47,7 +49,7 @@ final class Snapshot(val storage: DatasetStorage, stored: Manifest, val naming: 
   /** The index metadata of this version (its manifest's index section; empty without one),
     * read once: planning asks for it per scan. */
   lazy val indices: Seq[IndexMetadata] = indexSection match {
-    case Some(section) => Indices.parse(section, s"${storage.uri}/${ManifestNaming.Dir}/${naming.fileName(version)}")
+    case Some(section) => Indices.parse(section, manifestFile)
     case None => Indices.read(this)
   }
 

@@ -1,10 +1,10 @@
-package io.lancespark.table.index
+package io.lancespark.format
 
-/** A process-wide cache of what was read from index files (an index's files
-  * never change): least recently used entries go first, to stay within
+/** A process-wide cache of what was read from files that never change (an index's files, a
+  * data file's metadata): least recently used entries go first, to stay within
   * `maxEntries` entries and `maxBytes` bytes. A value larger than a quarter
   * of the bytes is not kept. Values must not be changed by callers. */
-final class IndexCache[K, V](maxEntries: Int, maxBytes: Long) {
+final class ReadCache[K, V](maxEntries: Int, maxBytes: Long) {
   private val map = new java.util.LinkedHashMap[K, (V, Long)](16, 0.75f, true)
   private var bytes = 0L
 
@@ -23,4 +23,7 @@ final class IndexCache[K, V](maxEntries: Int, maxBytes: Long) {
     }
     value
   }
+
+  /** Entries kept. */
+  def size: Int = map.synchronized(map.size())
 }
