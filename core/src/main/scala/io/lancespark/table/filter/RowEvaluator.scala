@@ -418,16 +418,21 @@ object RowEvaluator {
     test match {
       case Const(r) => if (r) java.util.Arrays.fill(out, -1L)
       case KeyCmp(op, k) =>
-        // the rows whose key is in [lo, hi] (not in it: negate); None: no row
-        val range: Option[(Long, Long, Boolean)] = op match {
-          case CompareOp.Eq | CompareOp.EqNullSafe => Some((k, k, false))
-          case CompareOp.NotEq => Some((k, k, true))
-          case CompareOp.Lt => if (k != Long.MinValue) Some((Long.MinValue, k - 1, false)) else None
-          case CompareOp.LtEq => Some((Long.MinValue, k, false))
-          case CompareOp.Gt => if (k != Long.MaxValue) Some((k + 1, Long.MaxValue, false)) else None
-          case CompareOp.GtEq => Some((k, Long.MaxValue, false))
-        }
-        range.foreach { case (lo, hi, negate) =>
+        // the rows whose key is in [lo, hi] (not in it: negate); none below the least key or above
+        // the greatest. (Plain longs, not a tuple of them: this runs for every leaf of every batch.)
+        val empty = (op == CompareOp.Lt && k == Long.MinValue) || (op == CompareOp.Gt && k == Long.MaxValue)
+        if (!empty) {
+          val lo: Long = op match {
+            case CompareOp.Lt | CompareOp.LtEq => Long.MinValue
+            case CompareOp.Gt => k + 1
+            case _ => k
+          }
+          val hi: Long = op match {
+            case CompareOp.Gt | CompareOp.GtEq => Long.MaxValue
+            case CompareOp.Lt => k - 1
+            case _ => k
+          }
+          val negate = op == CompareOp.NotEq
           if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, key => (key >= lo && key <= hi) != negate)
           else rangeLoop(col.keys, n, care, out, lo, hi, negate)
         }

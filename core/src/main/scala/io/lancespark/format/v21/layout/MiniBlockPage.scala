@@ -441,8 +441,10 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     val ve = vs + (if (everyVisible) le - ls else RepDef.visible(lv.defs, ls, le, leaf.maxVisibleDef))
     val total = values.iterator.map(_.count).sum
     if (ve > total) fail(path, s"levels mark $ve visible values, the chunks hold $total")
-    val rep = if (lv.rep == null) null else java.util.Arrays.copyOfRange(lv.rep, ls, le)
-    val defs = if (lv.defs == null) null else java.util.Arrays.copyOfRange(lv.defs, ls, le)
+    // (the levels were made for this call: rows that are the chunks' whole levels take them as they are)
+    val whole = ls == 0 && le == lv.size
+    val rep = if (lv.rep == null) null else if (whole) lv.rep else java.util.Arrays.copyOfRange(lv.rep, ls, le)
+    val defs = if (lv.defs == null) null else if (whole) lv.defs else java.util.Arrays.copyOfRange(lv.defs, ls, le)
     new LeafRun(new Levels(rep, defs, le - ls), LeafRun.sliceValues(values, vs, ve))
   }
 }
