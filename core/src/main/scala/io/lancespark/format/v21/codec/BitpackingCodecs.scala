@@ -156,7 +156,8 @@ final case class OutOfLineBitpackingCodec(bp: OutOfLineBitpacking) extends Codec
     * packed group of the buffer's `n` values; returns the byte position of a
     * last partial group stored raw, if it is. */
   private def groups(buffer: ByteBuffer, n: Int, ctx: CodecContext)(unpack: (Int, Int, Int, Int) => Unit): Option[Int] = {
-    if (!Set(8, 16, 32, 64).contains(u)) ctx.fail(s"bit-packing of $u-bit values")
+    // (a match, not a Set: this runs for every chunk a page decodes)
+    u match { case 8 | 16 | 32 | 64 => (); case _ => ctx.fail(s"bit-packing of $u-bit values") }
     val width = w.getOrElse(ctx.unsupported(describe, "block buffer (packed values not flat)"))
     if (width < 0 || width > u) ctx.fail(s"bit-packing to $width bits of $u-bit values")
     val bytes = u / 8

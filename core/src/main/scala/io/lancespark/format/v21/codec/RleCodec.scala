@@ -20,13 +20,15 @@ final case class RleCodec(rle: Rle) extends Codec {
 
   private val valueBits = flatBits(rle.getValues)
   private val lengthBits = flatBits(rle.getRunLengths)
+  // the widths this reader expands, checked once (every chunk of the page asks)
+  private val readableValueBits: Option[Int] = valueBits.filter(b => b % 8 == 0 && b >= 8 && b <= 128)
+  private val readableLengthBits: Option[Int] = lengthBits.filter(b => b == 8 || b == 16 || b == 32)
 
   def describe: String = s"rle(${valueBits.getOrElse("?")}-bit values, ${lengthBits.getOrElse("?")}-bit runs)"
 
   private def expand(values: ByteBuffer, lengths: ByteBuffer, n: Int, ctx: CodecContext): Block = {
-    val vb = valueBits.filter(b => b % 8 == 0 && b >= 8 && b <= 128)
-      .getOrElse(ctx.unsupported(describe, "page (run values not flat whole bytes)"))
-    val lb = lengthBits.filter(Set(8, 16, 32).contains).getOrElse(ctx.unsupported(describe, "page (run lengths)"))
+    val vb = readableValueBits.getOrElse(ctx.unsupported(describe, "page (run values not flat whole bytes)"))
+    val lb = readableLengthBits.getOrElse(ctx.unsupported(describe, "page (run lengths)"))
     val w = vb / 8
     val lw = lb / 8
     val runs = values.remaining() / w

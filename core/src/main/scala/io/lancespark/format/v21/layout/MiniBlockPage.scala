@@ -303,7 +303,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
       val everyLevelVisible = everyLevelHasASlot(map)
       val s = state(io.source)
       val chunkBuf = meta.buffers(1)
-      val before: Option[Decoded] = io.recall(this).collect { case d: Decoded => d }
+      val before: Option[Decoded] = recalled(io)
       val total = RowRangeSums.rows(ranges)
       if (total > Int.MaxValue) fail(path, s"$total rows in one batch")
       val defs = new Array[Int](total.toInt)
@@ -388,6 +388,13 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     * column outside lists): no entry's level need then be checked for one. */
   private def everyLevelHasASlot(map: Array[Int]): Boolean = map.forall(_ <= leaf.maxVisibleDef)
 
+  /** What this page decoded last in the batch `io` reads (a match, not a
+    * partial function: this runs for every page of every batch). */
+  private def recalled(io: PageIO): Option[Decoded] = io.recall(this) match {
+    case Some(d: Decoded @unchecked) => Some(d)  // (kept under this page: its own)
+    case _ => None
+  }
+
   def decode(from: Long, until: Long, io: PageIO): LeafRun = {
     val path = io.input.path
     val cctx = codecContext(io)
@@ -397,7 +404,7 @@ final class MiniBlockPage(meta: PageMeta, leaf: LeafColumn, layout: MiniBlockLay
     val (a, b) = chunks(s, from, until)
     val chunkBuf = meta.buffers(1)
     // chunks the batch's previous range of rows decoded are not read nor decoded again
-    val before: Option[Decoded] = io.recall(this).collect { case d: Decoded => d }
+    val before: Option[Decoded] = recalled(io)
     // the chunks' levels together (canonical), and their values
     val decoded = new Array[Chunk](b - a + 1)
     var entries = 0
