@@ -418,23 +418,18 @@ object RowEvaluator {
     test match {
       case Const(r) => if (r) java.util.Arrays.fill(out, -1L)
       case KeyCmp(op, k) =>
-        // the rows whose key is in [lo, hi] (not in it: negate); none below the least key or above
-        // the greatest. (Plain longs, not a tuple of them: this runs for every leaf of every batch.)
-        val empty = (op == CompareOp.Lt && k == Long.MinValue) || (op == CompareOp.Gt && k == Long.MaxValue)
-        if (!empty) {
-          val lo: Long = op match {
-            case CompareOp.Lt | CompareOp.LtEq => Long.MinValue
-            case CompareOp.Gt => k + 1
-            case _ => k
-          }
-          val hi: Long = op match {
-            case CompareOp.Gt | CompareOp.GtEq => Long.MaxValue
-            case CompareOp.Lt => k - 1
-            case _ => k
-          }
-          val negate = op == CompareOp.NotEq
+        // the rows whose key is in [lo, hi] (not in it: negate): plain longs, not a tuple of them,
+        // as this runs for every leaf of every batch
+        def range(lo: Long, hi: Long, negate: Boolean): Unit =
           if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, key => (key >= lo && key <= hi) != negate)
           else rangeLoop(col.keys, n, care, out, lo, hi, negate)
+        op match {
+          case CompareOp.Eq | CompareOp.EqNullSafe => range(k, k, negate = false)
+          case CompareOp.NotEq => range(k, k, negate = true)
+          case CompareOp.Lt => if (k != Long.MinValue) range(Long.MinValue, k - 1, negate = false)
+          case CompareOp.LtEq => range(Long.MinValue, k, negate = false)
+          case CompareOp.Gt => if (k != Long.MaxValue) range(k + 1, Long.MaxValue, negate = false)
+          case CompareOp.GtEq => range(k, Long.MaxValue, negate = false)
         }
       case in: KeyIn =>
         if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, in.contains)

@@ -5,9 +5,9 @@ import scala.collection.mutable
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.{BaseIntVector, FieldVector, UInt8Vector}
 
+import io.lancespark.format.ReadCache
 import io.lancespark.format.stats.PageStat
 import io.lancespark.table.filter.{ColumnStats, CompareOp, Filter, Lit, RowEvaluator, StatsPruner}
-import io.lancespark.format.ReadCache
 import io.lancespark.table.filter.Filter.Column
 import io.lancespark.table.storage.DatasetStorage
 

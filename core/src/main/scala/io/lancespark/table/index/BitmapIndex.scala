@@ -6,8 +6,8 @@ import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.{FieldVector, VarBinaryVector}
 import org.roaringbitmap.RoaringBitmap
 
-import io.lancespark.table.filter.{Filter, RowEvaluator}
 import io.lancespark.format.ReadCache
+import io.lancespark.table.filter.{Filter, RowEvaluator}
 import io.lancespark.table.filter.Filter.Column
 import io.lancespark.table.storage.DatasetStorage
 
