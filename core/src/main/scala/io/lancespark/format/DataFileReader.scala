@@ -37,10 +37,11 @@ trait DataFileReader extends AutoCloseable {
       ranges.iterator.filter(r => r._2 > r._1).map { case (f, u) => () => read(fields, f, u, allocator) }.toVector,
       allocator)
 
-  /** Like `readRanges`, for a caller that reads the string fields whose ids
-    * are in `itemsOnly` through [[dictionaryOf]] alone: a vector of such a
-    * field that `dictionaryOf` then gives is hollow (its validity right, every
-    * value empty), the items not copied into it row by row. This one returns
+  /** Like `readRanges`, for a caller that reads the fields whose ids are in
+    * `itemsOnly` through [[dictionaryOf]] alone: a vector of such a field that
+    * `dictionaryOf` then gives is hollow (its validity right; a string's every
+    * value empty, a fixed-width value unwritten: not to be read), the items not
+    * copied into it row by row. This one returns
     * every vector whole (readers of older file versions). */
   def readRanges(fields: Seq[LanceField], ranges: IndexedSeq[(Long, Long)], allocator: BufferAllocator,
                  next: Option[IndexedSeq[(Long, Long)]], itemsOnly: Set[Int]): Seq[FieldVector] =

@@ -118,4 +118,62 @@ class DictionaryItemsSuite extends AnyFunSuite {
       assert(seenLabel("label")._2 == 0 && seenLabel("kind") == (5, 5), s"with a filter on label: $seenLabel")
     }
   }
+
+  /** A filter on integer, date and decimal columns of few values that the
+    * output does not carry: the scan reads them as dictionary items (vectors
+    * hollow) where their pages are dictionary-encoded, and selects pylance's rows. */
+  for (version <- Seq("2.1", "2.2")) {
+    test(s"a filter on columns of few numbers, dates and decimals not in the output selects pylance's rows ($version)") {
+      val (dir, want) = PylanceProcess.tableWithRows("fixeditems", version,
+        """import datetime, decimal
+          |n = 20000
+          |rng = np.random.default_rng(11)
+          |ids = rng.permutation(n).astype(np.int64)
+          |prices = [decimal.Decimal(int(c)).scaleb(-2) for c in rng.integers(-2000, 9000, 40)]
+          |price = pa.array([None if k % 11 == 0 else prices[k % 40] for k in ids.tolist()], pa.decimal128(7, 2))
+          |qty = pa.array([None if k % 17 == 3 else int(k % 50) + 1 for k in ids.tolist()], pa.int32())
+          |day = pa.array([datetime.date(1998, 1, 1) + datetime.timedelta(days=int(k % 30)) for k in ids.tolist()])
+          |lance.write_dataset(pa.table({"id": pa.array(ids), "price": price, "qty": qty, "day": day}), path,
+          |                    data_storage_version=version)
+          |ds = lance.dataset(path)
+          |ds.delete("id % 19 = 4")
+          |t = lance.dataset(path).to_table(with_row_address=True)
+          |lo, hi, last = decimal.Decimal("10.50"), decimal.Decimal("40.00"), datetime.date(1998, 1, 20)
+          |keep = ["%d|%d" % (a & 0xffffffff, i) for a, i, p, q, d in zip(
+          |    t["_rowaddr"].to_pylist(), t["id"].to_pylist(), t["price"].to_pylist(), t["qty"].to_pylist(),
+          |    t["day"].to_pylist()) if (p is None or lo <= p < hi) and q is not None and q != 7 and d <= last]
+          |open(out, "w").write("\n".join(keep))
+          |""".stripMargin)
+      val snap = Dataset.open(DatasetStorage(dir.toString, new Configuration()), None)
+      val layouts = {
+        val ref = snap.fragments.head.files.head
+        val r = DataFiles.open(snap.storage, snap.schema, ref)
+        try r match {
+          case v: io.lancespark.format.v21.V21FileReader => v.pageLayouts(snap.schema.field("price").get).flatMap(_._2)
+          case other => fail(s"not a 2.x reader: ${other.getClass}")
+        } finally r.close()
+      }
+      assert(layouts.exists(_.contains("dictionary")), s"pylance's decimal pages: $layouts")
+      import io.lancespark.table.filter.Filter._
+      val price = Vector("price"); val qty = Vector("qty"); val day = Vector("day")
+      def dec(s: String) = Lit.DecimalLit(new java.math.BigDecimal(s))
+      val filter: Filter = And(And(
+        Or(And(Compare(price, CompareOp.GtEq, dec("10.50")), Compare(price, CompareOp.Lt, dec("40.00"))), IsNull(price)),
+        Compare(qty, CompareOp.NotEq, Lit.LongLit(7))),
+        Compare(day, CompareOp.LtEq, Lit.LongLit(java.time.LocalDate.of(1998, 1, 20).toEpochDay)))
+      val allocator = new RootAllocator()
+      val got = try {
+        val sc = new FragmentScanner(snap.storage, snap.version, snap.fragments.head, Seq(snap.schema.field("id").get),
+          allocator, ref => DataFiles.open(snap.storage, snap.schema, ref), Some(filter),
+          Seq("price", "qty", "day").map(n => snap.schema.field(n).get))
+        try (0L until Rows.toLong by 4096L).flatMap { from =>
+          val b = sc.read(from, math.min(Rows.toLong, from + 4096L))
+          try (0 until b.rowCount).map(i => s"${b.offsets(i)}|${b.vectors.head.getObject(i)}")
+          finally b.close()
+        }.toVector finally sc.close()
+      } finally allocator.close()
+      assert(want.filter(_.nonEmpty).nonEmpty)
+      assert(got == want.filter(_.nonEmpty))
+    }
+  }
 }

@@ -22,6 +22,25 @@ private[format] final case class FixedValues(width: Int, bytes: Array[Byte]) ext
   lazy val ints: Array[Int] = typed(4)(b => { val a = new Array[Int](b.remaining() / 4); b.asIntBuffer().get(a); a })
   lazy val shorts: Array[Short] = typed(2)(b => { val a = new Array[Short](b.remaining() / 2); b.asShortBuffer().get(a); a })
 
+  /** How many items (the bytes end in [[DictionaryItems.Padding]] zero bytes). */
+  def count: Int = (bytes.length - DictionaryItems.Padding) / width
+
+  /** Item k as a signed integer of its width (items of 16 bytes: their low
+    * word), as a filter compares a row's key; made once per dictionary page. */
+  lazy val keys: Array[Long] = {
+    val out = new Array[Long](count)
+    var k = 0
+    width match {
+      case 1 => while (k < out.length) { out(k) = bytes(k).toLong; k += 1 }
+      case 2 => val s = shorts; while (k < out.length) { out(k) = s(k).toLong; k += 1 }
+      case 4 => val s = ints; while (k < out.length) { out(k) = s(k).toLong; k += 1 }
+      case 8 => val s = longs; while (k < out.length) { out(k) = s(k); k += 1 }
+      case 16 => val s = longs; while (k < out.length) { out(k) = s(2 * k); k += 1 }
+      case w => throw new IllegalStateException(s"no integer keys for items of $w bytes")
+    }
+    out
+  }
+
   private def typed[A](w: Int)(read: ByteBuffer => A): A = {
     require(width == w || (w == 8 && width == 16), s"$width-byte items read as $w-byte integers")
     read(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN))

@@ -236,13 +236,20 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
   }
 
   /** A variable-width vector with the slices' validity and every value empty
-    * (all offsets 0): rows a caller reads as dictionary items, not from the
-    * vector. Other vectors are loaded whole. */
+    * (all offsets 0), or a fixed-width one whose values are left unwritten
+    * (whatever the buffer held: a caller must not read them): rows a caller
+    * reads as dictionary items, not from the vector. Other vectors are loaded
+    * whole. */
   def loadHollow(v: FieldVector, slices: Seq[Slice]): Unit = v match {
     case _: BaseVariableWidthVector => owning { o =>
       val n = countRows(slices)
       val (validity, nulls) = validityOf(o, slices, n)
       o.loadInto(v, n, nulls, validity, o.alloc((n + 1) * 4), o.alloc(DataSlack))
+    }
+    case f: BaseFixedWidthVector if !f.isInstanceOf[BitVector] => owning { o =>
+      val n = countRows(slices)
+      val (validity, nulls) = validityOf(o, slices, n)
+      o.loadInto(v, n, nulls, validity, o.allocRaw(n * f.getTypeWidth))
     }
     case _ => loadLeaf(v, slices)
   }

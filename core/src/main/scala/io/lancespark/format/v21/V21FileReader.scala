@@ -9,8 +9,8 @@ import org.apache.arrow.vector.complex.StructVector
 import org.apache.arrow.vector.types.pojo.ArrowType
 
 import io.lancespark.schema.{LanceField, LanceSchema}
-import io.lancespark.format.arrow.{Bits, DictionaryColumn, Slice, VectorLoader}
-import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, ListBlock, NullableBlock, PackedBlock, VarBlock}
+import io.lancespark.format.arrow.{Bits, DictionaryColumn, DictionaryValues, Slice, VectorLoader}
+import io.lancespark.format.arrow.Block.{AllNullBlock, DictBlock, FixedBlock, FixedDictBlock, ListBlock, NullableBlock, PackedBlock, VarBlock}
 import io.lancespark.format.file.{ContainerReader, FileContainer, Footer}
 import io.lancespark.format.input.{BlobBytes, CoalescedReads, PlannedRead, RandomAccessSource, RowRangeSums}
 import io.lancespark.format.v21.layout.{PageIO, StructuralPage}
@@ -412,25 +412,37 @@ final class V21FileReader private (
 
   override def dictionaryOf(vector: FieldVector): Option[DictionaryColumn] = Option(dictionaries.get(vector))
 
-  /** A top-level string column whose rows in this batch all come from one
-    * page dictionary of fewer items than a quarter of the batch's rows (so
-    * that working per item pays: a vocabulary of words whose items mostly
-    * occur once a batch is read as plain strings). */
+  /** A top-level column whose rows in this batch all come from one page
+    * dictionary: a string column of fewer items than a quarter of the batch's
+    * rows (so that working per item pays: a vocabulary of words whose items
+    * mostly occur once a batch is read as plain strings), or an integer-like
+    * one (`DictionaryColumn.fixedItems`) of at most as many items as rows (a
+    * filter tests each item once, cheaply, and each row takes its item's
+    * outcome; the chunks' index arrays are referenced, not copied). */
   private def dictionaryColumn(f: LanceField, leaves: Map[Int, Unravelled], rows: Long): Option[DictionaryColumn] = {
-    if (f.isStruct || f.isList || f.isMap || isPacked(f) || f.arrowType != ArrowType.Utf8.INSTANCE) None
+    val strings = f.arrowType == ArrowType.Utf8.INSTANCE
+    if (f.isStruct || f.isList || f.isMap || isPacked(f) || !(strings || DictionaryColumn.fixedItems(f.arrowType))) None
     else leaves.get(f.id).filter(_.layers.size == 1).flatMap { u =>
-      val dicts = u.values.collect { case Slice(d: DictBlock, _, _) => d }
-      if (dicts.isEmpty || dicts.size != u.values.size || dicts.exists(_.items ne dicts.head.items) ||
-          u.values.map(_.count).sum != rows || 4L * (dicts.head.items.offsets.length - 1) > rows) None
-      else {
+      val blocks: Seq[(Array[Int], DictionaryValues)] = u.values.collect {
+        case Slice(d: DictBlock, _, _) if strings => d.which -> d.items
+        case Slice(d: FixedDictBlock, _, _) if !strings => d.which -> d.items
+      }
+      val items = if (blocks.isEmpty) 0 else DictionaryColumn.itemCount(blocks.head._2)
+      var total = 0L
+      u.values.foreach(s => total += s.count)
+      if (blocks.isEmpty || blocks.size != u.values.size || blocks.exists(_._2 ne blocks.head._2) || total != rows ||
+          (if (strings) 4L * items > rows else items > rows)) None
+      else if (strings) {
         val ids = new Array[Int](rows.toInt)
         var at = 0
-        u.values.foreach { s =>
-          System.arraycopy(s.block.asInstanceOf[DictBlock].which, s.start.toInt, ids, at, s.count.toInt)
+        u.values.zip(blocks).foreach { case (s, (which, _)) =>
+          System.arraycopy(which, s.start.toInt, ids, at, s.count.toInt)
           at += s.count.toInt
         }
-        Some(new DictionaryColumn(ids, dicts.head.items))
-      }
+        Some(DictionaryColumn(ids, blocks.head._2))
+      } else
+        Some(new DictionaryColumn(blocks.map(_._1).toArray, u.values.map(_.start.toInt).toArray,
+          u.values.map(_.count.toInt).toArray, rows.toInt, blocks.head._2))
     }
   }
 }

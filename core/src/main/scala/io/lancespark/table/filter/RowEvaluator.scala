@@ -121,7 +121,8 @@ object RowEvaluator {
     def column(c: Column): ColumnData = cols.getOrElseUpdate(c, new ColumnData(resolve(c), this))
     /** All n bits set. */
     def ones: Array[Long] = {
-      val a = Array.fill[Long](words)(-1L)
+      val a = new Array[Long](words)
+      java.util.Arrays.fill(a, -1L)
       if ((n & 63) != 0) a(words - 1) = (1L << (n & 63)) - 1
       a
     }
@@ -150,18 +151,25 @@ object RowEvaluator {
       v
     }
 
+    /** The rows as fixed-width dictionary items (integer keys), or null: the
+      * vector's values may then be hollow (unwritten), and every key is read
+      * through the items. */
+    val fixed: DictionaryColumn = dictionary.filter(_.isFixed).orNull
+
     private var decodedKeys: Array[Long] = null
     /** Every row's key, decoded on first use. */
     def keys: Array[Long] = {
-      if (decodedKeys == null) decodedKeys = decodeKeys(vector, n)
+      if (decodedKeys == null) decodedKeys = if (fixed != null) itemKeysOfRows(fixed, n) else decodeKeys(vector, n)
       decodedKeys
     }
     /** Whether a test should read the keys of `care`'s rows one by one rather
       * than decode every row's: few rows to test, keys not decoded yet, and a
       * vector whose keys are read by address (0: not). */
-    def readFew(care: Array[Long]): Boolean = decodedKeys == null && addressWidth > 0 && few(care, n)
+    def readFew(care: Array[Long]): Boolean = fixed == null && decodedKeys == null && addressWidth > 0 && few(care, n)
     lazy val addressWidth: Int = keyWidth(vector)
     lazy val decimals: Array[JBigDecimal] = {
+      if (fixed != null) // (such columns are decimals of at most 18 digits, compared as keys)
+        throw new IllegalStateException(s"column '${vector.getField.getName}': decimals of dictionary items")
       val out = new Array[JBigDecimal](n)
       vector match {
         case d: DecimalVector => var i = 0; while (i < n) { if (!d.isNull(i)) out(i) = d.getObject(i); i += 1 }
@@ -239,6 +247,61 @@ object RowEvaluator {
       case other => throw new IllegalArgumentException(s"cannot compare values of ${other.getClass.getSimpleName}")
     }
     out
+  }
+
+  /** Each row's key through its dictionary item (garbage for nulls, as `decodeKeys`). */
+  private def itemKeysOfRows(d: DictionaryColumn, n: Int): Array[Long] = {
+    val keys = d.itemKeys
+    val ids = d.itemIds
+    val out = new Array[Long](n)
+    var i = 0
+    while (i < n) { out(i) = keys(ids(i)); i += 1 }
+    out
+  }
+
+  /** Sets the bit of each row of `care` whose dictionary item passes:
+    * `pass(k)` is 1 where item k passes, 0 where not (each item tested once);
+    * each row takes its item's outcome, without branching. */
+  private def itemLoop(d: DictionaryColumn, n: Int, care: Array[Long], out: Array[Long], pass: Array[Long]): Unit =
+    if (few(care, n)) {
+      val ids = d.itemIds
+      var w = 0
+      while (w < care.length) {
+        var m = care(w)
+        while (m != 0L) {
+          val i = (w << 6) + java.lang.Long.numberOfTrailingZeros(m)
+          out(w) |= pass(ids(i)) << i
+          m &= m - 1
+        }
+        w += 1
+      }
+    } else {
+      val rows = new Array[Long](out.length)
+      d.markRows(pass, rows)
+      var w = 0
+      while (w < out.length) { out(w) |= rows(w) & care(w); w += 1 }
+    }
+
+  /** 1 for each item key in [lo, hi] (not in it, when `negate`), else 0:
+    * `key - lo <= hi - lo` as unsigned numbers (lo <= hi). */
+  private def itemsInRange(keys: Array[Long], lo: Long, hi: Long, negate: Boolean): Array[Long] = {
+    val pass = new Array[Long](keys.length)
+    val span = hi - lo
+    val flip = if (negate) 1L else 0L
+    var k = 0
+    while (k < keys.length) {
+      pass(k) = (if (java.lang.Long.compareUnsigned(keys(k) - lo, span) <= 0) 1L else 0L) ^ flip
+      k += 1
+    }
+    pass
+  }
+
+  /** 1 for each item key in the set, else 0. */
+  private def itemsIn(keys: Array[Long], contains: Long => Boolean): Array[Long] = {
+    val pass = new Array[Long](keys.length)
+    var k = 0
+    while (k < keys.length) { if (contains(keys(k))) pass(k) = 1L; k += 1 }
+    pass
   }
 
   /** The width of the values of a vector whose keys are read by address
@@ -421,7 +484,10 @@ object RowEvaluator {
         // the rows whose key is in [lo, hi] (not in it: negate): plain longs, not a tuple of them,
         // as this runs for every leaf of every batch
         def range(lo: Long, hi: Long, negate: Boolean): Unit =
-          if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, key => (key >= lo && key <= hi) != negate)
+          if (col.fixed != null) {
+            if (lo <= hi) itemLoop(col.fixed, n, care, out, itemsInRange(col.fixed.itemKeys, lo, hi, negate))
+            else if (negate) { var w = 0; while (w < care.length) { out(w) |= care(w); w += 1 } }
+          } else if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, key => (key >= lo && key <= hi) != negate)
           else rangeLoop(col.keys, n, care, out, lo, hi, negate)
         op match {
           case CompareOp.Eq | CompareOp.EqNullSafe => range(k, k, negate = false)
@@ -432,7 +498,8 @@ object RowEvaluator {
           case CompareOp.GtEq => range(k, Long.MaxValue, negate = false)
         }
       case in: KeyIn =>
-        if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, in.contains)
+        if (col.fixed != null) itemLoop(col.fixed, n, care, out, itemsIn(col.fixed.itemKeys, in.contains))
+        else if (col.readFew(care)) testAt(col.vector, n, col.addressWidth, care, out, in.contains)
         else inLoop(col.keys, care, out, in.contains)
       case DecCmp(op, v) =>
         val ds = col.decimals
@@ -461,23 +528,29 @@ object RowEvaluator {
     out
   }
 
+  /** A test of a value's bytes (a function type of its own: `(Array[Byte], Int) => Boolean`
+    * is not specialized, and would box every length it is called with). */
   private trait BytesTest { def apply(s: Array[Byte], len: Int): Boolean }
 
   /** Calls `test` with each non-null row's bytes (copied into a scratch array,
     * at most `limit` of them; the length passed is the value's full length). */
   private def bytesLoop(col: ColumnData, out: Array[Long], care: Array[Long], limit: Int = Int.MaxValue)(
-      test: (Array[Byte], Int) => Boolean): Unit = {
+      test: BytesTest): Unit = {
     var scratch = new Array[Byte](64)
     // dictionary items: each item tested once, its rows take its outcome
     val itemPass: Array[Byte] = col.dictionary.fold(Array.empty[Byte]) { d =>
-      Array.tabulate[Byte](d.itemCount) { k =>
+      val pass = new Array[Byte](d.itemCount)
+      var k = 0
+      while (k < pass.length) {
         d.withItem(k) { (bytes, offset, len) =>
           val copy = math.min(len, limit)
           if (copy > scratch.length) scratch = new Array[Byte](math.max(copy, scratch.length * 2))
           System.arraycopy(bytes, offset, scratch, 0, copy)
-          if (test(scratch, len)) 1 else 0
+          if (test(scratch, len)) pass(k) = 1
         }
+        k += 1
       }
+      pass
     }
     val dict: DictionaryColumn = col.dictionary.orNull
     def run(start: Int => Long, end: Int => Long, data: ArrowBuf): Unit = {

@@ -30,7 +30,8 @@ final class FragmentBatch(val vectors: Seq[FieldVector], offsetsOf: () => Array[
 
   /** Vector `i`'s rows as items of one page dictionary, where the file reader
     * saw them so (string columns whose batch rows all come from one page). */
-  def dictionary(i: Int): Option[ColumnDictionary] = dictionaries.lift(i).flatten.map(new ColumnDictionary(_))
+  def dictionary(i: Int): Option[ColumnDictionary] =
+    dictionaries.lift(i).flatten.filter(!_.isFixed).map(new ColumnDictionary(_))
 
   override def close(): Unit = vectors.foreach(_.close())
 }
@@ -64,10 +65,14 @@ final class FragmentScanner(
     * `FragmentBatch.dictionary` wherever it has one): the ids of the output's
     * string fields the filter does not read, whose rows the file readers may
     * then leave as dictionary items, not copied into the vectors. */
-  private val itemsOnlyIds: Set[Int] =
-    if (!itemsOnly) Set.empty
-    else fields.filter(f => f.arrowType == ArrowType.Utf8.INSTANCE && !filterFields.exists(_.id == f.id))
-      .map(_.id).toSet
+  private val itemsOnlyIds: Set[Int] = {
+    val strings =
+      if (!itemsOnly) Nil
+      else fields.filter(f => f.arrowType == ArrowType.Utf8.INSTANCE && !filterFields.exists(_.id == f.id))
+    // the filter's own columns (not output) of integer-like types: it tests their dictionary items
+    val filterOnly = extraFields.filter(f => DictionaryColumn.fixedItems(f.arrowType))
+    (strings ++ filterOnly).map(_.id).toSet
+  }
 
   private val deleted: RoaringBitmap = fragment.deletion match {
     case Some(d) => DeletionVector.read(storage, fragment.id, d, fragment.physicalRows)

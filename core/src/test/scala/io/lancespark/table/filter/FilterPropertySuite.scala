@@ -17,7 +17,10 @@ import org.scalatest.funsuite.AnyFunSuite
 import io.lancespark.schema.LanceSchema
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.format.stats.StatsStore
+import io.lancespark.format.arrow.DictionaryColumn
 import io.lancespark.format.v20.{V20FileReader, V20FileWriter, V20FileWriterSuite}
+import io.lancespark.format.v21.V21FileReader
+import io.lancespark.format.v21.write.V21FileWriter
 import io.lancespark.table.filter.Filter._
 
 /** Random data written with V20FileWriter in small pages, random predicate
@@ -220,6 +223,69 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   private val seed: Long = sys.env.get("FILTER_SEED").map(_.toLong).getOrElse(20261122L)
+
+  /** The dataset's rows written again as a 2.1 or 2.2 file by our writer, in
+    * pages of at most `maxRows` rows (its encodings chosen from the data:
+    * columns of few values get dictionaries). */
+  private def rewriteV21(d: Dataset, id: Int, minor: Int, maxRows: Int): Path = {
+    val p = tmp.resolve(s"d$id-2$minor.lance")
+    val w = new V21FileWriter(Files.newOutputStream(p), p.toString, schema, minor, maxRows, allocator = allocator)
+    try {
+      val vs = schema.fields.map { lf =>
+        val v = lf.toArrow.createVector(allocator)
+        if (lf.name == "st") V20FileWriterSuite.fill(v, d.raw(Vector("st", "x")).map(x => Map("x" -> x)))
+        else V20FileWriterSuite.fill(v, d.raw(Vector(lf.name)))
+        v
+      }
+      try w.write(vs) finally vs.foreach(_.close())
+      w.finish()
+    } finally w.close()
+    p
+  }
+
+  test(s"row evaluator over dictionary items of 2.1/2.2 files = reference (seed $seed)") {
+    // integer, date and decimal columns of few values, written with dictionaries: read with
+    // their vectors hollow (zeros) and tested through the items; the others as they are
+    val rnd = new Random(seed + 7)
+    var checks = 0
+    var itemColumns = 0
+    (0 until 30).foreach { di =>
+      val d = makeDataset(rnd, 100 + di)
+      val minor = 1 + rnd.nextInt(2)
+      val maxRows = if (rnd.nextBoolean()) 1000 else 1 + rnd.nextInt(200)
+      val p = rewriteV21(d, di, minor, maxRows)
+      val r = V21FileReader.openStandalone(new LocalFileSource(p))
+      try {
+        val fields = r.fileSchema.fields
+        val itemsOnly = fields.filter(f => DictionaryColumn.fixedItems(f.arrowType)).map(_.id).toSet
+        (0 until 12).foreach { fi =>
+          val filter = randomFilter(rnd, 1 + rnd.nextInt(3))
+          val where = s"2.$minor dataset $di (${d.rows} rows, pages of $maxRows), filter $fi: $filter"
+          val (from, until) = if (d.rows > 0 && rnd.nextBoolean()) {
+            val a = rnd.nextInt(d.rows); (a, a + 1 + rnd.nextInt(d.rows - a))
+          } else (0, d.rows)
+          val read = if (until > from) r.readRanges(fields, Vector((from.toLong, until.toLong)), allocator, None, itemsOnly)
+                     else r.read(fields, from.toLong, until.toLong, allocator)
+          val gv = new org.apache.arrow.vector.BigIntVector("gone", allocator)
+          gv.allocateNew(); gv.setValueCount(until - from)
+          val vs = read :+ gv
+          try {
+            val dicts = vs.map(v => if (v eq gv) None else r.dictionaryOf(v))
+            itemColumns += dicts.count(_.exists(_.isFixed))
+            val sel = RowEvaluator.evaluate(filter, vs, until - from, new RowEvaluator.Binds, dicts)
+            (from until until).foreach { i =>
+              val ref = Reference.eval(filter, c => d.values(c)(i)).contains(true)
+              if (sel.get(i - from) != ref)
+                fail(s"$where: row $i ${d.values.map { case (k, v) => k -> v(i) }.filter(e => filter.columns(e._1))}: evaluator ${sel.get(i - from)}, reference $ref")
+            }
+          } finally vs.foreach(_.close())
+          checks += 1
+        }
+      } finally r.close()
+    }
+    info(s"$checks filters checked; $itemColumns column reads were dictionary items")
+    assert(itemColumns > 100, s"only $itemColumns column reads were dictionary items")
+  }
 
   test(s"row evaluator = reference, pruning is sound (seed $seed)") {
     val rnd = new Random(seed)
