@@ -25,8 +25,8 @@ final case class LanceField(
     extensionName: Option[String] = None,
     primaryKey: Boolean = false) {
 
-  /** Arrow type, for errors naming `path`. */
-  def arrowType: ArrowType = LogicalType.toArrow(logicalType, s"column '$name' (field id $id)")
+  /** Arrow type (worked out once: scans ask for it every batch). */
+  @transient lazy val arrowType: ArrowType = LogicalType.toArrow(logicalType, s"column '$name' (field id $id)")
 
   def isStruct: Boolean = logicalType == "struct"
   def isList: Boolean = logicalType.startsWith("list") || logicalType.startsWith("large_list")

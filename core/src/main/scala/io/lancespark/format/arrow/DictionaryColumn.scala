@@ -16,8 +16,11 @@ import org.apache.arrow.vector.types.pojo.ArrowType
   * when a caller asks for rows one by one. */
 final class DictionaryColumn private[format] (which: Array[Array[Int]], start: Array[Int], count: Array[Int],
                                               val rows: Int, items: DictionaryValues) {
-  require(which.length == start.length && which.length == count.length && count.sum == rows,
-    "dictionary segments do not cover the rows")
+  require(which.length == start.length && which.length == count.length && {
+    var total = 0L; var k = 0
+    while (k < count.length) { total += count(k); k += 1 }
+    total == rows
+  }, "dictionary segments do not cover the rows")
 
   // the rows' items in one array, made on first use (a batch is read by one thread)
   private var joined: Array[Int] =

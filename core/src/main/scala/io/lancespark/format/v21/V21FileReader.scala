@@ -440,9 +440,17 @@ final class V21FileReader private (
           at += s.count.toInt
         }
         Some(DictionaryColumn(ids, blocks.head._2))
-      } else
-        Some(new DictionaryColumn(blocks.map(_._1).toArray, u.values.map(_.start.toInt).toArray,
-          u.values.map(_.count.toInt).toArray, rows.toInt, blocks.head._2))
+      } else {
+        val segments = blocks.size
+        val which = new Array[Array[Int]](segments)
+        val starts = new Array[Int](segments)
+        val counts = new Array[Int](segments)
+        var k = 0
+        u.values.zip(blocks).foreach { case (s, (w, _)) =>
+          which(k) = w; starts(k) = s.start.toInt; counts(k) = s.count.toInt; k += 1
+        }
+        Some(new DictionaryColumn(which, starts, counts, rows.toInt, blocks.head._2))
+      }
     }
   }
 }
