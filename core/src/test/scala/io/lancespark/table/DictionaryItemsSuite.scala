@@ -166,11 +166,13 @@ class DictionaryItemsSuite extends AnyFunSuite {
         val sc = new FragmentScanner(snap.storage, snap.version, snap.fragments.head, Seq(snap.schema.field("id").get),
           allocator, ref => DataFiles.open(snap.storage, snap.schema, ref), Some(filter),
           Seq("price", "qty", "day").map(n => snap.schema.field(n).get))
-        try (0L until Rows.toLong by 4096L).flatMap { from =>
-          val b = sc.read(from, math.min(Rows.toLong, from + 4096L))
-          try (0 until b.rowCount).map(i => s"${b.offsets(i)}|${b.vectors.head.getObject(i)}")
-          finally b.close()
-        }.toVector finally sc.close()
+        try {
+          (0L until Rows.toLong by 4096L).flatMap { from =>
+            val b = sc.read(from, math.min(Rows.toLong, from + 4096L))
+            try { (0 until b.rowCount).map(i => s"${b.offsets(i)}|${b.vectors.head.getObject(i)}") }
+            finally b.close()
+          }.toVector
+        } finally sc.close()
       } finally allocator.close()
       assert(want.filter(_.nonEmpty).nonEmpty)
       assert(got == want.filter(_.nonEmpty))
