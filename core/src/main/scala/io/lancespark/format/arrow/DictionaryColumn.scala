@@ -77,6 +77,12 @@ final class DictionaryColumn private[format] (which: Array[Array[Int]], start: A
     case other => throw new IllegalStateException(s"withItem on ${other.getClass.getSimpleName} items")
   }
 
+  /** A copy of string item `k`'s bytes. */
+  def itemBytes(k: Int): Array[Byte] = items match {
+    case v: VarValues => java.util.Arrays.copyOfRange(v.bytes, v.offsets(k).toInt, v.offsets(k + 1).toInt)
+    case other => throw new IllegalStateException(s"itemBytes on ${other.getClass.getSimpleName} items")
+  }
+
   /** Fixed-width items as signed integers of their width (16-byte decimals:
     * their low word), shared by every batch of the page; the caller must not
     * change them. */

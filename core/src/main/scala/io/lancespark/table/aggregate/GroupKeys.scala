@@ -213,7 +213,7 @@ private final class ColumnCodes {
                 if (isNull(r)) 0
                 else if (k < 0) bytesCode(s.get(r))
                 else {
-                  if (itemCodes(k) < 0) itemCodes(k) = d.withItem(k)((b, o, l) => bytesCode(java.util.Arrays.copyOfRange(b, o, o + l)))
+                  if (itemCodes(k) < 0) itemCodes(k) = bytesCode(d.itemBytes(k))
                   itemCodes(k)
                 }
               j += 1

@@ -17,6 +17,9 @@ final class ColumnDictionary private[table] (private[table] val column: Dictiona
   /** `f(bytes, offset, length)` over item `k`'s bytes, which `f` must treat as read-only. */
   def withItem[T](k: Int)(f: (Array[Byte], Int, Int) => T): T = column.withItem(k)(f)
 
+  /** A copy of item `k`'s bytes. */
+  def itemBytes(k: Int): Array[Byte] = column.itemBytes(k)
+
   /** An identity token of the dictionary (the same for every batch of one page). */
   def dictionary: AnyRef = column.dictionary
 }

@@ -230,8 +230,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     else {
       // each item in a byte array of its own: what Spark's hash aggregates and
       // joins ask of a key string (getBytes) is then that array, not a copy a row
-      val made = items.withItem(k)((bytes, offset, length) =>
-        UTF8String.fromBytes(java.util.Arrays.copyOfRange(bytes, offset, offset + length)))
+      val made = UTF8String.fromBytes(items.itemBytes(k))
       itemStrings(k) = made
       made
     }

@@ -23,8 +23,14 @@ final case class InlineBitpackingCodec(bp: InlineBitpacking) extends Codec {
     FixedBlock(n, t / 8, Codec.wrap(out))
   }
 
+  /** What is done with one group: its packed words at byte `at`, `width` bits a
+    * value, `count` values, `done` values before it. (A function type of its
+    * own: `(Int, Int, Int, Int) => Unit` is not specialized and would box four
+    * Ints a group.) */
+  private trait GroupUnpack { def apply(at: Int, width: Int, count: Int, done: Int): Unit }
+
   /** `unpack(at, width, take, done)` for each group: its packed bytes at `at`. */
-  private def eachGroup(buf: ByteBuffer, n: Int, ctx: CodecContext)(unpack: (Int, Int, Int, Int) => Unit): Unit = {
+  private def eachGroup(buf: ByteBuffer, n: Int, ctx: CodecContext)(unpack: GroupUnpack): Unit = {
     if (t != 8 && t != 16 && t != 32 && t != 64) ctx.fail(s"inline bit-packing of $t-bit values")
     if (bp.hasValues) ctx.unsupported(describe + "+" + GeneralCodec.schemeName(bp.getValues), "page")
     val bytes = t / 8

@@ -143,11 +143,13 @@ object Codec {
 
   def wrap(bytes: Array[Byte]): ByteBuffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
 
-  /** The array holding a buffer's bytes and where they start in it (the
-    * buffer's own array when it has one, else a copy). */
-  def array(buf: ByteBuffer): (Array[Byte], Int) =
-    if (buf.hasArray) (buf.array(), buf.arrayOffset() + buf.position())
-    else (bytes(buf), 0)
+  /** The array holding a buffer's bytes (its own array when it has one, else
+    * a copy), which start at [[arrayStart]] in it. (Two calls rather than a
+    * tuple, whose Int would be boxed on every chunk.) */
+  def array(buf: ByteBuffer): Array[Byte] = if (buf.hasArray) buf.array() else bytes(buf)
+
+  /** Where a buffer's bytes start in [[array]]'s array. */
+  def arrayStart(buf: ByteBuffer): Int = if (buf.hasArray) buf.arrayOffset() + buf.position() else 0
 
   /** The bytes of a buffer as an array (a copy unless it wraps a whole array). */
   def bytes(buf: ByteBuffer): Array[Byte] = {

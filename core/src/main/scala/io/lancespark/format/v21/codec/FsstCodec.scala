@@ -39,7 +39,8 @@ final case class FsstCodec(fsst: Fsst) extends Codec {
     if (!t.on) return compressed
     val n = compressed.length.toInt
     val offs = compressed.offsets
-    val (src, srcAt) = Codec.array(compressed.data)
+    val src = Codec.array(compressed.data)
+    val srcAt = Codec.arrayStart(compressed.data)
     val first = srcAt.toLong + offs(0)
     val last = srcAt.toLong + offs(n)
     if (first < 0 || last > src.length || last < first)

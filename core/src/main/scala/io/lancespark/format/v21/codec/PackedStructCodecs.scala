@@ -70,7 +70,8 @@ final case class VariablePackedStructCodec(packed: VariablePackedStruct) extends
 
   override def variablePerValue(stored: VarBlock, ctx: CodecContext): Block = {
     val n = stored.length.toInt
-    val (src, base) = Codec.array(stored.data)
+    val src = Codec.array(stored.data)
+    val base = Codec.arrayStart(stored.data)
     // per field: (start, end) of each row's value
     val starts = Array.fill(fields.size)(new Array[Int](n))
     val ends = Array.fill(fields.size)(new Array[Int](n))
