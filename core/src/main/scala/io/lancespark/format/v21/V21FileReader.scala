@@ -418,7 +418,7 @@ final class V21FileReader private (
     * mostly occur once a batch is read as plain strings), or an integer-like
     * one (`DictionaryColumn.fixedItems`) of at most as many items as rows (a
     * filter tests each item once, cheaply, and each row takes its item's
-    * outcome; the chunks' index arrays are referenced, not copied). */
+    * outcome). The chunks' index arrays are referenced, not copied. */
   private def dictionaryColumn(f: LanceField, leaves: Map[Int, Unravelled], rows: Long): Option[DictionaryColumn] = {
     val strings = f.arrowType == ArrowType.Utf8.INSTANCE
     if (f.isStruct || f.isList || f.isMap || isPacked(f) || !(strings || DictionaryColumn.fixedItems(f.arrowType))) None
@@ -432,15 +432,7 @@ final class V21FileReader private (
       u.values.foreach(s => total += s.count)
       if (blocks.isEmpty || blocks.size != u.values.size || blocks.exists(_._2 ne blocks.head._2) || total != rows ||
           (if (strings) 4L * items > rows else items > rows)) None
-      else if (strings) {
-        val ids = new Array[Int](rows.toInt)
-        var at = 0
-        u.values.zip(blocks).foreach { case (s, (which, _)) =>
-          System.arraycopy(which, s.start.toInt, ids, at, s.count.toInt)
-          at += s.count.toInt
-        }
-        Some(DictionaryColumn(ids, blocks.head._2))
-      } else {
+      else {
         val segments = blocks.size
         val which = new Array[Array[Int]](segments)
         val starts = new Array[Int](segments)

@@ -159,7 +159,9 @@ object RowEvaluator {
     private var decodedKeys: Array[Long] = null
     /** Every row's key, decoded on first use. */
     def keys: Array[Long] = {
-      if (decodedKeys == null) decodedKeys = if (fixed != null) itemKeysOfRows(fixed, n) else decodeKeys(vector, n)
+      if (fixed != null) // (its tests go through the items: the vector may be hollow)
+        throw new IllegalStateException(s"column '${vector.getField.getName}': keys of dictionary items' rows")
+      if (decodedKeys == null) decodedKeys = decodeKeys(vector, n)
       decodedKeys
     }
     /** Whether a test should read the keys of `care`'s rows one by one rather
@@ -246,16 +248,6 @@ object RowEvaluator {
       case d: Decimal256Vector => val buf = d.getDataBuffer; while (i < n) { out(i) = buf.getLong(32L * i); i += 1 }
       case other => throw new IllegalArgumentException(s"cannot compare values of ${other.getClass.getSimpleName}")
     }
-    out
-  }
-
-  /** Each row's key through its dictionary item (garbage for nulls, as `decodeKeys`). */
-  private def itemKeysOfRows(d: DictionaryColumn, n: Int): Array[Long] = {
-    val keys = d.itemKeys
-    val ids = d.itemIds
-    val out = new Array[Long](n)
-    var i = 0
-    while (i < n) { out(i) = keys(ids(i)); i += 1 }
     out
   }
 
