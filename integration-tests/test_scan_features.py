@@ -214,6 +214,75 @@ def test_dictionary_strings_through_spark_expressions(spark, tmp_path, writer):
         assert df.where(F.col("s") == "日本語").count() == pc.sum(pc.equal(want["s"], "日本語")).as_py()
 
 
+def _dictionary_numbers(n: int, seed: int):
+    """Columns of few values (dictionary pages where the writer finds them worth it) of
+    every type Spark reads through dictionary items: 1-, 2-, 4- and 8-byte integers, dates
+    and decimals of 7 and 18 digits, with nulls; their sets of values change every 1,000
+    rows, so that consecutive pages have different dictionaries."""
+    import datetime
+    import decimal
+
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    ids = np.arange(n)
+    which = (rng.integers(0, 5, size=n) + ids // 1000) % 12
+    null = (ids % 13 == 4)
+
+    def col(values, typ):
+        return pa.array([None if z else values[w] for z, w in zip(null, which)], typ)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "b": col([int(v) for v in range(-6, 6)], pa.int8()),
+        "h": col([int(v) * 1000 for v in range(-6, 6)], pa.int16()),
+        "i": col([int(v) * 100_000 for v in range(-6, 6)], pa.int32()),
+        "l": col([int(v) * 10**13 + 1 for v in range(-6, 6)], pa.int64()),
+        "d": col([datetime.date(1992, 1, 1) + datetime.timedelta(days=37 * v) for v in range(12)], pa.date32()),
+        "p": col([decimal.Decimal(v * 1234 - 5000).scaleb(-2) for v in range(12)], pa.decimal128(7, 2)),
+        "q": col([decimal.Decimal(v * 10**16 + 7).scaleb(-4) * (-1) ** v for v in range(12)], pa.decimal128(18, 4)),
+    })
+
+
+@pytest.mark.parametrize("writer", ["pylance-2.1", "pylance-2.2", "spark-2.2"])
+def test_dictionary_numbers_through_spark_expressions(spark, tmp_path, writer):
+    """Dictionary-encoded integers, dates and decimals reach Spark read through their
+    page's items (their values not copied into each row): every row, sum, grouping and
+    filtered projection equals pylance's, whatever batches, pages, dictionaries,
+    deletions and a filter on one of them do to which rows share a dictionary."""
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    from compare import assert_same_table
+
+    n = 12_000
+    table = _dictionary_numbers(n, seed=3)
+    path = str(tmp_path / "dictnum.lance")
+    if writer.startswith("pylance"):
+        _write_by(spark, writer, table, path, rows_per_file=5_000)
+    else:   # (pandas would make the integers with nulls doubles)
+        schema = "id bigint, b tinyint, h smallint, i int, l bigint, d date, p decimal(7,2), q decimal(18,4)"
+        (spark.createDataFrame(table.to_pylist(), schema).coalesce(1).write.format("lance")
+         .option("fileVersion", "2.2").option("maxRowsPerPage", 1_000).save(path))
+    lance.dataset(path).delete("id % 89 = 7 AND id > 4000")
+    want = lance.dataset(path).to_table()
+    cols = ["b", "h", "i", "l", "d", "p", "q"]
+    for batch in (700, 8192):
+        df = spark.read.format("lance").option("batchSize", batch).load(path)
+        assert_same_table(df, want, f"{writer}, batchSize {batch}")
+        sums = df.agg(*[F.sum(c).alias(c) for c in cols if c != "d"]).collect()[0].asDict()
+        for c in sums:
+            assert sums[c] == pc.sum(want[c]).as_py(), f"{writer}, batchSize {batch}: sum({c})"
+        groups = {(r["i"], r["d"]): r["c"] for r in df.groupBy("i", "d").agg(F.count(F.lit(1)).alias("c")).collect()}
+        counts = want.group_by(["i", "d"]).aggregate([([], "count_all")])
+        assert groups == dict(zip(zip(counts["i"].to_pylist(), counts["d"].to_pylist()),
+                                  counts["count_all"].to_pylist())), f"{writer}, batchSize {batch}: groups"
+        # a filter on one of them, the others (and itself) projected
+        got = df.where("h >= 0 OR h IS NULL").select("id", "l", "p", "h")
+        keep = pc.or_kleene(pc.greater_equal(want["h"], 0), pc.is_null(want["h"]))
+        assert_same_table(got, want.filter(keep).select(["id", "l", "p", "h"]), f"{writer}, filtered")
+
+
 @pytest.mark.parametrize("writer", ["pylance-2.0", "pylance-2.2", "spark-2.2"])
 def test_string_lengths_through_spark_expressions(spark, tmp_path, writer):
     """Unique (not dictionary) strings, some batches all ASCII and some with multi-byte

@@ -178,4 +178,88 @@ class DictionaryItemsSuite extends AnyFunSuite {
       assert(got == want.filter(_.nonEmpty))
     }
   }
+
+  /** Output columns of numbers, dates and decimals of few values, read with
+    * `itemsOnly` (Spark's column vectors read them through the items): where a
+    * batch's rows come from one page dictionary the scan hands out the items
+    * (`fixedDictionary`; the vector's values are then not written), and read
+    * through them, or from the vector where there are none, they are pylance's
+    * rows, with nulls, deleted rows and a filter on one of them. */
+  for (version <- Seq("2.1", "2.2")) {
+    test(s"output columns of few numbers, dates and decimals read through their dictionary items are pylance's rows ($version)") {
+      val (dir, want) = PylanceProcess.tableWithRows("fixedout", version,
+        """import datetime, decimal
+          |n = 20000
+          |rng = np.random.default_rng(12)
+          |ids = rng.permutation(n).astype(np.int64)
+          |prices = [decimal.Decimal(int(c)).scaleb(-2) for c in rng.integers(-2000, 9000, 40)]
+          |price = pa.array([None if k % 11 == 0 else prices[k % 40] for k in ids.tolist()], pa.decimal128(7, 2))
+          |qty = pa.array([None if k % 17 == 3 else int(k % 50) + 1 for k in ids.tolist()], pa.int32())
+          |day = pa.array([datetime.date(1998, 1, 1) + datetime.timedelta(days=int(k % 30)) for k in ids.tolist()])
+          |tiny = pa.array([None if k % 23 == 1 else int(k % 7) - 3 for k in ids.tolist()], pa.int8())
+          |big = pa.array([(int(k % 9) - 4) * 10**15 for k in ids.tolist()], pa.int64())
+          |lance.write_dataset(pa.table({"id": pa.array(ids), "price": price, "qty": qty, "day": day,
+          |                              "tiny": tiny, "big": big}), path, data_storage_version=version)
+          |lance.dataset(path).delete("id % 19 = 4")
+          |t = lance.dataset(path).to_table(with_row_address=True)
+          |def s(v):
+          |    return "null" if v is None else str((v - datetime.date(1970, 1, 1)).days) if isinstance(v, datetime.date) else str(v)
+          |keep = ["%d|%s" % (a & 0xffffffff, "|".join(s(v) for v in r)) for a, *r in zip(
+          |    t["_rowaddr"].to_pylist(), t["id"].to_pylist(), t["price"].to_pylist(), t["qty"].to_pylist(),
+          |    t["day"].to_pylist(), t["tiny"].to_pylist(), t["big"].to_pylist())]
+          |open(out, "w").write("\n".join(keep))
+          |""".stripMargin)
+      val snap = Dataset.open(DatasetStorage(dir.toString, new Configuration()), None)
+      val names = Seq("id", "price", "qty", "day", "tiny", "big")
+      val fields = names.map(n => snap.schema.field(n).get)
+      /** Row `p` of column `k` as pylance prints it: through the items where the batch has them. */
+      def value(b: FragmentBatch, k: Int, p: Int): String = {
+        val v = b.vectors(k)
+        if (v.isNull(p)) "null"
+        else (b.fixedDictionary(k), v) match {
+          case (Some(d), _: org.apache.arrow.vector.DecimalVector) =>
+            java.math.BigDecimal.valueOf(d.itemKeys(d.itemOf(p)), 2).toPlainString
+          case (Some(d), _) => d.itemKeys(d.itemOf(p)).toString
+          case (None, dv: org.apache.arrow.vector.DecimalVector) => dv.getObject(p).toPlainString
+          case (None, other) => other.getObject(p).toString
+        }
+      }
+      def scan(filter: Option[Filter]): (Vector[String], Map[String, Int]) = {
+        val allocator = new RootAllocator()
+        try {
+          val filterFields = filter.toSeq.flatMap(_.columns).map(c => snap.schema.field(c.head).get).distinct
+          val sc = new FragmentScanner(snap.storage, snap.version, snap.fragments.head, fields, allocator,
+            ref => DataFiles.open(snap.storage, snap.schema, ref), filter, filterFields, itemsOnly = true)
+          val items = scala.collection.mutable.Map.empty[String, Int].withDefaultValue(0)
+          try {
+            val rows = (0L until Rows.toLong by 4096L).flatMap { from =>
+              val b = sc.readView(from, math.min(Rows.toLong, from + 4096L), None)
+              try {
+                names.indices.foreach(k => if (b.fixedDictionary(k).isDefined) items(names(k)) += 1)
+                (0 until b.rowCount).map { i =>
+                  val p = b.selection.fold(i)(_(i))
+                  s"${b.offsets(i)}|" + names.indices.map(k => value(b, k, p)).mkString("|")
+                }
+              } finally b.close()
+            }.toVector
+            (rows, items.toMap)
+          } finally sc.close()
+        } finally allocator.close()
+      }
+      val all = want.filter(_.nonEmpty)
+      val (got, items) = scan(None)
+      assert(got == all)
+      // pylance dictionary-encodes the decimals: every batch of them read as items
+      assert(items.getOrElse("price", 0) == 5, s"batches read as items: $items")
+      val onQty = Filter.And(Filter.Compare(Vector("qty"), CompareOp.Lt, Lit.LongLit(20)),
+        Filter.Compare(Vector("price"), CompareOp.GtEq, Lit.DecimalLit(new java.math.BigDecimal("0.00"))))
+      val (filtered, _) = scan(Some(onQty))
+      val expected = all.filter { r =>
+        val c = r.split('|')
+        c(3) != "null" && c(3).toInt < 20 && c(2) != "null" && new java.math.BigDecimal(c(2)).signum >= 0
+      }
+      assert(expected.nonEmpty && expected.size < all.size)
+      assert(filtered == expected)
+    }
+  }
 }

@@ -58,7 +58,8 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
   }
 
   private def countRows(slices: Seq[Slice]): Long = {
-    val n = slices.map(_.count).sum
+    var n = 0L
+    slices.foreach(s => n += s.count)
     if (n > Int.MaxValue - 1) fail(s"$n rows do not fit one Arrow vector")
     n
   }
@@ -256,16 +257,23 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
 
   private def loadVar(v: FieldVector, slices: Seq[Slice], n: Long, ow: Int): Unit = owning { o =>
     // each slice's value bytes (a dictionary slice's summed once, here)
-    val sliceBytes: Array[Long] = slices.map { s =>
-      unwrap(s)._2.fold(0L) { inner =>
-        inner.block match {
+    // (filled in a loop: a `map` to Long boxed one a slice, and a batch has a slice a chunk)
+    val sliceBytes = new Array[Long](slices.length)
+    var total = 0L
+    var k = 0
+    slices.foreach { s =>
+      val bytes = unwrap(s)._2 match {
+        case None => 0L
+        case Some(inner) => inner.block match {
           case VarBlock(_, offs, _, _) => offs((inner.start + s.count).toInt) - offs(inner.start.toInt)
           case d: DictBlock            => dictBytes(d, inner.start.toInt, s.count.toInt)
           case other => mismatch(v, other)
         }
       }
-    }.toArray
-    val total = sliceBytes.sum
+      sliceBytes(k) = bytes
+      total += bytes
+      k += 1
+    }
     if (ow == 4 && total > Int.MaxValue) fail(s"$total bytes do not fit a 32-bit-offset Arrow vector")
     val (validity, nulls) = validityOf(o, slices, n)
     val offsets = o.allocRaw((n + 1) * ow)
@@ -273,7 +281,10 @@ private[format] final class VectorLoader(allocator: BufferAllocator, fail: Strin
     val data = o.allocRaw(total + DataSlack)
     var dst = 0L
     var pos = 0L
-    slices.iterator.zip(sliceBytes.iterator).foreach { case (s, bytes) =>
+    k = 0
+    slices.foreach { s =>
+      val bytes = sliceBytes(k)
+      k += 1
       unwrap(s)._2 match {
         case None =>
           var i = 0L

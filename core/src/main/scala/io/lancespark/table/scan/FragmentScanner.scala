@@ -33,6 +33,16 @@ final class FragmentBatch(val vectors: Seq[FieldVector], offsetsOf: () => Array[
   def dictionary(i: Int): Option[ColumnDictionary] =
     dictionaries.lift(i).flatten.filter(!_.isFixed).map(new ColumnDictionary(_))
 
+  /** Vector `i`'s rows as fixed-width items of one page dictionary (integers,
+    * dates, decimals of at most 18 digits), where the file reader saw them so.
+    * With `itemsOnly` the vector's values may then be hollow: read them through
+    * the items. */
+  def fixedDictionary(i: Int): Option[ColumnDictionary] =
+    dictionaries.lift(i).flatten.filter(_.isFixed).map(new ColumnDictionary(_))
+
+  /** Vector `i`'s dictionary items of either kind. */
+  private[scan] def dictionaryColumn(i: Int): Option[DictionaryColumn] = dictionaries.lift(i).flatten
+
   override def close(): Unit = vectors.foreach(_.close())
 }
 
@@ -61,17 +71,19 @@ final class FragmentScanner(
 
   private val readers = mutable.Map.empty[DataFileRef, DataFileReader]
 
-  /** With `itemsOnly` (a caller that reads a batch's string columns through
-    * `FragmentBatch.dictionary` wherever it has one): the ids of the output's
-    * string fields the filter does not read, whose rows the file readers may
-    * then leave as dictionary items, not copied into the vectors. */
+  /** With `itemsOnly` (a caller that reads a batch's columns through
+    * `FragmentBatch.dictionary` and `fixedDictionary` wherever it has them):
+    * the ids of the output's string fields the filter does not read and of its
+    * integer-like fields, whose rows the file readers may then leave as
+    * dictionary items, not copied into the vectors. */
   private val itemsOnlyIds: Set[Int] = {
     val strings =
       if (!itemsOnly) Nil
       else fields.filter(f => f.arrowType == ArrowType.Utf8.INSTANCE && !filterFields.exists(_.id == f.id))
-    // the filter's own columns (not output) of integer-like types: it tests their dictionary items
-    val filterOnly = extraFields.filter(f => DictionaryColumn.fixedItems(f.arrowType))
-    (strings ++ filterOnly).map(_.id).toSet
+    // integer-like columns: a filter tests their dictionary items (never their vectors' values), so
+    // the output's such columns (the caller reads them through the items) and the filter's own
+    val fixed = (if (itemsOnly) fields else Nil) ++ extraFields
+    (strings ++ fixed.filter(f => DictionaryColumn.fixedItems(f.arrowType))).map(_.id).toSet
   }
 
   private val deleted: RoaringBitmap = fragment.deletion match {
@@ -102,7 +114,7 @@ final class FragmentScanner(
       val keep = b.offsets
       val selected = b.vectors.map(v => VectorSelection.select(v, rows, allocator))
       new FragmentBatch(selected, () => keep, keep.length,
-        b.vectors.indices.map(i => b.dictionary(i).map(_.column.select(rows, 0))))
+        b.vectors.indices.map(i => b.dictionaryColumn(i).map(_.select(rows, 0))))
   }
 
   /** Like `read`, but the rows dropped (deleted, or not selected by the

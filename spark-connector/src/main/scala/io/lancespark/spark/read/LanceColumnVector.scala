@@ -17,11 +17,15 @@ import io.lancespark.table.scan.ColumnDictionary
   * 64-bit dates, fixed-size lists and binaries). No per-row objects except
   * where Spark's API returns one (strings wrap the Arrow buffer in place).
   * With a `selection`, row `i` is the vector's row `selection(i)` (the rows a
-  * filter or deletions kept, read in place rather than copied). */
+  * filter or deletions kept, read in place rather than copied). With a
+  * `fixed` dictionary (integers, dates, decimals of at most 18 digits) of the
+  * vector's rows, the values are read through its items: the vector's own
+  * values may be hollow (unwritten), only its validity is read. */
 final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
                               dictionary: Option[ColumnDictionary] = None,
                               strings: DictionaryStrings = DictionaryStrings.Fresh,
-                              selection: Option[Array[Int]] = None) extends ColumnVector(sparkType) {
+                              selection: Option[Array[Int]] = None,
+                              fixed: Option[ColumnDictionary] = None) extends ColumnVector(sparkType) {
 
   // the selection, or null for every row (read on each access: a field, not an Option)
   private val rows: Array[Int] = selection.orNull
@@ -68,7 +72,9 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
       case v: FieldVector if v.getValidityBufferAddress != 0L => v.getValidityBufferAddress
       case _ => 0L
     }
+  private val fixedItems: ColumnDictionary = fixed.filter(_.rows == vector.getValueCount).orNull
   private val kind: Int = vector match {
+    case _ if fixedItems != null => LanceColumnVector.FixedItems
     case _: BigIntVector  => LanceColumnVector.Int64
     // microseconds since the epoch, as Spark's TIMESTAMP and TIMESTAMP_NTZ hold them
     case _: TimeStampMicroVector | _: TimeStampMicroTZVector => LanceColumnVector.Int64
@@ -93,6 +99,10 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   // caches on a string (its length in characters) is computed once per item.
   private val items: ColumnDictionary = dictionary.filter(_ => kind == LanceColumnVector.Utf8Dictionary).orNull
   private val itemStrings: Array[UTF8String] = if (items == null) Array.empty else strings.of(items)
+  // the rows' items and the items' values (integers of the column's width; decimals unscaled)
+  private val itemIds: Array[Int] = if (fixedItems == null) null else fixedItems.itemIds
+  private val itemKeys: Array[Long] = if (fixedItems == null) null else fixedItems.itemKeys
+  @inline private def key(rowId: Int): Long = itemKeys(itemIds(rowId))
   private val offsetAddress: Long = vector match {
     case v: VarCharVector => v.getOffsetBufferAddress
     case _ => 0L
@@ -113,12 +123,13 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   private def getBoolean0(rowId: Int): Boolean = vector.asInstanceOf[BitVector].get(rowId) == 1
   private def getByte0(rowId: Int): Byte =
     if (kind == LanceColumnVector.Int8) Platform.getByte(null, dataAddress + rowId)
+    else if (kind == LanceColumnVector.FixedItems) key(rowId).toByte
     else vector.asInstanceOf[TinyIntVector].get(rowId)
 
   private def getShort0(rowId: Int): Short =
     if (kind == LanceColumnVector.Int16) Platform.getShort(null, dataAddress + 2L * rowId) else slowShort(rowId)
 
-  private def slowShort(rowId: Int): Short = vector match {
+  private def slowShort(rowId: Int): Short = if (kind == LanceColumnVector.FixedItems) key(rowId).toShort else vector match {
     case v: SmallIntVector => v.get(rowId)
     case v: UInt1Vector    => (v.get(rowId) & 0xff).toShort
     case v                 => unsupported(v, "short")
@@ -127,7 +138,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   private def getInt0(rowId: Int): Int =
     if (kind == LanceColumnVector.Int32) Platform.getInt(null, dataAddress + 4L * rowId) else slowInt(rowId)
 
-  private def slowInt(rowId: Int): Int = vector match {
+  private def slowInt(rowId: Int): Int = if (kind == LanceColumnVector.FixedItems) key(rowId).toInt else vector match {
     case v: IntVector       => v.get(rowId)
     case v: UInt2Vector     => v.get(rowId).toInt
     case v: DateDayVector   => v.get(rowId)
@@ -138,7 +149,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   private def getLong0(rowId: Int): Long =
     if (kind == LanceColumnVector.Int64) Platform.getLong(null, dataAddress + 8L * rowId) else slowLong(rowId)
 
-  private def slowLong(rowId: Int): Long = vector match {
+  private def slowLong(rowId: Int): Long = if (kind == LanceColumnVector.FixedItems) key(rowId) else vector match {
     case v: BigIntVector           => v.get(rowId)
     case v: UInt4Vector            => v.get(rowId).toLong & 0xffffffffL
     case v: TimeStampSecVector     => v.get(rowId) * 1000000L
@@ -179,6 +190,7 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
 
   private def slowDecimal(rowId: Int, precision: Int, scale: Int): Decimal = {
     if (isNullAt0(rowId)) return null
+    if (kind == LanceColumnVector.FixedItems) return Decimal.createUnsafe(key(rowId), precision, scale)
     vector match {
       case v: DecimalVector if precision <= Decimal.MAX_LONG_DIGITS =>
         // the low 8 bytes of a little-endian two's-complement 128-bit value
@@ -317,6 +329,7 @@ private object LanceColumnVector {
   val Decimal128 = 7
   val Int16 = 8
   val Int8 = 9
+  val FixedItems = 10
 
   // states of a string batch's ASCII check
   val Unchecked = 0

@@ -111,7 +111,7 @@ final class LanceColumnarReader(factory: LanceReaderFactory, val piece: Fragment
   private def toColumnar(b: FragmentBatch): ColumnarBatch = {
     val data = factory.dataSchema.fields.indices.map { i =>
       new LanceColumnVector(factory.dataSchema.fields(i).dataType, b.vectors(i), b.dictionary(i), dictionaryStrings(i),
-        b.selection)
+        b.selection, b.fixedDictionary(i))
     }
     val byName: Map[String, ColumnVector] = factory.dataSchema.fieldNames.zip(data).toMap ++
       factory.metadataColumns.map(m => m -> metadata(m, b)).toMap
