@@ -144,7 +144,10 @@ def test_projection_of_uncompressed_decimals_weighs_what_is_stored(spark, tmp_pa
     broadcasts (TPC-H Q18 and Q21, TPC-DS q6 and q25 on pylance's tables). Weighed by the
     bytes its columns take, a projection of the keys weighs what the scan reads; a column
     that takes more than its type's share (long strings) weighs that share, as Spark would
-    weigh it in Parquet."""
+    weigh it in Parquet; and a decimal of at most 18 digits weighs at most 8 bytes a row,
+    what Spark holds it in and Parquet stores it in (INT32/INT64): TPC-DS q80 at scale factor
+    1 on pylance's tables sort-merged a join Parquet broadcasts, its two keys and two
+    decimals of `store_returns` weighing 10.7 MB against Parquet's 4.4."""
     import decimal
     import pyarrow as pa
     n = 50_000
@@ -156,19 +159,25 @@ def test_projection_of_uncompressed_decimals_weighs_what_is_stored(spark, tmp_pa
     lance.write_dataset(pa.table(cols), path)
     df = spark.read.format("lance").load(path)
     full, _ = stats(df)
-    assert full == data_bytes(path)
+    disk = data_bytes(path)
     stored = column_bytes(path)
+    assert all(b >= n * 16 for b in stored[3:9]), stored     # pylance's decimals: 16 bytes a value
+    # every column: the files' bytes, the decimals' at 8 bytes a value
+    assert full == pytest.approx(disk * (sum(stored) - sum(stored[3:9]) + 6 * n * 8) / sum(stored), rel=0.001)
     whole = 8 + 3 * 4 + 6 * 16 + 20          # Spark's per-row size with decimals at 16 bytes
     keys, _ = stats(df.select("k0", "k1", "k2"))
     assert sum(stored[:3]) / sum(stored) < (8 + 3 * 4) / whole
-    assert keys == pytest.approx(max(full * sum(stored[:3]) / sum(stored), least(n, [4, 4, 4])), rel=0.001)
+    assert keys == pytest.approx(max(disk * sum(stored[:3]) / sum(stored), least(n, [4, 4, 4])), rel=0.001)
     mixed, _ = stats(df.select("k0", "m0"))
-    assert mixed == pytest.approx(max(full * min((stored[0] + stored[3]) / sum(stored), (8 + 4 + 16) / whole),
+    assert mixed == pytest.approx(max(disk * min((stored[0] + n * 8) / sum(stored), (8 + 4 + 16) / whole),
                                       least(n, [4, 8])), rel=0.001)
+    money, _ = stats(df.select("m0", "m1", "m2"))
+    assert money == pytest.approx(max(disk * 3 * n * 8 / sum(stored), least(n, [8, 8, 8])), rel=0.001)
+    assert money < disk * 3 * n * 16 / sum(stored)
     text, _ = stats(df.select("s"))
     assert stored[9] / sum(stored) > (8 + 20) / whole
-    assert full * (8 + 20) / whole > least(n, [20])
-    assert text == pytest.approx(full * (8 + 20) / whole, rel=0.001)
+    assert disk * (8 + 20) / whole > least(n, [20])
+    assert text == pytest.approx(disk * (8 + 20) / whole, rel=0.001)
 
 
 def test_projection_of_legacy_files_scales_by_the_types(spark, tmp_path):
