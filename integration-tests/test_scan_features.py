@@ -267,7 +267,7 @@ def test_dictionary_numbers_through_spark_expressions(spark, tmp_path, writer):
     lance.dataset(path).delete("id % 89 = 7 AND id > 4000")
     want = lance.dataset(path).to_table()
     cols = ["b", "h", "i", "l", "d", "p", "q"]
-    for batch in (700, 8192):
+    for batch in (4, 700, 8192):   # (4: fewer rows than items, read through the items still)
         df = spark.read.format("lance").option("batchSize", batch).load(path)
         assert_same_table(df, want, f"{writer}, batchSize {batch}")
         sums = df.agg(*[F.sum(c).alias(c) for c in cols if c != "d"]).collect()[0].asDict()

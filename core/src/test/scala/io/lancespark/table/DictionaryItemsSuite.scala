@@ -224,7 +224,7 @@ class DictionaryItemsSuite extends AnyFunSuite {
           case (None, other) => other.getObject(p).toString
         }
       }
-      def scan(filter: Option[Filter]): (Vector[String], Map[String, Int]) = {
+      def scan(filter: Option[Filter], step: Long = 4096L): (Vector[String], Map[String, Int]) = {
         val allocator = new RootAllocator()
         try {
           val filterFields = filter.toSeq.flatMap(_.columns).map(c => snap.schema.field(c.head).get).distinct
@@ -232,8 +232,8 @@ class DictionaryItemsSuite extends AnyFunSuite {
             ref => DataFiles.open(snap.storage, snap.schema, ref), filter, filterFields, itemsOnly = true)
           val items = scala.collection.mutable.Map.empty[String, Int].withDefaultValue(0)
           try {
-            val rows = (0L until Rows.toLong by 4096L).flatMap { from =>
-              val b = sc.readView(from, math.min(Rows.toLong, from + 4096L), None)
+            val rows = (0L until Rows.toLong by step).flatMap { from =>
+              val b = sc.readView(from, math.min(Rows.toLong, from + step), None)
               try {
                 names.indices.foreach(k => if (b.fixedDictionary(k).isDefined) items(names(k)) += 1)
                 (0 until b.rowCount).map { i =>
@@ -260,6 +260,12 @@ class DictionaryItemsSuite extends AnyFunSuite {
       }
       assert(expected.nonEmpty && expected.size < all.size)
       assert(filtered == expected)
+      // batches of 25 rows, fewer than the 40 prices and 50 quantities: the rows still read
+      // through the items, the filter testing their keys row by row
+      val (small, smallItems) = scan(None, step = 25L)
+      assert(small == all)
+      assert(smallItems.getOrElse("price", 0) == 800, s"batches read as items: $smallItems")
+      assert(scan(Some(onQty), step = 25L)._1 == expected)
     }
   }
 }

@@ -416,9 +416,10 @@ final class V21FileReader private (
     * dictionary: a string column of fewer items than a quarter of the batch's
     * rows (so that working per item pays: a vocabulary of words whose items
     * mostly occur once a batch is read as plain strings), or an integer-like
-    * one (`DictionaryColumn.fixedItems`) of at most as many items as rows (a
-    * filter tests each item once, cheaply, and each row takes its item's
-    * outcome). The chunks' index arrays are referenced, not copied. */
+    * one (`DictionaryColumn.fixedItems`) of any number of items (a reader
+    * takes each row's value from its item rather than from a copy of it per
+    * row; a filter tests each item once where they are at most as many as the
+    * rows, see `RowEvaluator`). The chunks' index arrays are referenced, not copied. */
   private def dictionaryColumn(f: LanceField, leaves: Map[Int, Unravelled], rows: Long): Option[DictionaryColumn] = {
     val strings = f.arrowType == ArrowType.Utf8.INSTANCE
     if (f.isStruct || f.isList || f.isMap || isPacked(f) || !(strings || DictionaryColumn.fixedItems(f.arrowType))) None
@@ -431,7 +432,7 @@ final class V21FileReader private (
       var total = 0L
       u.values.foreach(s => total += s.count)
       if (blocks.isEmpty || blocks.size != u.values.size || blocks.exists(_._2 ne blocks.head._2) || total != rows ||
-          (if (strings) 4L * items > rows else items > rows)) None
+          (strings && 4L * items > rows)) None
       else {
         val segments = blocks.size
         val which = new Array[Array[Int]](segments)

@@ -154,23 +154,27 @@ object RowEvaluator {
     /** The rows as fixed-width dictionary items (integer keys), or null: the
       * vector's values may then be hollow (unwritten), and every key is read
       * through the items. */
-    val fixed: DictionaryColumn = dictionary.filter(_.isFixed).orNull
+    private val items: DictionaryColumn = dictionary.filter(_.isFixed).orNull
+    /** `items` where a test pays to run once per item (at most as many items
+      * as rows; each row then takes its item's outcome), else null: the tests
+      * run on the rows' keys (read through the items where there are some). */
+    val fixed: DictionaryColumn = if (items != null && items.itemCount <= n) items else null
 
     private var decodedKeys: Array[Long] = null
     /** Every row's key, decoded on first use. */
     def keys: Array[Long] = {
-      if (fixed != null) // (its tests go through the items: the vector may be hollow)
+      if (fixed != null) // (its tests go through the items)
         throw new IllegalStateException(s"column '${vector.getField.getName}': keys of dictionary items' rows")
-      if (decodedKeys == null) decodedKeys = decodeKeys(vector, n)
+      if (decodedKeys == null) decodedKeys = if (items != null) itemKeysOfRows(items, n) else decodeKeys(vector, n)
       decodedKeys
     }
     /** Whether a test should read the keys of `care`'s rows one by one rather
       * than decode every row's: few rows to test, keys not decoded yet, and a
       * vector whose keys are read by address (0: not). */
-    def readFew(care: Array[Long]): Boolean = fixed == null && decodedKeys == null && addressWidth > 0 && few(care, n)
+    def readFew(care: Array[Long]): Boolean = items == null && decodedKeys == null && addressWidth > 0 && few(care, n)
     lazy val addressWidth: Int = keyWidth(vector)
     lazy val decimals: Array[JBigDecimal] = {
-      if (fixed != null) // (such columns are decimals of at most 18 digits, compared as keys)
+      if (items != null) // (such columns are decimals of at most 18 digits, compared as keys)
         throw new IllegalStateException(s"column '${vector.getField.getName}': decimals of dictionary items")
       val out = new Array[JBigDecimal](n)
       vector match {
@@ -207,6 +211,16 @@ object RowEvaluator {
           if ((n & 63) != 0) out(words - 1) &= (1L << (n & 63)) - 1
         }
     }
+    out
+  }
+
+  /** Every row's key through its dictionary item (garbage for nulls). */
+  private def itemKeysOfRows(d: DictionaryColumn, n: Int): Array[Long] = {
+    val ids = d.itemIds
+    val keys = d.itemKeys
+    val out = new Array[Long](n)
+    var i = 0
+    while (i < n) { out(i) = keys(ids(i)); i += 1 }
     out
   }
 
