@@ -119,21 +119,28 @@ class DictionaryItemsSuite extends AnyFunSuite {
     }
   }
 
+  /** The start of a pylance script: `n` rows of shuffled `ids` (seeded), 40
+    * `DECIMAL(7,2)` prices (`price`, NULL every 11th), 50 quantities (`qty`,
+    * INT, NULL at k % 17 = 3) and 30 days (`day`). */
+  private def fewValues(seed: Int): String =
+    s"""import datetime, decimal
+       |n = 20000
+       |rng = np.random.default_rng($seed)
+       |ids = rng.permutation(n).astype(np.int64)
+       |prices = [decimal.Decimal(int(c)).scaleb(-2) for c in rng.integers(-2000, 9000, 40)]
+       |price = pa.array([None if k % 11 == 0 else prices[k % 40] for k in ids.tolist()], pa.decimal128(7, 2))
+       |qty = pa.array([None if k % 17 == 3 else int(k % 50) + 1 for k in ids.tolist()], pa.int32())
+       |day = pa.array([datetime.date(1998, 1, 1) + datetime.timedelta(days=int(k % 30)) for k in ids.tolist()])
+       |""".stripMargin
+
   /** A filter on integer, date and decimal columns of few values that the
     * output does not carry: the scan reads them as dictionary items (vectors
     * hollow) where their pages are dictionary-encoded, and selects pylance's rows. */
   for (version <- Seq("2.1", "2.2")) {
     test(s"a filter on columns of few numbers, dates and decimals not in the output selects pylance's rows ($version)") {
       val (dir, want) = PylanceProcess.tableWithRows("fixeditems", version,
-        """import datetime, decimal
-          |n = 20000
-          |rng = np.random.default_rng(11)
-          |ids = rng.permutation(n).astype(np.int64)
-          |prices = [decimal.Decimal(int(c)).scaleb(-2) for c in rng.integers(-2000, 9000, 40)]
-          |price = pa.array([None if k % 11 == 0 else prices[k % 40] for k in ids.tolist()], pa.decimal128(7, 2))
-          |qty = pa.array([None if k % 17 == 3 else int(k % 50) + 1 for k in ids.tolist()], pa.int32())
-          |day = pa.array([datetime.date(1998, 1, 1) + datetime.timedelta(days=int(k % 30)) for k in ids.tolist()])
-          |lance.write_dataset(pa.table({"id": pa.array(ids), "price": price, "qty": qty, "day": day}), path,
+        fewValues(11) +
+        """lance.write_dataset(pa.table({"id": pa.array(ids), "price": price, "qty": qty, "day": day}), path,
           |                    data_storage_version=version)
           |ds = lance.dataset(path)
           |ds.delete("id % 19 = 4")
@@ -188,15 +195,8 @@ class DictionaryItemsSuite extends AnyFunSuite {
   for (version <- Seq("2.1", "2.2")) {
     test(s"output columns of few numbers, dates and decimals read through their dictionary items are pylance's rows ($version)") {
       val (dir, want) = PylanceProcess.tableWithRows("fixedout", version,
-        """import datetime, decimal
-          |n = 20000
-          |rng = np.random.default_rng(12)
-          |ids = rng.permutation(n).astype(np.int64)
-          |prices = [decimal.Decimal(int(c)).scaleb(-2) for c in rng.integers(-2000, 9000, 40)]
-          |price = pa.array([None if k % 11 == 0 else prices[k % 40] for k in ids.tolist()], pa.decimal128(7, 2))
-          |qty = pa.array([None if k % 17 == 3 else int(k % 50) + 1 for k in ids.tolist()], pa.int32())
-          |day = pa.array([datetime.date(1998, 1, 1) + datetime.timedelta(days=int(k % 30)) for k in ids.tolist()])
-          |tiny = pa.array([None if k % 23 == 1 else int(k % 7) - 3 for k in ids.tolist()], pa.int8())
+        fewValues(12) +
+        """tiny = pa.array([None if k % 23 == 1 else int(k % 7) - 3 for k in ids.tolist()], pa.int8())
           |big = pa.array([(int(k % 9) - 4) * 10**15 for k in ids.tolist()], pa.int64())
           |lance.write_dataset(pa.table({"id": pa.array(ids), "price": price, "qty": qty, "day": day,
           |                              "tiny": tiny, "big": big}), path, data_storage_version=version)
