@@ -132,8 +132,8 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     * Parquet stores it in (INT32 or INT64): pylance stores such decimals in 16
     * bytes uncompressed, which made a projection of them weigh more than the
     * same projection of Parquet (TPC-DS q80 at scale factor 1: 287,514 rows of
-    * `store_returns`, two keys and two `DECIMAL(7,2)`, weighed 10.7 MB where
-    * Parquet's weigh 4.4, one more than Spark broadcasts, and their join was
+    * `store_returns`, two keys and two `DECIMAL(7,2)`, weighed 10.7 MB, over
+    * the 10 MB Spark broadcasts, where Parquet's weigh 4.4; their join was
     * sort-merged: 1.7x-1.9x Parquet's time). */
   def columnShare(fields: Seq[String]): Option[Double] =
     largestFragment.flatMap { frag =>

@@ -31,14 +31,14 @@ final class FragmentBatch(val vectors: Seq[FieldVector], offsetsOf: () => Array[
   /** Vector `i`'s rows as items of one page dictionary, where the file reader
     * saw them so (string columns whose batch rows all come from one page). */
   def dictionary(i: Int): Option[ColumnDictionary] =
-    dictionaries.lift(i).flatten.filter(!_.isFixed).map(new ColumnDictionary(_))
+    dictionaryColumn(i).filter(!_.isFixed).map(new ColumnDictionary(_))
 
   /** Vector `i`'s rows as fixed-width items of one page dictionary (integers,
     * dates, decimals of at most 18 digits), where the file reader saw them so.
     * With `itemsOnly` the vector's values may then be hollow: read them through
     * the items. */
   def fixedDictionary(i: Int): Option[ColumnDictionary] =
-    dictionaries.lift(i).flatten.filter(_.isFixed).map(new ColumnDictionary(_))
+    dictionaryColumn(i).filter(_.isFixed).map(new ColumnDictionary(_))
 
   /** Vector `i`'s dictionary items of either kind. */
   private[scan] def dictionaryColumn(i: Int): Option[DictionaryColumn] = dictionaries.lift(i).flatten
