@@ -86,13 +86,16 @@ object GeneralCodec {
     case other => s"compression ${other.getNumber}"
   }
 
-  /** The uncompressed bytes of `buf`. */
+  /** The uncompressed bytes of `buf` (read in place from its array when it
+    * has one: a mini-block chunk's buffer is a view of the chunk's bytes). */
   def decompress(c: BufferCompression, buf: ByteBuffer, ctx: CodecContext): ByteBuffer = {
-    val in = Codec.bytes(buf)
-    if (in.isEmpty) return Codec.wrap(in)
+    val len = buf.remaining()
+    if (len == 0) return Codec.wrap(Array.emptyByteArray)
+    val in = Codec.array(buf)
+    val start = Codec.arrayStart(buf)
     try c.getScheme match {
-      case CompressionScheme.COMPRESSION_ALGORITHM_ZSTD => Codec.wrap(zstd(in, ctx))
-      case CompressionScheme.COMPRESSION_ALGORITHM_LZ4  => Codec.wrap(lz4(in, ctx))
+      case CompressionScheme.COMPRESSION_ALGORITHM_ZSTD => Codec.wrap(zstd(in, start, len, ctx))
+      case CompressionScheme.COMPRESSION_ALGORITHM_LZ4  => Codec.wrap(lz4(in, start, len, ctx))
       case _ => ctx.fail(s"unsupported general compression scheme ${c.getScheme} (this reader knows zstd and lz4)")
     } catch {
       case e: MalformedInputException => ctx.fail(s"corrupt ${schemeName(c)} data: ${e.getMessage}")
@@ -112,19 +115,20 @@ object GeneralCodec {
   private val Decompressors: ThreadLocal[ZstdDecompressor] =
     ThreadLocal.withInitial[ZstdDecompressor](() => new ZstdDecompressor())
 
-  private def zstd(in: Array[Byte], ctx: CodecContext): Array[Byte] = {
+  /** `len` bytes of `in` from `start`: a zstd frame, bare or after its size. */
+  private def zstd(in: Array[Byte], start: Int, len: Int, ctx: CodecContext): Array[Byte] = {
     // a bare frame starts with the magic and has the frame header's reserved bit clear
-    val bare = in.length < 8 || (le32(in, 0) == ZstdMagic && (in(4) & 0x10) == 0)
-    val (start, size) =
+    val bare = len < 8 || (le32(in, start) == ZstdMagic && (in(start + 4) & 0x10) == 0)
+    val (from, size) =
       if (bare) {
-        val s = ZstdDecompressor.getDecompressedSize(in, 0, in.length)
+        val s = ZstdDecompressor.getDecompressedSize(in, start, len)
         if (s < 0) ctx.fail("a zstd frame without its content size")
-        (0, s)
-      } else (8, le64(in, 0))
-    if (size < 0 || size > Int.MaxValue - 16 || (size > (256L << 20) && size > 4096L * in.length))
-      ctx.fail(s"zstd data of ${in.length} bytes claims to hold $size bytes")
+        (start, s)
+      } else (start + 8, le64(in, start))
+    if (size < 0 || size > Int.MaxValue - 16 || (size > (256L << 20) && size > 4096L * len))
+      ctx.fail(s"zstd data of $len bytes claims to hold $size bytes")
     val out = new Array[Byte](size.toInt)
-    val got = try Decompressors.get().decompress(in, start, in.length - start, out, 0, out.length) catch {
+    val got = try Decompressors.get().decompress(in, from, start + len - from, out, 0, out.length) catch {
       case e: Throwable =>
         Decompressors.remove()  // (a fresh one after a failure: no state carried into the next frame)
         throw e
@@ -133,13 +137,14 @@ object GeneralCodec {
     out
   }
 
-  private def lz4(in: Array[Byte], ctx: CodecContext): Array[Byte] = {
-    if (in.length < 4) ctx.fail("lz4 data shorter than its size")
-    val size = le32(in, 0)
-    if (size < 0 || (size > (256L << 20) && size > 256L * in.length))
-      ctx.fail(s"lz4 data of ${in.length} bytes claims to hold $size bytes")
+  /** `len` bytes of `in` from `start`: an LZ4 block after its size as a u32. */
+  private def lz4(in: Array[Byte], start: Int, len: Int, ctx: CodecContext): Array[Byte] = {
+    if (len < 4) ctx.fail("lz4 data shorter than its size")
+    val size = le32(in, start)
+    if (size < 0 || (size > (256L << 20) && size > 256L * len))
+      ctx.fail(s"lz4 data of $len bytes claims to hold $size bytes")
     val out = new Array[Byte](size)
-    val got = if (size == 0) 0 else new Lz4Decompressor().decompress(in, 4, in.length - 4, out, 0, out.length)
+    val got = if (size == 0) 0 else new Lz4Decompressor().decompress(in, start + 4, len - 4, out, 0, out.length)
     if (got != size) ctx.fail(s"lz4 data decompressed to $got bytes, expected $size")
     out
   }
