@@ -30,7 +30,7 @@ class FastLanesSuite extends AnyFunSuite {
       val at = 3
       val (values, bytes) = packed(rng, t, w, at, s)
       val src = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
-      for (take <- Seq(FastLanes.GroupSize, 1000, 1); big <- Seq(false, true)) {
+      for (take <- Seq(FastLanes.GroupSize, 1000, 300, 128, 1); big <- Seq(false, true)) {
         val into = 7
         val dst = Array.fill(into + take + 2)(-9)
         val buf = if (big) src.duplicate().order(ByteOrder.BIG_ENDIAN) else src
