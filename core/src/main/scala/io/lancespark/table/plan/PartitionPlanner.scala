@@ -123,19 +123,20 @@ object PartitionPlanner {
     * order. So a table gets one partition per core, one of a few MB a single
     * partition, and many small fragments a partition per few dozen of them,
     * as the same bytes in Parquet files would. Beyond one partition per core
-    * the count is rounded up to a multiple of the cores. */
-  def defaultSplit(fragments: Vector[FragmentInfo], rowBytes: Double, target: SplitTarget): Long =
-    splitOf(fragments.map(f => (f.physicalRows, fragmentBytes(f, rowBytes))), target)
+    * the count is rounded up to a multiple of the cores. `share`: the part of
+    * each fragment's bytes the scan reads (its columns' share; 1 for all). */
+  def defaultSplit(fragments: Vector[FragmentInfo], rowBytes: Double, target: SplitTarget, share: Double = 1.0): Long =
+    splitOf(fragments.map(f => (f.physicalRows, fragmentBytes(f, rowBytes) * share)), target)
 
   /** Like [[defaultSplit]] over the rows `plans` kept (each fragment's planned
     * rows and their share of its bytes), as Spark sizes the splits of a file
     * scan over the files left after pruning them at run time: a scan pruned
     * to a fifth of its rows still gets a partition per core. */
-  def plannedSplit(plans: Vector[FragmentPlan], rowBytes: Double, target: SplitTarget): Long =
+  def plannedSplit(plans: Vector[FragmentPlan], rowBytes: Double, target: SplitTarget, share: Double = 1.0): Long =
     splitOf(plans.map { p =>
       val rows = p.mayMatch.count
       val f = p.fragment
-      (rows, if (f.physicalRows > 0) fragmentBytes(f, rowBytes) * rows / f.physicalRows else 0.0)
+      (rows, if (f.physicalRows > 0) fragmentBytes(f, rowBytes) * share * rows / f.physicalRows else 0.0)
     }, target)
 
   /** The split rule over sources of (rows, bytes). */
