@@ -81,6 +81,32 @@ def test_default_partitions_follow_sparks_rule_for_files(spark, tmp_path):
             spark.conf.unset(f"spark.sql.files.{k}")
 
 
+def test_partitions_are_sized_by_the_columns_read(spark, tmp_path):
+    """A scan's partitions are sized by the bytes of the columns it reads, not by whole files: the
+    8-byte ids of a table whose other column holds 128 hex characters a row get a partition per core
+    where the whole rows get many (pylance's uncompressed tables made four times Parquet's
+    partitions for a few of their columns)."""
+    n = 200_000
+    path = str(tmp_path / "wide.lance")
+    spark.range(0, n, numPartitions=2).selectExpr("id", "sha2(cast(id AS string), 512) AS wide") \
+        .write.format("lance").save(path)
+    cores = spark.sparkContext.defaultParallelism
+    spark.conf.set("spark.sql.files.maxPartitionBytes", 1 << 20)
+    spark.conf.set("spark.sql.files.openCostInBytes", 1 << 10)
+    try:
+        df = spark.read.format("lance").load(path)
+        whole = df.rdd.getNumPartitions()
+        ids = df.select("id").rdd.getNumPartitions()
+        filtered = df.where("wide < '8'").select("id").rdd.getNumPartitions()
+        assert whole >= 8, whole                    # ~13 MB of hex strings in 1 MB partitions
+        assert ids == cores, (ids, whole)           # ~0.5 MB of ids: one partition per core
+        assert filtered == whole, (filtered, whole)  # the filter reads the wide column: sized by it
+        assert df.select("id").agg({"id": "sum"}).first()[0] == n * (n - 1) // 2
+    finally:
+        for k in ("maxPartitionBytes", "openCostInBytes"):
+            spark.conf.unset(f"spark.sql.files.{k}")
+
+
 def test_batch_size_option_does_not_change_results(spark, stable):
     a = spark.read.format("lance").option("batchSize", 7).load(str(stable)).orderBy("id").collect()
     b = spark.read.format("lance").load(str(stable)).orderBy("id").collect()
