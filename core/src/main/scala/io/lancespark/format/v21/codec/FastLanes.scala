@@ -165,41 +165,29 @@ object FastLanes {
       var l = 0
       while (l < 64) {
         val v = in.getShort(at + 2 * l).toInt
-        val b = dstIndex + l
-        dst(b) = v & 1
-        dst(b + 128) = (v >>> 1) & 1
-        dst(b + 256) = (v >>> 2) & 1
-        dst(b + 384) = (v >>> 3) & 1
-        dst(b + 512) = (v >>> 4) & 1
-        dst(b + 640) = (v >>> 5) & 1
-        dst(b + 768) = (v >>> 6) & 1
-        dst(b + 896) = (v >>> 7) & 1
-        dst(b + 64) = (v >>> 8) & 1
-        dst(b + 192) = (v >>> 9) & 1
-        dst(b + 320) = (v >>> 10) & 1
-        dst(b + 448) = (v >>> 11) & 1
-        dst(b + 576) = (v >>> 12) & 1
-        dst(b + 704) = (v >>> 13) & 1
-        dst(b + 832) = (v >>> 14) & 1
-        dst(b + 960) = (v >>> 15) & 1
+        eightBits(dst, dstIndex + l, v)
+        eightBits(dst, dstIndex + l + 64, v >>> 8)
         l += 1
       }
     } else {
       var l = 0
       while (l < 128) {
-        val v = in.get(at + l).toInt
-        val b = dstIndex + l
-        dst(b) = v & 1
-        dst(b + 128) = (v >>> 1) & 1
-        dst(b + 256) = (v >>> 2) & 1
-        dst(b + 384) = (v >>> 3) & 1
-        dst(b + 512) = (v >>> 4) & 1
-        dst(b + 640) = (v >>> 5) & 1
-        dst(b + 768) = (v >>> 6) & 1
-        dst(b + 896) = (v >>> 7) & 1
+        eightBits(dst, dstIndex + l, in.get(at + l).toInt)
         l += 1
       }
     }
+
+  /** Bits 0-7 of `v` to positions `b`, `b + 128`, ..., `b + 896` (rows 0-7 of a lane). */
+  private def eightBits(dst: Array[Int], b: Int, v: Int): Unit = {
+    dst(b) = v & 1
+    dst(b + 128) = (v >>> 1) & 1
+    dst(b + 256) = (v >>> 2) & 1
+    dst(b + 384) = (v >>> 3) & 1
+    dst(b + 512) = (v >>> 4) & 1
+    dst(b + 640) = (v >>> 5) & 1
+    dst(b + 768) = (v >>> 6) & 1
+    dst(b + 896) = (v >>> 7) & 1
+  }
 
   /** The first `take` (< 1024) values of such a group: only the rows of the
     * lanes that hold them (a mini-block chunk of 128 wide values has 128
