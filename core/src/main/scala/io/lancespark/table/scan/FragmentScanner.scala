@@ -214,9 +214,6 @@ final class FragmentScanner(
     all
   }
 
-  /** The physical offsets in [from, until) neither deleted nor rejected by
-    * `matches` (bit i: offset from + i). With a filter, only its set bits are
-    * visited (a selective filter keeps few rows of a batch). */
   /** The positions in the batch of rows [base, base + n) of the fragment it
     * keeps: those `matches` holds (all without a filter), deleted rows left
     * out. The filter's bits are walked a word at a time (`BitSet.nextSetBit`
