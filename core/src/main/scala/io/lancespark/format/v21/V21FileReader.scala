@@ -402,6 +402,10 @@ final class V21FileReader private (
       if (top != rows) fail(s"field '${f.name}' (id ${f.id}): decoded $top rows, expected $rows")
       fill(f, vec, 0, leaves, loader, hollow = dictionary.isDefined && itemsOnly(f.id))
     }
+    // every value is in the batch's vectors now (copied; a dictionary column
+    // holds its index arrays and the page's items, neither decompressed into
+    // lent arrays): the chunks' arrays go back to the thread's pool
+    io.release()
   }
 
   /** Decoders of 2.1+ pages also take a missing element for corrupt data. */

@@ -204,6 +204,36 @@ class V21CodecChoiceSuite extends AnyFunSuite with BeforeAndAfterAll with Writer
       "lz4(flat(128")
   }
 
+  test("lz4 chunks decompressed into arrays reused across batches: every batch keeps its own values, also when batches of two files interleave") {
+    val rnd = new scala.util.Random(11)
+    def prices(k: Int): IndexedSeq[Any] =
+      IndexedSeq.fill(n)(if (rnd.nextInt(9) == 0) null else java.math.BigDecimal.valueOf(k * 7L + rnd.nextInt(10000000), 2))
+    val data = IndexedSeq(prices(1), prices(2))
+    val files = data.zipWithIndex.map { case (vals, k) =>
+      val (p, layouts) = write(s"reused_$k", decimal, vals, 2, WriteCodecs())
+      assert(layouts.forall(_.contains("lz4(flat(128")), layouts)
+      p
+    }
+    val readers = files.map(p => V21FileReader.openStandalone(new LocalFileSource(p)))
+    try {
+      // batches of rows that start and end inside chunks, alternating between the files;
+      // every batch's vectors stay open until all are read, then are compared again
+      val cuts = (0 to n by 3001) :+ n
+      val batches = for {
+        (a, b) <- cuts.zip(cuts.tail)
+        k <- 0 to 1
+      } yield {
+        val got = readers(k).read(readers(k).fileSchema.fields, a, b, allocator)
+        firstMismatch(s"file $k rows [$a, $b)", values(got.head), data(k).slice(a, b).toVector).foreach(m => fail(m))
+        (k, a, b, got)
+      }
+      try batches.foreach { case (k, a, b, got) =>
+        firstMismatch(s"file $k rows [$a, $b), after all batches", values(got.head), data(k).slice(a, b).toVector)
+          .foreach(m => fail(m))
+      } finally batches.foreach(_._4.foreach(_.close()))
+    } finally readers.foreach(_.close())
+  }
+
   test("random doubles with a fifth null: lz4 over flat chunks (it takes out the zeroed null slots)") {
     val rnd = new scala.util.Random(7)
     chooses("nullable_doubles", double, IndexedSeq.fill(n)(if (rnd.nextInt(5) == 0) null else rnd.nextDouble() * 0.5),

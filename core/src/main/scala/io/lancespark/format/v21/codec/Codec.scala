@@ -8,14 +8,15 @@ import io.lancespark.format.arrow.Block.VarBlock
 import io.lancespark.proto.encodings21.CompressiveEncoding
 
 /** Where a codec reports problems: the file, and the column and page. */
-final class CodecContext(val path: String, whereOf: => String, given: FastLanes.Scratch = null) {
+final class CodecContext(val path: String, whereOf: => String, sharedScratch: FastLanes.Scratch = null,
+                         val chunkBuffers: Option[ChunkBuffers] = None) {
   /** Where in the file, for messages (formatted only when one is made). */
   lazy val where: String = whereOf
 
   // the decoding thread's bit-unpacking scratch, looked up once a context (a
   // thread-local lookup a chunk showed in profiles of Spark's task threads),
   // or given by the caller (a batch's decodes share one: PageIO)
-  private var unpackScratch: FastLanes.Scratch = given
+  private var unpackScratch: FastLanes.Scratch = sharedScratch
 
   /** Scratch for [[FastLanes]]' unpacking; a context is used by one thread. */
   def scratch: FastLanes.Scratch = {

@@ -24,7 +24,11 @@ final case class GeneralCodec(general: General) extends Codec {
 
   override def miniBlock(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Block = {
     if (buffers.isEmpty) ctx.fail("a compressed chunk without buffers")
-    inner.miniBlock(buffers.updated(0, GeneralCodec.decompress(general.getCompression, buffers.head, ctx)), n, ctx)
+    val out: Int => Array[Byte] = ctx.chunkBuffers match {
+      case Some(b) => b.take
+      case None => GeneralCodec.fresh
+    }
+    inner.miniBlock(buffers.updated(0, GeneralCodec.decompress(general.getCompression, buffers.head, ctx, out)), n, ctx)
   }
 
   override def block(buffer: ByteBuffer, n: Int, ctx: CodecContext): Block =
@@ -88,14 +92,20 @@ object GeneralCodec {
 
   /** The uncompressed bytes of `buf` (read in place from its array when it
     * has one: a mini-block chunk's buffer is a view of the chunk's bytes). */
-  def decompress(c: BufferCompression, buf: ByteBuffer, ctx: CodecContext): ByteBuffer = {
+  def decompress(c: BufferCompression, buf: ByteBuffer, ctx: CodecContext): ByteBuffer = decompress(c, buf, ctx, fresh)
+
+  /** A new array of `size` bytes (decompressed data that outlives a batch). */
+  val fresh: Int => Array[Byte] = size => new Array[Byte](size)
+
+  /** As [[decompress]], into an array of the uncompressed size from `out`. */
+  def decompress(c: BufferCompression, buf: ByteBuffer, ctx: CodecContext, out: Int => Array[Byte]): ByteBuffer = {
     val len = buf.remaining()
     if (len == 0) return Codec.wrap(Array.emptyByteArray)
     val in = Codec.array(buf)
     val start = Codec.arrayStart(buf)
     try c.getScheme match {
-      case CompressionScheme.COMPRESSION_ALGORITHM_ZSTD => Codec.wrap(zstd(in, start, len, ctx))
-      case CompressionScheme.COMPRESSION_ALGORITHM_LZ4  => Codec.wrap(lz4(in, start, len, ctx))
+      case CompressionScheme.COMPRESSION_ALGORITHM_ZSTD => Codec.wrap(zstd(in, start, len, ctx, out))
+      case CompressionScheme.COMPRESSION_ALGORITHM_LZ4  => Codec.wrap(lz4(in, start, len, ctx, out))
       case _ => ctx.fail(s"unsupported general compression scheme ${c.getScheme} (this reader knows zstd and lz4)")
     } catch {
       case e: MalformedInputException => ctx.fail(s"corrupt ${schemeName(c)} data: ${e.getMessage}")
@@ -116,7 +126,7 @@ object GeneralCodec {
     ThreadLocal.withInitial[ZstdDecompressor](() => new ZstdDecompressor())
 
   /** `len` bytes of `in` from `start`: a zstd frame, bare or after its size. */
-  private def zstd(in: Array[Byte], start: Int, len: Int, ctx: CodecContext): Array[Byte] = {
+  private def zstd(in: Array[Byte], start: Int, len: Int, ctx: CodecContext, alloc: Int => Array[Byte]): Array[Byte] = {
     // a bare frame starts with the magic and has the frame header's reserved bit clear
     val bare = len < 8 || (le32(in, start) == ZstdMagic && (in(start + 4) & 0x10) == 0)
     val (from, size) =
@@ -127,7 +137,7 @@ object GeneralCodec {
       } else (start + 8, le64(in, start))
     if (size < 0 || size > Int.MaxValue - 16 || (size > (256L << 20) && size > 4096L * len))
       ctx.fail(s"zstd data of $len bytes claims to hold $size bytes")
-    val out = new Array[Byte](size.toInt)
+    val out = alloc(size.toInt)
     val got = try Decompressors.get().decompress(in, from, start + len - from, out, 0, out.length) catch {
       case e: Throwable =>
         Decompressors.remove()  // (a fresh one after a failure: no state carried into the next frame)
@@ -138,12 +148,12 @@ object GeneralCodec {
   }
 
   /** `len` bytes of `in` from `start`: an LZ4 block after its size as a u32. */
-  private def lz4(in: Array[Byte], start: Int, len: Int, ctx: CodecContext): Array[Byte] = {
+  private def lz4(in: Array[Byte], start: Int, len: Int, ctx: CodecContext, alloc: Int => Array[Byte]): Array[Byte] = {
     if (len < 4) ctx.fail("lz4 data shorter than its size")
     val size = le32(in, start)
     if (size < 0 || (size > (256L << 20) && size > 256L * len))
       ctx.fail(s"lz4 data of $len bytes claims to hold $size bytes")
-    val out = new Array[Byte](size)
+    val out = alloc(size)
     val got = if (size == 0) 0 else new Lz4Decompressor().decompress(in, start + 4, len - 4, out, 0, out.length)
     if (got != size) ctx.fail(s"lz4 data decompressed to $got bytes, expected $size")
     out

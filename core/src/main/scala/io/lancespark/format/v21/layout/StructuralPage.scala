@@ -10,7 +10,7 @@ import io.lancespark.schema.LanceFormatException
 import io.lancespark.format.file.{PageMeta, Region}
 import io.lancespark.format.input.{ByteReader, PlannedRead, RandomAccessSource}
 import io.lancespark.format.v21.{LeafColumn, LeafRun, Levels, RepDef}
-import io.lancespark.format.v21.codec.{Codec, CodecContext}
+import io.lancespark.format.v21.codec.{ChunkBuffers, Codec, CodecContext}
 import io.lancespark.proto.encodings21.{CompressiveEncoding, PageLayout, RepDefLayer}
 
 /** Where a page decode gets bytes: `input` for the batch's planned reads,
@@ -32,6 +32,23 @@ final class PageIO(val input: ByteReader, val source: RandomAccessSource) {
     * thread), looked up once a batch rather than once a page decode. */
   lazy val scratch: io.lancespark.format.v21.codec.FastLanes.Scratch =
     io.lancespark.format.v21.codec.FastLanes.localScratch()
+
+  private var lender: Option[ChunkBuffers] = None
+
+  /** The arrays this batch's compressed chunks are decompressed into, lent
+    * from the decoding thread's pool until [[release]]. */
+  def chunkBuffers: ChunkBuffers = lender.getOrElse {
+    val b = ChunkBuffers.forThisThread()
+    lender = Some(b)
+    b
+  }
+
+  /** Gives the batch's chunk arrays back: called once its values have been
+    * copied out, after which nothing decoded through this PageIO is read. */
+  def release(): Unit = {
+    lender.foreach(_.release())
+    last.clear()
+  }
 }
 
 /** A page as a layout's writer encodes it: its buffers, its layout and rows. */
@@ -64,7 +81,7 @@ abstract class StructuralPage(val meta: PageMeta, val leaf: LeafColumn) {
 
   /** A context for a decode of the batch `io` reads (its scratch). */
   protected def codecContext(io: PageIO): CodecContext =
-    new CodecContext(io.input.path, s"${leaf.where}, page ${meta.index}", io.scratch)
+    new CodecContext(io.input.path, s"${leaf.where}, page ${meta.index}", io.scratch, Some(io.chunkBuffers))
 
   @volatile private var defMapOnce: Array[Int] = _
 
