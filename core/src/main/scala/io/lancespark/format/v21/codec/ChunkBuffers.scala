@@ -22,6 +22,9 @@ final class ChunkBuffers private (pool: ChunkBuffers.Pool) {
     a
   }
 
+  /** [[take]] as a function, made once a batch (not once a chunk). */
+  val lend: Int => Array[Byte] = size => take(size)
+
   /** Gives the lent arrays back to the thread's pool: nothing may read what
     * was decompressed into them after this. */
   def release(): Unit = {

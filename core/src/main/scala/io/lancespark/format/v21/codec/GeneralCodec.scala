@@ -24,10 +24,7 @@ final case class GeneralCodec(general: General) extends Codec {
 
   override def miniBlock(buffers: IndexedSeq[ByteBuffer], n: Int, ctx: CodecContext): Block = {
     if (buffers.isEmpty) ctx.fail("a compressed chunk without buffers")
-    val out: Int => Array[Byte] = ctx.chunkBuffers match {
-      case Some(b) => b.take
-      case None => GeneralCodec.fresh
-    }
+    val out: Int => Array[Byte] = ctx.chunkBuffers.fold(GeneralCodec.fresh)(_.lend)
     inner.miniBlock(buffers.updated(0, GeneralCodec.decompress(general.getCompression, buffers.head, ctx, out)), n, ctx)
   }
 
