@@ -137,6 +137,78 @@ def test_filter_share_shrinks_the_estimate(spark, tmp_path):
     assert size < whole / 10
 
 
+def test_filter_share_of_files_without_statistics_is_sampled(spark, tmp_path):
+    """pylance keeps no page statistics, so they cannot estimate a filter's share: where the scan
+    weighed at every planned row is more than Spark broadcasts, the share is measured on a sample
+    of the rows (64 runs of 128 rows at seeded random positions, the filter evaluated), so that a
+    selective filter on a dimension table lets it be broadcast (TPC-DS q48, q85 and q91 on
+    pylance's tables sort-merged 1.9 million rows of `customer_demographics` whose filters keep
+    under a tenth: 1.5x-2x Parquet's time). The shape of that table, smaller: a cross product of
+    codes, a tenth of it deleted. Expected: pylance's count of the rows the filter keeps."""
+    import pyarrow as pa
+    n = 400_000
+    genders, marital = ["M", "F"], ["M", "S", "D", "W", "U"]
+    education = ["Primary", "Secondary", "College", "2 yr Degree", "4 yr Degree", "Advanced Degree", "Unknown"]
+    sk = list(range(n))
+    t = pa.table({"sk": pa.array(sk, pa.int32()),
+                  "gender": [genders[i % 2] for i in sk],
+                  "ms": [marital[(i // 2) % 5] for i in sk],
+                  "es": [education[(i // 10) % 7] for i in sk],
+                  "estimate": pa.array([((i // 70) % 20) * 500 for i in sk], pa.int32())})
+    path = str(tmp_path / "demographics.lance")
+    lance.write_dataset(t, path)
+    lance.dataset(path).delete("sk % 10 = 3")
+    live = lance.dataset(path).count_rows()
+    assert live == n - n // 10
+    flt = "(ms = 'M' AND es = '4 yr Degree') OR (ms = 'D' AND es = 'Primary') OR (ms = 'S' AND es = 'College')"
+    exact = lance.dataset(path).count_rows(filter=flt)
+    assert 0 < exact < live / 10
+    df = spark.read.format("lance").load(path)
+    dim = df.where(flt).select("sk")
+    # every row weighs a fifth of Spark's per-row estimate: 360,000 x (8 + 4) / 5 = 864 KB
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(400_000))
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        size, rows = stats(dim, leaf=True)
+        # codes with periods under a run's length (as customer_demographics'): close to exact
+        assert rows == pytest.approx(exact, rel=0.05), (rows, exact)
+        assert size < 400_000
+        probe = spark.range(0, 300_000).selectExpr("id AS k", "id * 3 AS v")
+        plan = probe.join(dim, probe.k == dim.sk)._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan and "BuildRight" in plan, plan
+        both = "es IN ('Primary', 'Unknown') AND gender = 'F'"
+        _, got = stats(df.where(both).select("sk"), leaf=True)
+        assert got == pytest.approx(lance.dataset(path).count_rows(filter=both), rel=0.05)
+        # runs of 70 equal values: each run of 128 rows sampled counts about as one row, so the
+        # estimate is coarse (over seeds, 95% of such samples fall within 0.45x-1.65x here)
+        clustered = "estimate >= 9000"
+        _, got = stats(df.where(clustered).select("sk"), leaf=True)
+        want = lance.dataset(path).count_rows(filter=clustered)
+        assert 0.45 * want <= got <= 1.65 * want, (got, want)
+        # no sampled row kept: not taken for none (half a stratum's share, 1/128)
+        _, none = stats(df.where("sk < 0").select("sk"), leaf=True)
+        assert lance.dataset(path).count_rows(filter="sk < 0") == 0
+        assert none == pytest.approx(live / 128, rel=0.001)
+        # turned off by its session setting: every planned row, as the statistics have it
+        spark.conf.set("spark.lance.sampleFilterShare", "false")
+        _, off = stats(df.where(flt).select("sk"), leaf=True)
+        assert off == live
+        spark.conf.set("spark.lance.sampleFilterShare", "sometimes")
+        with pytest.raises(Exception, match="spark.lance.sampleFilterShare must be true or false"):
+            stats(df.where(flt).select("sk"), leaf=True)
+        spark.conf.unset("spark.lance.sampleFilterShare")
+        # broadcasts off: nothing depends on the share, nothing is read for it; every planned row
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+        _, unsampled = stats(df.where(flt).select("sk"), leaf=True)
+        assert unsampled == live
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    # a scan small enough to broadcast at every row is not sampled either (the default 10 MB)
+    _, small = stats(df.where(flt).select("sk"), leaf=True)
+    assert small == live
+
+
 def test_projection_of_uncompressed_decimals_weighs_what_is_stored(spark, tmp_path):
     """pylance stores decimals uncompressed (16 bytes a value): weighed by their types alone, the
     integer keys of a decimal-heavy table as pylance writes it weigh more than their share,

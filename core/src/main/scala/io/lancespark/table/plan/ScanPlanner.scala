@@ -263,6 +263,21 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
     * the planned rows it keeps ([[Selectivity]]); 1 without a filter. */
   def selectivity: Double = filter.fold(1.0)(f => Selectivity.of(f, summaries(f.columns.toSet)))
 
+  /** Whether some column of the filter has no statistics in some planned
+    * fragment (files of other writers), so that [[selectivity]] counts its
+    * conditions as keeping every row. */
+  def filterLacksStatistics: Boolean =
+    filter.exists(f => plans.nonEmpty && !f.columns.forall(summaries(f.columns.toSet).contains))
+
+  /** The share of the planned rows the filter keeps in a sample of them, read
+    * from the data ([[SampledShare]]: a few thousand rows of the filter's
+    * columns, the filter evaluated exactly); 1 without a filter, None with no
+    * planned row. Read when first asked for, once. */
+  lazy val sampledSelectivity: Option[Double] = filter match {
+    case None => Some(1.0)
+    case Some(f) => if (plans.isEmpty) None else SampledShare.of(snapshot, plans, f)
+  }
+
   /** The rows of the planned row ranges (each fragment's share of its rows,
     * less its deleted share) and the bytes of the same share of each
     * fragment's data files ([[PartitionPlanner.fragmentBytes]], `rowBytes` an

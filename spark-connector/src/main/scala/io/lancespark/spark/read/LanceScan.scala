@@ -342,10 +342,35 @@ final class LanceScan(
     }
   }
 
-  /** The share of the planned rows the scan's filter keeps, as the
-    * statistics of its columns estimate it ([[ScanPlanner.selectivity]];
-    * 1 without a filter or without statistics), found once. */
-  private lazy val filterShare: Double = planner.selectivity
+  /** The share of the planned rows the scan's filter keeps, found once: as
+    * the statistics of its columns estimate it ([[ScanPlanner.selectivity]];
+    * 1 without a filter or without statistics); but where some of its columns
+    * have no statistics (files of other writers: pylance keeps none) and the
+    * scan weighed at that share is more than Spark broadcasts, as measured on
+    * a sample of the planned rows ([[ScanPlanner.sampledSelectivity]]: a few
+    * thousand rows of the filter's columns read, the filter evaluated), so
+    * that a selective filter on a dimension table lets it be broadcast as its
+    * statistics would (TPC-DS q48, q85 and q91 on pylance's tables weighed
+    * all 1.9 million rows of `customer_demographics` where their filters keep
+    * under a tenth: sort-merge joins, 1.5x-2x Parquet's time). Only when the
+    * decision depends on it: a scan already small enough, or with broadcasts
+    * off, reads nothing. Session setting [[LanceScan.SampleFilterShareConf]]. */
+  private lazy val filterShare: Double = {
+    val estimated = planner.selectivity
+    val threshold = SparkSession.active.sessionState.conf.autoBroadcastJoinThreshold
+    def rowsAt(kept: Double): Double = math.min(plannedRows * kept, limit.fold(Double.MaxValue)(_.toDouble))
+    def worth = threshold > 0 && LanceScan.sampleFilterShare && bytesAt(estimated, rowsAt(estimated)) > threshold &&
+      planner.filterLacksStatistics
+    if (filter.isEmpty || !worth) estimated else planner.sampledSelectivity.getOrElse(estimated)
+  }
+
+  /** The bytes of the scan without the cost-based optimizer, its filter
+    * keeping `kept` of the planned rows and `rows` returned (see [[estimateStatistics]]). */
+  private def bytesAt(kept: Double, rows: Double): Double = {
+    val planned = plannedRows * kept
+    math.max(plannedSize._2 * kept * (if (planned > 0) rows / planned else 1.0) * projectedShare,
+      rows * LanceScan.rowSize(outputSchema) * LanceScan.InMemoryShare)
+  }
 
   /** Statistics of the scan as planned, for Spark's join planning: the rows
     * of the row ranges left after pruning (each fragment's share of them less
@@ -370,7 +395,6 @@ final class LanceScan(
     * per-row size (as Spark sizes an analyzed table, in any format), and the
     * column statistics come with them. */
   override def estimateStatistics(): Statistics = {
-    val plannedBytes = plannedSize._2
     val cbo = SparkSession.active.sessionState.conf.cboEnabled
     val kept = filterShare
     val planned = plannedRows * kept
@@ -380,8 +404,7 @@ final class LanceScan(
     def avgLens: Map[String, Long] = summaries.flatMap { case (c, s) => s.avgLen.map(c.head -> _) }
     val bytes =
       if (cbo) math.max(1.0, math.ceil(rows) * LanceScan.rowSize(outputSchema, avgLens))
-      else math.max(plannedBytes * kept * (if (planned > 0) rows / planned else 1.0) * projectedShare,
-        rows * LanceScan.rowSize(outputSchema) * LanceScan.InMemoryShare)
+      else bytesAt(kept, rows)
     // column statistics only for the cost-based optimizer (the only user of
     // them): they read the page statistics of every column the scan returns,
     // carried through the filter as the optimizer carries them through a Filter
@@ -400,6 +423,17 @@ object LanceScan {
   /** The largest share of a scan's planned rows a runtime filter may leave
     * for the scan to take it ([[LanceScan.filter]]). */
   val RuntimeFilterKeep: Double = 0.9
+
+  /** The session setting that, `false`, keeps a scan from sampling its rows
+    * for its filter's share where its columns have no statistics (see
+    * `filterShare`; default `true`). */
+  val SampleFilterShareConf: String = "spark.lance.sampleFilterShare"
+
+  def sampleFilterShare: Boolean = SparkSession.active.conf.get(SampleFilterShareConf, "true").trim.toLowerCase match {
+    case "true" => true
+    case "false" => false
+    case other => throw new IllegalArgumentException(s"$SampleFilterShareConf must be true or false, not '$other'")
+  }
 
   def runtimeFilterRows: Double =
     scala.util.Try(SparkSession.active.conf.get(RuntimeFilterRowsConf, "500000").trim.toDouble).getOrElse(500000.0)
