@@ -418,12 +418,12 @@ def test_configure_on_a_spark_master(whole_cluster, tmp_path):
 
 
 def test_worker_killed_mid_write(whole_cluster, tmp_path):
-    """24 slow write tasks, each writing 10 files of 100 rows a little at a time;
+    """12 slow write tasks, each writing 10 files of 100 rows a little at a time;
     once both executors have written some, the worker of one that is writing is
     lost with its executor: Spark runs the lost task again on the other, the
     files the dead attempt wrote are not committed, and the table has every
     row exactly once."""
-    rows, parts = 24_000, 24
+    rows, parts = 12_000, 12
     table = tmp_path / "t.lance"
     driver = spark_submit(whole_cluster, tmp_path / "driver", "slow_write", table,
                           "--rows", str(rows), "--parts", str(parts), "--sleep", "0.3", "--files-of", "100")
