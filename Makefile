@@ -163,7 +163,7 @@ test:
 	wait $$lines; lrc=$$?; echo "== the Spark lines (target/lines.log):"; cat target/lines.log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
-# The randomized differential tests at length (make test runs 30 seeds per case and 10
+# The randomized differential tests at length (make test runs 30 seeds per case and 5
 # Delta sequences), every commit point a writer can be killed at (make test kills it at
 # two), concurrent writer processes (make test: threads), a worker killed mid-MERGE (make
 # test: mid-write), a streaming driver killed 8 times (make test: once), the whole pylance

@@ -7,7 +7,7 @@ commits it made must be the same on both sides (Lance versions and Delta version
 statements by the versions each side had before and after the statement).
 
 Reproducible: sequence ``i`` comes from ``random.Random(f"{CDF_SEED}:{i}")``; ``CDF_SEED``
-(default 20261127) and ``CDF_SEQUENCES`` (default 1; ``make test-long``: more) change them.
+(default 20261127) and ``CDF_SEQUENCES`` (default 2; ``make test-long``: more) change them.
 
 Also: a version pylance appends reads as inserts, a compaction as nothing, an overwrite as
 deletes and inserts; a start version removed by a cleanup and bad option combinations fail
@@ -34,7 +34,7 @@ from test_delta_differential import (COLS, DDL, DELTA_BUGS, SELECT, Gen, Stmt, T
 
 DEFAULT_SEED = 20261127
 SEED = int(os.environ.get("CDF_SEED", str(DEFAULT_SEED)))
-SEQUENCES = int(os.environ.get("CDF_SEQUENCES", "1"))
+SEQUENCES = int(os.environ.get("CDF_SEQUENCES", "2"))
 CDF_COLS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 

@@ -5,7 +5,7 @@ the same rows (and a statement must fail on both sides or on neither).  At the e
 sequence pylance must read the Lance table as Spark does.
 
 Reproducible: sequence ``i`` is generated from ``random.Random(f"{DIFF_SEED}:{i}")``;
-``DIFF_SEED`` (default 20240611) and ``DIFF_SEQUENCES`` (default 10; ``make test-long``: 200) change them.  A failure
+``DIFF_SEED`` (default 20240611) and ``DIFF_SEQUENCES`` (default 20; ``make test-long``: 200) change them.  A failure
 prints the seed, every statement so far (``{T}`` stands for the table) and the first rows that
 differ; the first failure of a run is also shrunk to a minimal statement list
 (``DIFF_MINIMIZE=0`` turns that off).
@@ -31,7 +31,7 @@ import pytest
 from lance_spark.testing import DELTA_PACKAGE, delta_settings, local_session
 
 SEED = int(os.environ.get("DIFF_SEED", "20240611"))
-SEQUENCES = int(os.environ.get("DIFF_SEQUENCES", "10"))
+SEQUENCES = int(os.environ.get("DIFF_SEQUENCES", "20"))
 MINIMIZE = os.environ.get("DIFF_MINIMIZE", "1") != "0"
 WORKERS = int(os.environ.get("DIFF_WORKERS", "2"))   # sequences run concurrently in the session
 
