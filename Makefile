@@ -96,7 +96,7 @@ cds: $(if $(filter 1,$(CDS)),$(CDS_ARCHIVE))
 test-python: $(if $(BUILT),,python cds)
 	JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n 2 tests
 
-# A slice of the randomized differential tests (30 seeds per case, 5 Delta sequences, 1 change-feed sequence) keeps
+# A slice of the randomized differential tests (20 seeds per case, 2 Delta sequences, 1 change-feed sequence) keeps
 # make test inside CI's budget; make test-long runs them at length. The modules run on two
 # pytest workers (pytest-xdist; a module and its Spark session stay on one worker, and so do
 # the modules that share a JVM's launch settings, one after another: conftest.py's groups;
@@ -104,7 +104,7 @@ test-python: $(if $(BUILT),,python cds)
 # --no-loadscope-reorder).
 test-integration: $(if $(BUILT),,python cds)
 	rm -rf target/spark-local
-	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-30} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-5} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
+	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-20} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-2} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
 	  JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder \
 	  --durations=30 $(INTEGRATION_ARGS) integration-tests
 
@@ -129,9 +129,9 @@ test-lines: python line-venvs
 	@$(MAKE) --no-print-directory run-lines
 
 # LINES: the lines to run; `main` is the venv's own pyspark (make test runs its test_spark_line.py with the interop modules).
-# LINE_SLICED: lines that run only LINE_SLICE_K's tests (make test: 4.0 and 4.1, between the
-# 3.5 and 4.2-4.3 lines that run them all: file versions read and written as pylance does,
-# DELETE / UPDATE / MERGE, the catalog, a procedure and a metadata table, the bundle chosen).
+# LINE_SLICED: lines that run only LINE_SLICE_K's tests (make test: 4.0, 4.1 and 4.3, beside
+# 3.5 and 4.2 that run them all: file versions read and written as pylance does, DELETE /
+# UPDATE / MERGE, the catalog, a procedure and a metadata table, the bundle chosen).
 LINES ?= $(LINE_PYSPARKS)
 LINE_SLICED ?=
 LINE_SLICE_K := not (vector_search or add_columns or update_columns or streaming or label_list or small_lookups or scalar_subqueries or joins_pruned)
@@ -155,7 +155,7 @@ test:
 	@( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
 	$(MAKE) --no-print-directory python fixtures || { wait $$venvs; exit 1; }; \
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
-	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" LINE_SLICED="4.0.5 4.1.4" > target/lines.log 2>&1 ) & lines=$$!; \
+	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" LINE_SLICED="4.0.5 4.1.4 4.3.0" > target/lines.log 2>&1 ) & lines=$$!; \
 	( $(MAKE) --no-print-directory cds > target/cds.log 2>&1 ) & cds=$$!; \
 	$(MAKE) --no-print-directory test-scala BUILT=1; rc=$$?; \
 	wait $$cds; cat target/cds.log; \
@@ -163,18 +163,20 @@ test:
 	wait $$lines; lrc=$$?; echo "== the Spark lines (target/lines.log):"; cat target/lines.log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
-# The randomized differential tests at length (make test runs 30 seeds per case and 5
+# The randomized differential tests at length (make test runs 20 seeds per case and 2
 # Delta sequences), every commit point a writer can be killed at (make test kills it at
 # two), concurrent writer processes (make test: threads), a worker killed mid-MERGE (make
 # test: mid-write), a streaming driver killed 8 times (make test: once), the whole pylance
 # read matrix (make test reads 4 of its 7 datasets), a history of 10,000 versions (make
-# test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a and 15 more of its
-# statements (make test: 14 of 30), all the pushdown predicates (make test: half), the clustered
-# GROUP BY's 4,000-row split, every core suite on 2.12.
+# test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a and 18 more of its
+# statements (make test: 11 of 30), all the pushdown predicates (make test: half), the clustered
+# GROUP BY's every case (make test: 4 of 9), TPC-H on pylance's tables (make test: 8 of 22),
+# random aggregates (make test: 2 of 4 seeds), the runtime-filter join (make test: 3 of 6), the
+# streaming change feed's 7 steps (make test: 5), every core suite on 2.12.
 test-long: python fixtures
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "++2.12.20 core/testOnly $(CORE_212_LONG_SUITES)" < /dev/null
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k differential integration-tests
-	LANCE_LONG_TESTS=1 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or 100mib or 100_mib or pushdown_matches or statement_equals_parquet or spark_submit_pipeline or clustered_group_by" integration-tests
+	LANCE_LONG_TESTS=1 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or 100mib or 100_mib or pushdown_matches or statement_equals_parquet or spark_submit_pipeline or clustered_group_by or pylance_written_tables or random_aggregates or join_on_clustered_key or streaming_change_feed" integration-tests
 
 demo: python
 	$(PY) examples/demo.py

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from bench import data
 
@@ -128,10 +128,10 @@ def source(spark, dat: Path, table: str):
             .option("dateFormat", "yyyy-MM-dd").csv(str(dat / f"{table}.dat")))
 
 
-def load(spark, dat: Path, lance_root: Path, parquet_root: Path) -> None:
-    """Each table written twice from the same DataFrame: as Lance by this connector (its default
-    options) and as Parquet by Spark (its defaults)."""
-    for t in TABLES:
+def load(spark, dat: Path, lance_root: Path, parquet_root: Path, tables: Optional[Sequence[str]] = None) -> None:
+    """Each table (of `tables`, default all) written twice from the same DataFrame: as Lance by
+    this connector (its default options) and as Parquet by Spark (its defaults)."""
+    for t in TABLES if tables is None else tables:
         df = source(spark, dat, t).cache()
         df.write.format("lance").mode("overwrite").save(str(lance_root / f"{t}.lance"))
         df.write.mode("overwrite").parquet(str(parquet_root / t))

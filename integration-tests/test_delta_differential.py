@@ -556,7 +556,7 @@ def test_statements_do_something(outcomes):
     assert len(failed) - expected <= 0.1 * len(log), sorted({e[1] for e in failed})[:10]
     for kind in ("insert", "delete", "update", "merge"):
         changed = [e for e in log if e[0] == kind and e[2]]
-        assert len(changed) >= min(3, SEQUENCES // 5), (kind, len(changed))
+        assert len(changed) >= max(1, min(3, SEQUENCES // 5)), (kind, len(changed))
 
 
 _minimized_once: List[int] = []

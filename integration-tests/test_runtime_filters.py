@@ -19,6 +19,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import types as T
 
+from conftest import LONG
+
 DAYS = 600
 ROWS = 48_000
 ITEMS = 400
@@ -133,8 +135,9 @@ def _fact_scan(spark, query: str):
         spark.conf.unset("spark.lance.localScanRows")
 
 
-@pytest.mark.parametrize("adaptive", ["true", "false"])
-@pytest.mark.parametrize("year", [2, 5, 9])
+# make test: each year once, adaptive execution on and off among them; make test-long: each both ways
+@pytest.mark.parametrize("year,adaptive", [(y, a) for y in (2, 5, 9) for a in ("true", "false")]
+                         if LONG else [(2, "true"), (5, "false"), (9, "true")])
 def test_join_on_clustered_key_equals_parquet(spark, tables, adaptive, year):
     spark.conf.set("spark.sql.adaptive.enabled", adaptive)
     try:
