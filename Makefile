@@ -129,15 +129,19 @@ test-lines: python line-venvs
 	@$(MAKE) --no-print-directory run-lines
 
 # LINES: the lines to run; `main` is the venv's own pyspark (make test runs its test_spark_line.py with the interop modules).
-# LINE_SLICED: lines that run only LINE_SLICE_K's tests (make test: 4.0, 4.1 and 4.3, beside
-# 3.5 and 4.2 that run them all: file versions read and written as pylance does, DELETE /
-# UPDATE / MERGE, the catalog, a procedure and a metadata table, the bundle chosen).
+# LINE_SLICED: lines that run only LINE_SLICE_K's tests (make test: 4.3, beside 3.5 and 4.2
+# that run them all: file versions read and written as pylance does, DELETE / UPDATE / MERGE,
+# the catalog, a procedure and a metadata table, the bundle chosen). LINE_SMOKED: lines that
+# run only LINE_SMOKE_K's (make test: 4.0 and 4.1, whose layers' Scala suites run on their
+# Spark: configure() chose the line's bundle, files written as pylance reads them, DML).
 LINES ?= $(LINE_PYSPARKS)
 LINE_SLICED ?=
 LINE_SLICE_K := not (vector_search or add_columns or update_columns or streaming or label_list or small_lookups or scalar_subqueries or joins_pruned)
+LINE_SMOKED ?=
+LINE_SMOKE_K := the_bundle_is_the_running_line or writes_that_pylance_reads or delete_update_merge
 run-lines:
 	@rm -rf target/lines && mkdir -p target/lines
-	printf '%s\n' $(LINES) | xargs -P $(LINE_JOBS) -I{} sh -c 'py=.venv-spark-{}/bin/python; [ {} = main ] && py=$(PY); k=; case " $(LINE_SLICED) " in *" {} "*) k="$(LINE_SLICE_K)";; esac; SPARK_LOCAL_DIRS=$(abspath target)/lines/local-{} JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" PYTHONPATH=python $$py -m pytest -q -p no:cacheprovider --basetemp=target/lines/tmp-{} $${k:+-k "$$k"} integration-tests/test_spark_line.py > target/lines/{}.log 2>&1; echo $$? > target/lines/{}.rc'
+	printf '%s\n' $(LINES) | xargs -P $(LINE_JOBS) -I{} sh -c 'py=.venv-spark-{}/bin/python; [ {} = main ] && py=$(PY); k=; case " $(LINE_SLICED) " in *" {} "*) k="$(LINE_SLICE_K)";; esac; case " $(LINE_SMOKED) " in *" {} "*) k="$(LINE_SMOKE_K)";; esac; SPARK_LOCAL_DIRS=$(abspath target)/lines/local-{} JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" PYTHONPATH=python $$py -m pytest -q -p no:cacheprovider --basetemp=target/lines/tmp-{} $${k:+-k "$$k"} integration-tests/test_spark_line.py > target/lines/{}.log 2>&1; echo $$? > target/lines/{}.rc'
 	@rc=0; for v in $(LINES); do \
 	  echo "== Spark $$v"; \
 	  if [ "$$(cat target/lines/$$v.rc)" = 0 ]; then tail -n 1 target/lines/$$v.log; else cat target/lines/$$v.log; rc=1; fi; \
@@ -155,7 +159,7 @@ test:
 	@( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
 	$(MAKE) --no-print-directory python fixtures || { wait $$venvs; exit 1; }; \
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
-	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" LINE_SLICED="4.0.5 4.1.4 4.3.0" > target/lines.log 2>&1 ) & lines=$$!; \
+	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" LINE_SLICED="4.3.0" LINE_SMOKED="4.0.5 4.1.4" > target/lines.log 2>&1 ) & lines=$$!; \
 	( $(MAKE) --no-print-directory cds > target/cds.log 2>&1 ) & cds=$$!; \
 	$(MAKE) --no-print-directory test-scala BUILT=1; rc=$$?; \
 	wait $$cds; cat target/cds.log; \
@@ -168,11 +172,12 @@ test:
 # two), concurrent writer processes (make test: threads), a worker killed mid-MERGE (make
 # test: mid-write), a streaming driver killed 8 times (make test: once), the whole pylance
 # read matrix (make test reads 4 of its 7 datasets), a history of 10,000 versions (make
-# test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a and 18 more of its
-# statements (make test: 11 of 30), all the pushdown predicates (make test: half), the clustered
+# test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a and 20 more of its
+# statements (make test: 9 of 30), all the pushdown predicates (make test: half), the clustered
 # GROUP BY's every case (make test: 4 of 9), TPC-H on pylance's tables (make test: 8 of 22),
 # random aggregates (make test: 2 of 4 seeds), the runtime-filter join (make test: 3 of 6), the
-# streaming change feed's 7 steps (make test: 5), every core suite on 2.12.
+# streaming change feed's 7 steps (make test: 5), 8 threads appending 5 times each to a bucket
+# (make test: 3), every core suite on 2.12.
 test-long: python fixtures
 	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "++2.12.20 core/testOnly $(CORE_212_LONG_SUITES)" < /dev/null
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k differential integration-tests

@@ -18,7 +18,7 @@ import pytest
 import concurrent_writers
 import s3_server
 from compare import assert_same, assert_same_table, oracle_rows
-from conftest import new_session, long_only
+from conftest import LONG, long_only, new_session
 from scan_metrics import scan_metrics
 
 UNSAFE_BUCKET = "unsafe"
@@ -97,15 +97,18 @@ def _ids(s3, key: str, version: int | None = None) -> list[int]:
     return _pylance(s3, key, version).to_table(columns=["id"])["id"].to_pylist()
 
 
+APPENDS = 5 if LONG else 3
+
+
 def test_concurrent_appends_from_threads_all_land(spark, s3):
-    """The issue's reproduction: 8 threads of one driver append 5 times each."""
+    """The issue's reproduction: 8 threads of one driver append 3 times each (5 in make test-long)."""
     url = s3.url("threads.lance")
     spark.range(0).write.format("lance").save(url)
     errors: list = []
 
     def append(k: int) -> None:
         try:
-            for r in range(5):
+            for r in range(APPENDS):
                 start = k * 1000 + r * 100
                 spark.range(start, start + 10, numPartitions=1).write.format("lance").mode("append").save(url)
         except Exception as e:  # noqa: BLE001
@@ -116,9 +119,9 @@ def test_concurrent_appends_from_threads_all_land(spark, s3):
     [t.join(600) for t in threads]
     assert not errors, errors
     ds = _pylance(s3, "threads.lance")
-    assert ds.version == 1 + 40
+    assert ds.version == 1 + 8 * APPENDS
     ids = _ids(s3, "threads.lance")
-    want = [k * 1000 + r * 100 + j for k in range(8) for r in range(5) for j in range(10)]
+    want = [k * 1000 + r * 100 + j for k in range(8) for r in range(APPENDS) for j in range(10)]
     assert sorted(ids) == sorted(want)                       # every row exactly once
     for v in range(1, ds.version + 1):                        # every version readable
         _pylance(s3, "threads.lance", v).to_table()
