@@ -156,15 +156,19 @@ run-lines:
 # test_spark_line.py among the interop modules).
 test:
 	@mkdir -p target
-	@( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
+	@t0=$$(date +%s); at() { echo "$$1 at $$(( $$(date +%s) - t0 )) s"; }; \
+	( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
 	$(MAKE) --no-print-directory python fixtures || { wait $$venvs; exit 1; }; \
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
-	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" LINE_SLICED="4.3.0" LINE_SMOKED="4.0.5 4.1.4" > target/lines.log 2>&1 ) & lines=$$!; \
+	at "builds done" > target/phases.txt; \
+	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" LINE_SLICED="4.3.0" LINE_SMOKED="4.0.5 4.1.4" > target/lines.log 2>&1; rc=$$?; at "lines done" >> target/phases.txt; exit $$rc ) & lines=$$!; \
 	( $(MAKE) --no-print-directory cds > target/cds.log 2>&1 ) & cds=$$!; \
-	$(MAKE) --no-print-directory test-scala BUILT=1; rc=$$?; \
+	$(MAKE) --no-print-directory test-scala BUILT=1; rc=$$?; at "Scala suites done" >> target/phases.txt; \
 	wait $$cds; cat target/cds.log; \
-	[ $$rc = 0 ] && { $(MAKE) --no-print-directory test-python test-integration BUILT=1; rc=$$?; }; \
+	[ $$rc = 0 ] && { $(MAKE) --no-print-directory test-python BUILT=1; rc=$$?; at "Python tests done" >> target/phases.txt; }; \
+	[ $$rc = 0 ] && { $(MAKE) --no-print-directory test-integration BUILT=1; rc=$$?; at "integration done" >> target/phases.txt; }; \
 	wait $$lines; lrc=$$?; echo "== the Spark lines (target/lines.log):"; cat target/lines.log; \
+	echo "== make test's phases (seconds from its start; the lines run beside the Scala suites):"; cat target/phases.txt; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
 # The randomized differential tests at length (make test runs 20 seeds per case and 2
