@@ -309,6 +309,50 @@ def test_dictionary_numbers_through_spark_expressions(spark, tmp_path, writer):
         assert_same_table(got, want.filter(keep).select(["id", "l", "p", "h"]), f"{writer}, filtered")
 
 
+def test_dictionary_of_many_items_through_spark_expressions(spark, tmp_path):
+    """A page dictionary of thousands of decimals and 64-bit integers (more items than a
+    batch's values are read through in place: they are gathered once a batch): every row,
+    sum and filtered projection equals pylance's, with nulls, deletions and batches that
+    start inside the page."""
+    import decimal
+    import re
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from lance.file import LanceFileReader
+    from pyspark.sql import functions as F
+
+    from compare import assert_same_table
+
+    n, distinct = 40_000, 6_000
+    rng = np.random.default_rng(17)
+    cents = rng.integers(-500_000, 2_000_000, distinct)
+    big = rng.integers(-(10**15), 10**15, distinct)
+    pick = rng.integers(0, distinct, n)
+    rows = [(i, None if i % 13 == 4 else decimal.Decimal(int(cents[k])).scaleb(-2),
+             None if i % 17 == 5 else int(big[k])) for i, k in enumerate(pick.tolist())]
+    path = str(tmp_path / "many_items.lance")
+    (spark.createDataFrame(rows, "id bigint, m decimal(7,2), l bigint").coalesce(1).write.format("lance")
+     .option("fileVersion", "2.2").save(path))
+    ds = lance.dataset(path)
+    meta = LanceFileReader(f"{path}/data/{ds.get_fragments()[0].data_files()[0].path}").metadata()
+    for c in (1, 2):   # each column one page, a dictionary of its distinct values (most of the 6,000)
+        pages = [str(p.encoding) for p in meta.columns[c].pages]
+        items = [int(x) for x in re.findall(r"num_dictionary_items: (\d+)", pages[0])]
+        assert len(pages) == 1 and items and items[0] > 5_000, (c, len(pages), items)
+    ds.delete("id % 89 = 7")
+    want = lance.dataset(path).to_table()
+    for batch in (700, 8192):
+        df = spark.read.format("lance").option("batchSize", batch).load(path)
+        assert_same_table(df, want, f"batchSize {batch}")
+        sums = df.agg(F.sum("m").alias("m"), F.sum("l").alias("l")).collect()[0]
+        assert (sums["m"], sums["l"]) == (pc.sum(want["m"]).as_py(), pc.sum(want["l"]).as_py()), f"batchSize {batch}"
+        got = df.where("id % 3 = 1").select("id", "m", "l")
+        keep = pa.array(want["id"].to_numpy() % 3 == 1)
+        assert_same_table(got, want.filter(keep).select(["id", "m", "l"]), f"batchSize {batch}, filtered")
+
+
 @pytest.mark.parametrize("writer", ["pylance-2.0", "pylance-2.2", "spark-2.2"])
 def test_string_lengths_through_spark_expressions(spark, tmp_path, writer):
     """Unique (not dictionary) strings, some batches all ASCII and some with multi-byte

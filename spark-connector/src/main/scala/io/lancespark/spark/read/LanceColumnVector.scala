@@ -102,7 +102,22 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   // the rows' items and the items' values (integers of the column's width; decimals unscaled)
   private val itemIds: Array[Int] = if (fixedItems == null) null else fixedItems.itemIds
   private val itemKeys: Array[Long] = if (fixedItems == null) null else fixedItems.itemKeys
-  @inline private def key(rowId: Int): Long = itemKeys(itemIds(rowId))
+  // with more items than the processor's caches hold near (a page of money
+  // amounts: tens of thousands), the rows' values gathered once in a tight
+  // loop, whose independent loads overlap, rather than each on its access
+  private val gathered: Array[Long] =
+    if (fixedItems == null || itemKeys.length <= LanceColumnVector.GatherItems) null
+    else {
+      val out = new Array[Long](itemIds.length)
+      var i = 0
+      while (i < out.length) {
+        val k = itemIds(i)
+        out(i) = if (k >= 0 && k < itemKeys.length) itemKeys(k) else 0L // (a null row's id may be any)
+        i += 1
+      }
+      out
+    }
+  @inline private def key(rowId: Int): Long = if (gathered != null) gathered(rowId) else itemKeys(itemIds(rowId))
   private val offsetAddress: Long = vector match {
     case v: VarCharVector => v.getOffsetBufferAddress
     case _ => 0L
@@ -182,10 +197,18 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
     if (kind == LanceColumnVector.Float64) Platform.getDouble(null, dataAddress + 8L * rowId)
     else vector.asInstanceOf[Float8Vector].get(rowId)
 
+  // Small enough to be inlined into Spark's generated code, where the Decimal
+  // it returns usually never escapes (and is not allocated): values of at
+  // most 18 digits, stored or read through dictionary items, made at one
+  // allocation site (the JIT does not scalar-replace two that merge, and the
+  // branch profile is the method's, shared by the batches of both kinds)
   private def getDecimal0(rowId: Int, precision: Int, scale: Int): Decimal =
-    if (kind == LanceColumnVector.Decimal128 && precision <= Decimal.MAX_LONG_DIGITS && !isNullAt0(rowId))
-      // the low 8 bytes of a little-endian two's-complement 128-bit value that fits a long
-      Decimal.createUnsafe(Platform.getLong(null, dataAddress + 16L * rowId), precision, scale)
+    if (precision <= Decimal.MAX_LONG_DIGITS && (kind == LanceColumnVector.Decimal128 || kind == LanceColumnVector.FixedItems) &&
+        !isNullAt0(rowId))
+      Decimal.createUnsafe(
+        // the low 8 bytes of a little-endian two's-complement 128-bit value that fits a long
+        if (kind == LanceColumnVector.Decimal128) Platform.getLong(null, dataAddress + 16L * rowId) else key(rowId),
+        precision, scale)
     else slowDecimal(rowId, precision, scale)
 
   private def slowDecimal(rowId: Int, precision: Int, scale: Int): Decimal = {
@@ -327,6 +350,9 @@ private object LanceColumnVector {
   val Utf8 = 5
   val Utf8Dictionary = 6
   val Decimal128 = 7
+
+  /** Most dictionary items read in place; with more, a batch's values are gathered. */
+  val GatherItems: Int = 4096
   val Int16 = 8
   val Int8 = 9
   val FixedItems = 10
