@@ -34,8 +34,8 @@ private[format] final case class FixedValues(width: Int, bytes: Array[Byte]) ext
       case 1 => while (k < out.length) { out(k) = bytes(k).toLong; k += 1 }
       case 2 => val s = shorts; while (k < out.length) { out(k) = s(k).toLong; k += 1 }
       case 4 => val s = ints; while (k < out.length) { out(k) = s(k).toLong; k += 1 }
-      case 8 => val s = longs; while (k < out.length) { out(k) = s(k); k += 1 }
-      case 16 => val s = longs; while (k < out.length) { out(k) = s(2 * k); k += 1 }
+      case 8 => ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(out)
+      case 16 => FixedValues.lowWords(bytes, out)
       case w => throw new IllegalStateException(s"no integer keys for items of $w bytes")
     }
     out
@@ -46,6 +46,17 @@ private[format] final case class FixedValues(width: Int, bytes: Array[Byte]) ext
     read(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN))
   }
 }
+private[format] object FixedValues {
+  /** `out(k)` = the low little-endian word of 16-byte item k of `bytes`: a
+    * loop of its own, compiled on its own (a page's items are tens of
+    * thousands, read once a page). */
+  private[format] def lowWords(bytes: Array[Byte], out: Array[Long]): Unit = {
+    val b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
+    var k = 0
+    while (k < out.length) { out(k) = b.getLong(k << 4); k += 1 }
+  }
+}
+
 /** Every item is null. */
 private[format] case object AllNullValues extends DictionaryValues
 
