@@ -105,8 +105,10 @@ final class LanceColumnVector(sparkType: DataType, val vector: ValueVector,
   // with more items than the processor's caches hold near (a page of money
   // amounts: tens of thousands), the rows' values gathered once in a tight
   // loop, whose independent loads overlap, rather than each on its access
+  // (not when a filter kept under a quarter of the rows: those few looked up)
   private val gathered: Array[Long] =
-    if (fixedItems == null || itemKeys.length <= LanceColumnVector.GatherItems) null
+    if (fixedItems == null || itemKeys.length <= LanceColumnVector.GatherItems ||
+        (rows != null && rows.length < itemIds.length / 4)) null
     else {
       val out = new Array[Long](itemIds.length)
       var i = 0
