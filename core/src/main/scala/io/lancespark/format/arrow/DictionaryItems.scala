@@ -50,7 +50,7 @@ private[format] object FixedValues {
   /** `out(k)` = the low little-endian word of 16-byte item k of `bytes`: a
     * loop of its own, compiled on its own (a page's items are tens of
     * thousands, read once a page). */
-  private[format] def lowWords(bytes: Array[Byte], out: Array[Long]): Unit = {
+  private def lowWords(bytes: Array[Byte], out: Array[Long]): Unit = {
     val b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
     var k = 0
     while (k < out.length) { out(k) = b.getLong(k << 4); k += 1 }

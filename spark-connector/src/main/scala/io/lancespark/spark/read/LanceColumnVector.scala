@@ -352,12 +352,12 @@ private object LanceColumnVector {
   val Utf8 = 5
   val Utf8Dictionary = 6
   val Decimal128 = 7
-
-  /** Most dictionary items read in place; with more, a batch's values are gathered. */
-  val GatherItems: Int = 4096
   val Int16 = 8
   val Int8 = 9
   val FixedItems = 10
+
+  /** Most dictionary items read in place; with more, a batch's values are gathered. */
+  val GatherItems: Int = 4096
 
   // states of a string batch's ASCII check
   val Unchecked = 0
