@@ -28,9 +28,10 @@ $(VENV)/.installed: requirements-dev.txt
 venv: $(VENV)/.installed
 
 # The bundle jars for spark-submit --jars, one per Spark line (sbt fetches itself and the build
-# from Maven Central): 3.5 on Scala 2.12 and 2.13, 4.0, 4.1, 4.2 (`++` switches the core too).
+# from Maven Central): 3.5 on Scala 2.12 and 2.13, 4.0, 4.1, 4.2 (`++` switches the core too);
+# the four 2.13 lines' layers compile side by side (`all`) once their core is compiled.
 jar:
-	$(SBT) "++2.12.20 spark35/assembly" "++2.13.18 spark35/assembly" "spark40/assembly" "spark41/assembly" "spark42/assembly" < /dev/null
+	$(SBT) "++2.12.20 spark35/assembly" "++2.13.18" "all spark35/assembly spark40/assembly spark41/assembly spark42/assembly" < /dev/null
 
 # The Python package with the jar inside, installed into the venv.
 # Builds and installs the wheel (it generates protos and packs the jar); tests/ also
@@ -56,15 +57,15 @@ fixtures: venv
 	$(PY) tests/fixtures/legacy_fixtures.py $(FIXTURES)
 	$(PY) tests/fixtures/old_releases.py $(FIXTURES)/old_releases
 
-# Scala 2.12 runs the core suites but those that mostly wait on pylance processes (index and
-# vector index builds checked by pylance, old releases, compaction): the codec (with its choice of
-# encodings), commit, filter, planning and aggregate suites run on both; make test-long runs the
-# rest on 2.12 too.
-CORE_212_LONG_SUITES := *IvfBuildSuite *VectorIndexSuite *VectorSearchSuite *IndexBuildSuite *KeyedBuildSuite *ScalarIndexSuite *OldReleasesSuite *CompactionSuite
+# The core suites (a slice of their longest cases: LongTests) and each 2.13 line's layer suites
+# run side by side (`all`: the core's suites leave part of a core idle waiting on pylance
+# processes). Scala 2.12's build is tested in make test by Spark 3.5.9's line (pip's pyspark 3.5
+# is Scala 2.12: the real-Spark tests of test_spark_line.py on the 3.5_2.12 bundle); make
+# test-long runs every core suite and the 3.5 layer's suites on 2.12 too.
 # BUILT=1: the package and fixtures are built already (make test builds them first).
 BUILT ?=
 test-scala: $(if $(BUILT),,venv fixtures)
-	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "core/test" "spark42/test" "spark41/test" "spark40/test" "spark35/test" "++2.12.20 core/testOnly * $(addprefix -,$(CORE_212_LONG_SUITES))" "spark35/test" < /dev/null
+	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "all core/test spark42/test spark41/test spark40/test spark35/test" < /dev/null
 
 # The JVMs the Python tests start (Spark drivers, spark-submit, the Connect server and the
 # standalone cluster) compile with C1 only and collect with the serial collector: each runs
@@ -96,15 +97,16 @@ cds: $(if $(filter 1,$(CDS)),$(CDS_ARCHIVE))
 test-python: $(if $(BUILT),,python cds)
 	JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n 2 tests
 
-# A slice of the randomized differential tests (20 seeds per case, 2 Delta sequences, 1 change-feed sequence) keeps
-# make test inside CI's budget; make test-long runs them at length. The modules run on two
+# A slice of the randomized differential tests (20 seeds per case, 2 Delta sequences; the change
+# feed against Delta's in its streaming test's seeded sequence) keeps make test inside CI's budget;
+# make test-long runs them at length. The modules run on two
 # pytest workers (pytest-xdist; a module and its Spark session stay on one worker, and so do
 # the modules that share a JVM's launch settings, one after another: conftest.py's groups;
 # PYTEST_WORKERS=1 runs them one after another), longest first (conftest.py's order, kept by
 # --no-loadscope-reorder).
 test-integration: $(if $(BUILT),,python cds)
 	rm -rf target/spark-local
-	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-20} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-2} CDF_SEQUENCES=$${CDF_SEQUENCES:-1} \
+	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-20} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-2} CDF_SEQUENCES=$${CDF_SEQUENCES:-0} \
 	  JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder \
 	  --durations=30 $(INTEGRATION_ARGS) integration-tests
 
@@ -171,21 +173,27 @@ test:
 	echo "== make test's phases (seconds from its start; the lines run beside the Scala suites):"; cat target/phases.txt; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
-# The randomized differential tests at length (make test runs 20 seeds per case and 2
-# Delta sequences), every commit point a writer can be killed at (make test kills it at
-# two), concurrent writer processes (make test: threads), a worker killed mid-MERGE (make
-# test: mid-write), a streaming driver killed 8 times (make test: once), the whole pylance
-# read matrix (make test reads 4 of its 7 datasets), a history of 10,000 versions (make
-# test: 1,000), a table of 100,000 fragments (make test: 5,000), TPC-DS's q14a and 20 more of its
-# statements (make test: 9 of 30), all the pushdown predicates (make test: half), the clustered
-# GROUP BY's every case (make test: 4 of 9), TPC-H on pylance's tables (make test: 8 of 22),
-# random aggregates (make test: 2 of 4 seeds), the runtime-filter join (make test: 3 of 6), the
-# streaming change feed's 7 steps (make test: 5), 8 threads appending 5 times each to a bucket
-# (make test: 3), every core suite on 2.12.
-test-long: python fixtures
-	LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "++2.12.20 core/testOnly $(CORE_212_LONG_SUITES)" < /dev/null
+# Everything make test runs a slice of, at length: the randomized differential tests (make test:
+# 20 seeds per case, 2 Delta sequences, the change feed's streaming sequence), every commit point
+# a writer can be killed at (make test kills it at two), concurrent writer processes and sessions
+# (make test: threads), the cluster's spark-submit pipelines on local disk and S3 (make test:
+# spark-submit with a worker killed mid-write) and a worker killed mid-MERGE, a streaming driver
+# killed 8 times (make test: once) and the stream on S3, the whole pylance read matrix (make test
+# reads 4 of its 7 datasets), a history of 10,000 versions (make test: 1,000), a table of 100,000
+# fragments (make test: 5,000), TPC-DS's q14a and 22 more of its statements (make test: 7 of 30),
+# TPC-H's 22 queries on our tables and on pylance's (make test: each query once, on one of them),
+# every DML conformance case (make test: every other one), all the pushdown predicates (make
+# test: half), the clustered GROUP BY's every case (make test: 4 of 9), random aggregates (make
+# test: 1 of 4 seeds), the runtime-filter join (make test: 3 of 6), the streaming change feed's
+# 7 steps (make test: 5), 8 threads appending 5 times each to a bucket (make test: 3), the core
+# suites' longest cases (LongTests) and every core suite and the 3.5 layer's on Scala 2.12, and
+# every Spark line's whole test_spark_line.py (make test: 3.5 whole, 4.3 a slice, 4.0 and 4.1
+# a smoke test).
+test-long: python fixtures line-venvs
+	LANCE_LONG_TESTS=1 LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "all core/test spark42/test spark41/test spark40/test spark35/test" "++2.12.20 core/test" "++2.12.20 spark35/test" < /dev/null
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k differential integration-tests
-	LANCE_LONG_TESTS=1 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k "killed or recall_equals or from_processes or through_the_store or test_read_interop or old_release_damage or long_history or many_fragments or vector_search or 100mib or 100_mib or pushdown_matches or statement_equals_parquet or spark_submit_pipeline or clustered_group_by or pylance_written_tables or random_aggregates or join_on_clustered_key or streaming_change_feed" integration-tests
+	LANCE_LONG_TESTS=1 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k "not differential" integration-tests
+	@$(MAKE) --no-print-directory run-lines LINES="$(LINE_PYSPARKS)"
 
 demo: python
 	$(PY) examples/demo.py

@@ -158,7 +158,7 @@ def _filter(rnd: random.Random) -> str:
                        "WHERE id % 5 = 1", "WHERE startswith(g, 'lo')"])
 
 
-@pytest.mark.parametrize("seed", range(4 if LONG else 2))   # make test: 2 seeds
+@pytest.mark.parametrize("seed", range(4 if LONG else 1))   # make test: 1 seed
 def test_random_aggregates_equal_spark(spark, table, seed):
     rnd = random.Random(1000 + seed)
     for _ in range(12):

@@ -329,7 +329,7 @@ def operations(path: Path) -> list[str]:
 
 # --- tests ----------------------------------------------------------------------
 
-@long_only   # make test runs the same pipeline with the table and warehouse on S3 (below)
+@long_only   # make test: spark-submit --jars in test_worker_killed_mid_write, S3 in test_object_store.py
 def test_spark_submit_pipeline(whole_cluster, tmp_path):
     """spark-submit --jars: the demo's steps, MERGE, DELETE, a filtered scan and a
     CTAS into the catalog's warehouse, all run by executors on both workers."""
@@ -367,6 +367,7 @@ def test_spark_submit_pipeline(whole_cluster, tmp_path):
     assert len(fetched_jars(whole_cluster, result["app_id"])) == 2
 
 
+@long_only   # make test: spark-submit --jars in test_worker_killed_mid_write, S3 in test_object_store.py
 def test_spark_submit_pipeline_on_s3(whole_cluster, tmp_path):
     """The same pipeline with the table and the warehouse in an S3 bucket (moto on
     localhost, through S3A): executors on both workers read and write the bucket,

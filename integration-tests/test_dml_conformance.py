@@ -14,7 +14,10 @@ a NULL struct value is an error naming the column, so the cases that set a
 struct to NULL expect that error and an unchanged table; MAP columns are stored
 as ARRAY<STRUCT<key, value>>, so the nested-field cases use that type for `m`
 (map('k', 'v') becomes map_entries(map('k', 'v'))) and one case checks the
-clear error when a MAP is assigned."""
+clear error when a MAP is assigned.
+
+make test runs every other case in this file's order (conftest.HALVED); make
+test-long runs all."""
 from __future__ import annotations
 
 import re

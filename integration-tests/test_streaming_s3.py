@@ -67,6 +67,7 @@ def _source(spark, url: str, out, ckpt) -> None:
     assert q.exception() is None
 
 
+@long_only   # make test: the sink and source on local disk (test_streaming.py), S3 commits in test_object_store.py
 def test_sink_and_source_on_s3a(spark, s3, tmp_path):
     src = tmp_path / "in"
     for k in range(4):

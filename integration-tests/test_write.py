@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from compare import assert_same, assert_same_table, oracle_rows, spark_rows
+from conftest import long_only
 from lance_spark import reader
 
 SCHEMA = T.StructType([
@@ -290,6 +291,7 @@ spark.stop()
 """
 
 
+@long_only   # make test: appends from threads (test_object_store.py, test_external_manifest_store.py)
 def test_concurrent_appends_from_separate_sessions_all_land(spark, tmp_path):
     import subprocess
     import sys as _sys

@@ -8,7 +8,7 @@ import org.apache.arrow.memory.RootAllocator
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.table.PylanceProcess
+import io.lancespark.table.{LongTests, PylanceProcess}
 import io.lancespark.table.commit.CommitSettings
 import io.lancespark.table.storage.{Dataset, DatasetStorage, Snapshot}
 
@@ -149,7 +149,7 @@ class KeyedBuildSuite extends AnyFunSuite {
     assert(Files.list(d.resolve(s"_indices/${plan.uuid}")).toArray.map(_.toString).forall(_.endsWith(".lance")))
   }
 
-  Seq("2.0", "2.2").foreach { version =>
+  LongTests.sliced(Seq("2.0", "2.2"), Seq("2.2")).foreach { version =>   // make test: 2.2
     test(s"indices built in spilled runs or in threads equal those sorted in memory, and pylance uses them ($version)") {
       val base = table(version)
       val mem = copy(base)

@@ -9,7 +9,7 @@ import org.apache.arrow.vector.BigIntVector
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.lancespark.table.PylanceProcess
+import io.lancespark.table.{LongTests, PylanceProcess}
 import io.lancespark.table.filter.{CompareOp, Filter, Lit}
 import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.{DataFiles, Dataset, DatasetStorage}
@@ -194,8 +194,11 @@ for ci, (itype, metric) in enumerate(combos[:ncases]):
     assert(runCases(7, 9) == 36)
   }
 
-  test("IVF_PQ dot: 300 seeded queries equal pylance's indexed search (seed 31)") {
-    assert(runCases(31, 15, Seq("IVF_PQ"), Seq("dot"), 20) == 300)
+  // make test: the first 5 indices' 100 queries; make test-long: 15 indices, 300 queries
+  private val pqDotIndices: Int = if (LongTests.enabled) 15 else 5
+
+  test(s"IVF_PQ dot: ${pqDotIndices * 20} seeded queries equal pylance's indexed search (seed 31)") {
+    assert(runCases(31, pqDotIndices, Seq("IVF_PQ"), Seq("dot"), 20) == pqDotIndices * 20)
   }
 
   test("seeded random index cases equal pylance's indexed search (seeds 11, 12)") {
