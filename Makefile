@@ -103,12 +103,14 @@ test-python: $(if $(BUILT),,python cds)
 # pytest workers (pytest-xdist; a module and its Spark session stay on one worker, and so do
 # the modules that share a JVM's launch settings, one after another: conftest.py's groups;
 # PYTEST_WORKERS=1 runs them one after another), longest first (conftest.py's order, kept by
-# --no-loadscope-reorder).
+# --no-loadscope-reorder). Of test_spark_line.py, the main venv's line (4.2, whose every feature
+# the other modules test) runs the smoke tests (LINE_SMOKE_K); INTEGRATION_ARGS="-k ..." replaces
+# that selection.
 test-integration: $(if $(BUILT),,python cds)
 	rm -rf target/spark-local
 	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-20} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-2} CDF_SEQUENCES=$${CDF_SEQUENCES:-0} \
 	  JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder \
-	  --durations=30 $(INTEGRATION_ARGS) integration-tests
+	  --durations=30 -k "not test_spark_line or $(LINE_SMOKE_K)" $(INTEGRATION_ARGS) integration-tests
 
 # Each further Spark line, in a venv with that line's pip pyspark (issue 36): the real-Spark
 # subset of integration-tests/test_spark_line.py with the bundle configure() picks for it
@@ -181,11 +183,12 @@ test:
 # killed 8 times (make test: once) and the stream on S3, the whole pylance read matrix (make test
 # reads 4 of its 7 datasets), a history of 10,000 versions (make test: 1,000), a table of 100,000
 # fragments (make test: 5,000), TPC-DS's q14a and 22 more of its statements (make test: 7 of 30),
-# TPC-H's 22 queries on our tables and on pylance's (make test: each query once, on one of them),
+# TPC-H's 22 queries on our tables and on pylance's (make test: each query once, on one of them)
+# and the cost-based optimizer's joins,
 # every DML conformance case (make test: every other one), all the pushdown predicates (make
-# test: half), the clustered GROUP BY's every case (make test: 4 of 9), random aggregates (make
+# test: half), the clustered GROUP BY's every case (make test: 3 of 9), random aggregates (make
 # test: 1 of 4 seeds), the runtime-filter join (make test: 3 of 6), the streaming change feed's
-# 7 steps (make test: 5), 8 threads appending 5 times each to a bucket (make test: 3), the core
+# 7 steps (make test: 5), 8 threads appending 5 times each to a bucket (make test: 2), the core
 # suites' longest cases (LongTests) and every core suite and the 3.5 layer's on Scala 2.12, and
 # every Spark line's whole test_spark_line.py (make test: 3.5 whole, 4.3 a slice, 4.0 and 4.1
 # a smoke test).
