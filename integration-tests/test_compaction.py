@@ -269,17 +269,20 @@ def test_pylance_indices_stay_right(spark, tmp_path, stable):
 
 # --- concurrency ---------------------------------------------------------------
 
+RACE_SECONDS = 20
+
 OTHER_PROCESS_APPENDER = """
 import os, sys, time
 import lance, numpy as np, pyarrow as pa
-path, stop = sys.argv[1], sys.argv[2]
-k = 40_000
-while not os.path.exists(stop):
+path, stop, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+k, end = 40_000, None   # races for `seconds` from its first commit
+while not os.path.exists(stop) and (end is None or time.time() < end):
     ids = np.arange(k, k + 5, dtype=np.int64)
     t = pa.table({"id": ids, "v": pa.array([f"v{i}" for i in ids]), "x": (ids * 0.5).astype(np.float64)})
     try:
         lance.write_dataset(t, path, mode="append")
         print(k, flush=True)
+        end = end or time.time() + seconds
     except Exception as e:   # a failed append committed nothing
         print("append failed:", e, file=sys.stderr, flush=True)
     k += 5
@@ -298,10 +301,18 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
     deleted: list[int] = []
     errors: list[str] = []
     stop = threading.Event()
+    # the writers race the compactions for RACE_SECONDS at most: a compaction that keeps losing
+    # the race for the next version to writers committing every 50 ms (each of its attempts
+    # slower as the table grows) commits once they stop, instead of the race going on for as
+    # long as its retries do (minutes on a busy machine)
+    end = [float("inf")]
+
+    def racing() -> bool:
+        return not stop.is_set() and time.time() < end[0]
 
     def appender():
         k = 1000
-        while not stop.is_set():
+        while racing():
             try:
                 lance.write_dataset(table(k, 5), path, mode="append")
                 appended.extend(range(k, k + 5))
@@ -323,7 +334,7 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
 
     def spark_appender():   # Spark's own appends, concurrent with the compaction's Spark job
         k = 20_000
-        while not stop.is_set():
+        while racing():
             try:
                 spark.createDataFrame(table(k, 5).to_pandas()).write.format("lance").mode("append").save(path)
                 appended.extend(range(k, k + 5))
@@ -334,11 +345,12 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
 
     # another OS process appending with pylance: it prints each block it committed
     stop_file = tmp_path / "stop"
-    other = subprocess.Popen([sys.executable, "-c", OTHER_PROCESS_APPENDER, path, str(stop_file)],
+    other = subprocess.Popen([sys.executable, "-c", OTHER_PROCESS_APPENDER, path, str(stop_file), str(RACE_SECONDS)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the compactions start once it has committed (its start, importing lance, is slow on a
     # busy machine: the race must include it)
     first = other.stdout.readline()
+    end[0] = time.time() + RACE_SECONDS
     threads = [threading.Thread(target=appender), threading.Thread(target=deleter),
                threading.Thread(target=spark_appender)]
     for th in threads:
