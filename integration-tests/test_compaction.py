@@ -304,11 +304,10 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
     # the writers race the compactions for RACE_SECONDS at most: a compaction that keeps losing
     # the race for the next version to writers committing every 50 ms (each of its attempts
     # slower as the table grows) commits once they stop, instead of the race going on for as
-    # long as its retries do (minutes on a busy machine)
-    end = [float("inf")]
+    # long as its retries do (minutes on a busy machine); `end` is set when the race starts (below)
 
     def racing() -> bool:
-        return not stop.is_set() and time.time() < end[0]
+        return not stop.is_set() and time.time() < end
 
     def appender():
         k = 1000
@@ -350,7 +349,7 @@ def test_compaction_racing_appends_and_deletes(spark, tmp_path):
     # the compactions start once it has committed (its start, importing lance, is slow on a
     # busy machine: the race must include it)
     first = other.stdout.readline()
-    end[0] = time.time() + RACE_SECONDS
+    end = time.time() + RACE_SECONDS
     threads = [threading.Thread(target=appender), threading.Thread(target=deleter),
                threading.Thread(target=spark_appender)]
     for th in threads:
