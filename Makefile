@@ -185,9 +185,9 @@ test:
 # fragments (make test: 5,000), TPC-DS's q14a and 22 more of its statements (make test: 7 of 30),
 # TPC-H's 22 queries on our tables and on pylance's (make test: each query once, on one of them)
 # and the cost-based optimizer's joins, every DML conformance case (make test: every other one),
-# all the pushdown predicates (make test: half), the clustered GROUP BY's every case (make test: 3 of 9), random aggregates (make
-# test: 1 of 4 seeds), the runtime-filter join (make test: 3 of 6), the streaming change feed's
-# 7 steps (make test: 5), 8 threads appending 5 times each to a bucket (make test: 2), the core
+# all the pushdown predicates (make test: half), the clustered GROUP BY's every case (make test:
+# 3 of 9), random aggregates (make test: 1 of 4 seeds), the runtime-filter join (make test: 3 of
+# 6), the streaming change feed's 7 steps (make test: 5), 8 threads appending 5 times each to a bucket (make test: 2), the core
 # suites' longest cases (LongTests) and every core suite and the 3.5 layer's on Scala 2.12, and
 # every Spark line's whole test_spark_line.py (make test: 3.5 whole, 4.3 a slice, 4.0 and 4.1
 # a smoke test).
