@@ -117,6 +117,10 @@ test-integration: $(if $(BUILT),,python cds)
 # (4.3 has no Maven artifacts: it runs the 4.2 bundle; pip's pyspark 3.5 is Scala 2.12: the
 # 3.5_2.13 bundle is tested by its Scala suites only).
 LINE_PYSPARKS := 3.5.9 4.0.5 4.1.4 4.3.0
+# make test's lines: 3.5 (its whole subset: the Scala 2.12 bundle's only test in make test) and
+# 4.3 (the smoke tests: the newest pip pyspark on the 4.2 bundle); 4.0 and 4.1 are tested in make
+# test by their layers' Scala suites, on their Spark (make test-lines and test-long run them all).
+TEST_LINES := 3.5.9 4.3.0
 
 .venv-spark-%/.installed: requirements-line.txt
 	$(PYTHON) -m venv .venv-spark-$*
@@ -133,11 +137,10 @@ test-lines: python line-venvs
 	@$(MAKE) --no-print-directory run-lines
 
 # LINES: the lines to run; `main` is the venv's own pyspark (make test runs its test_spark_line.py with the interop modules).
-# LINE_SLICED: lines that run only LINE_SLICE_K's tests (make test: 4.3, beside 3.5 and 4.2
-# that run them all: file versions read and written as pylance does, DELETE / UPDATE / MERGE,
-# the catalog, a procedure and a metadata table, the bundle chosen). LINE_SMOKED: lines that
-# run only LINE_SMOKE_K's (make test: 4.0 and 4.1, whose layers' Scala suites run on their
-# Spark: configure() chose the line's bundle, files written as pylance reads them, DML).
+# LINE_SLICED: lines that run only LINE_SLICE_K's tests (file versions read and written as
+# pylance does, DELETE / UPDATE / MERGE, the catalog, a procedure and a metadata table, the
+# bundle chosen). LINE_SMOKED: lines that run only LINE_SMOKE_K's (configure() chose the line's
+# bundle, files written as pylance reads them, DML; make test: 4.3).
 LINES ?= $(LINE_PYSPARKS)
 LINE_SLICED ?=
 LINE_SLICE_K := not (vector_search or add_columns or update_columns or streaming or label_list or small_lookups or scalar_subqueries or joins_pruned)
@@ -161,11 +164,11 @@ run-lines:
 test:
 	@mkdir -p target
 	@t0=$$(date +%s); at() { echo "$$1 at $$(( $$(date +%s) - t0 )) s"; }; \
-	( $(MAKE) --no-print-directory line-venvs > target/line-venvs.log 2>&1 ) & venvs=$$!; \
+	( $(MAKE) --no-print-directory $(foreach v,$(TEST_LINES),.venv-spark-$(v)/.installed) > target/line-venvs.log 2>&1 ) & venvs=$$!; \
 	$(MAKE) --no-print-directory python fixtures || { wait $$venvs; exit 1; }; \
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
 	at "builds done" > target/phases.txt; \
-	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(LINE_PYSPARKS)" LINE_SLICED="4.3.0" LINE_SMOKED="4.0.5 4.1.4" > target/lines.log 2>&1; rc=$$?; at "lines done" >> target/phases.txt; exit $$rc ) & lines=$$!; \
+	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(TEST_LINES)" LINE_SMOKED="4.3.0" > target/lines.log 2>&1; rc=$$?; at "lines done" >> target/phases.txt; exit $$rc ) & lines=$$!; \
 	( $(MAKE) --no-print-directory cds > target/cds.log 2>&1 ) & cds=$$!; \
 	$(MAKE) --no-print-directory test-scala BUILT=1; rc=$$?; at "Scala suites done" >> target/phases.txt; \
 	wait $$cds; cat target/cds.log; \
@@ -181,16 +184,15 @@ test:
 # (make test: threads), the cluster's spark-submit pipelines on local disk and S3 (make test:
 # spark-submit with a worker killed mid-write) and a worker killed mid-MERGE, a streaming driver
 # killed 8 times (make test: once) and the stream on S3, the whole pylance read matrix (make test
-# reads 4 of its 7 datasets), a history of 10,000 versions (make test: 1,000), a table of 100,000
-# fragments (make test: 5,000), TPC-DS's q14a and 22 more of its statements (make test: 7 of 30),
-# TPC-H's 22 queries on our tables and on pylance's (make test: each query once, on one of them)
-# and the cost-based optimizer's joins, every DML conformance case (make test: every other one),
-# all the pushdown predicates (make test: half), the clustered GROUP BY's every case (make test:
-# 3 of 9), random aggregates (make test: 1 of 4 seeds), the runtime-filter join (make test: 3 of
-# 6), the streaming change feed's 7 steps (make test: 5), 8 threads appending 5 times each to a bucket (make test: 2), the core
-# suites' longest cases (LongTests) and every core suite and the 3.5 layer's on Scala 2.12, and
-# every Spark line's whole test_spark_line.py (make test: 3.5 whole, 4.3 a slice, 4.0 and 4.1
-# a smoke test).
+# reads 4 of its 7 datasets), a history of 10,000 versions (make test: 400), a table of 100,000
+# fragments (make test: 5,000), TPC-DS's q14a and 24 more of its statements (make test: 5 of 30),
+# TPC-H's 22 queries on our tables and on pylance's and the cost-based optimizer's joins (make
+# test: about half the queries, once each), every DML conformance case (make test: one in three),
+# every case of the parametrized tests of which make test runs one in two or three
+# (integration-tests/conftest.py's CASES_ONE_IN), 8 threads appending 5 times each to a bucket
+# (make test: 2), the core suites' longest cases (LongTests) and every core suite and the 3.5
+# layer's on Scala 2.12, and every Spark line's whole test_spark_line.py (make test: 3.5 whole,
+# 4.3 the smoke tests; 4.0 and 4.1 their layers' Scala suites).
 test-long: python fixtures line-venvs
 	LANCE_LONG_TESTS=1 LANCE_FIXTURES=$(abspath $(FIXTURES)) LANCE_PYTHON=$(abspath $(PY)) $(SBT) "all core/test spark42/test spark41/test spark40/test spark35/test" "++2.12.20 core/test" "++2.12.20 spark35/test" < /dev/null
 	LANCE_DIFF_CASES=3000 LANCE_DIFF_MAX_ROWS=200000 DIFF_SEQUENCES=200 CDF_SEQUENCES=40 JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS)" $(PY) -m pytest -q -k differential integration-tests

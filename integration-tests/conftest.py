@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,48 @@ def sliced(everything, make_test):
     return list(everything) if LONG else list(make_test)
 
 
-# Modules of many small independent cases of which make test runs every other one (in the
-# module's order: each kind of statement keeps about half its cases); make test-long runs all.
-HALVED = ("test_dml_conformance.py",)
+# Modules of many small independent cases of which make test runs one in n (in the module's
+# order: each kind of statement keeps about that share of its cases); make test-long runs all.
+EVERY_NTH = {"test_dml_conformance.py": 3}
+
+# Modules whose parametrized tests make test runs one case in n of (those whose node id's CRC-32
+# is a multiple of n, and at least the first case of each test function: the kept cases spread
+# over every parameter instead of following one); their other tests run whole; make test-long
+# runs every case.
+CASES_ONE_IN = {
+    "test_py_reader_spark_written.py": 3,
+    **{f"test_{m}.py": 2 for m in (
+        "aggregate_pushdown", "scan_features", "add_columns", "subquery_scans", "index_build", "read_interop",
+        "pushdown", "scalar_indices", "knn_join", "write", "scattered_reads", "runtime_filters",
+        "write_differential", "planning_statistics", "vector_index", "compaction", "blob_write", "old_releases",
+        "write_versions", "dml", "read_differential", "tpch", "vector_search", "bad_input", "blobs",
+        "schema_evolution", "update_columns", "label_list")},
+}
+
+
+def _kept_in_make_test(items: list) -> tuple[list, list]:
+    """make test's slice of the collected items (EVERY_NTH, CASES_ONE_IN), in their order:
+    (kept, left out)."""
+    keep: dict[int, bool] = {}
+    seen: dict[str, int] = {}
+    first_case: dict[str, int] = {}
+    any_kept: dict[str, bool] = {}
+    for i, item in enumerate(items):
+        name = Path(str(item.fspath)).name
+        if name in EVERY_NTH:
+            seen[name] = seen.get(name, -1) + 1
+            keep[i] = seen[name] % EVERY_NTH[name] == 0
+        elif name in CASES_ONE_IN and getattr(item, "callspec", None) is not None:
+            function = item.nodeid.split("[", 1)[0]
+            first_case.setdefault(function, i)
+            keep[i] = zlib.crc32(item.nodeid.split("::", 1)[1].encode()) % CASES_ONE_IN[name] == 0
+            any_kept[function] = any_kept.get(function, False) or keep[i]
+        else:
+            keep[i] = True
+    for function, kept_one in any_kept.items():
+        if not kept_one:   # no case of it fell in the slice: its first runs
+            keep[first_case[function]] = True
+    return [it for i, it in enumerate(items) if keep[i]], [it for i, it in enumerate(items) if not keep[i]]
 sys.path.insert(0, str(HERE))
 # Spark's scratch directories (each context's spark-*/userFiles and pyspark copies, block manager
 # and shuffle files) go under the build directory, not /tmp: a JVM that is killed instead of stopped
@@ -88,15 +128,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_collection_modifyitems(session, config, items):
     if not LONG:
-        kept, left = [], []
-        seen: dict[str, int] = {}
-        for item in items:
-            name = Path(str(item.fspath)).name
-            if name in HALVED:
-                seen[name] = seen.get(name, -1) + 1
-                (left if seen[name] % 2 else kept).append(item)
-            else:
-                kept.append(item)
+        kept, left = _kept_in_make_test(items)
         if left:
             config.hook.pytest_deselected(items=left)
             items[:] = kept

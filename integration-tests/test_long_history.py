@@ -1,11 +1,11 @@
-"""Long histories (issue 35): a table of 1,000 versions (10,000 with
+"""Long histories (issue 35): a table of 400 versions (10,000 with
 LANCE_LONG_TESTS=1), its manifests written directly (long_history.py). pylance
 and the connector agree on the latest version, on VERSION AS OF and TIMESTAMP
 AS OF at times before the first version, between versions and after the last,
 also after a vacuum removed old versions; an append commits version N+1, which
 pylance reads. On S3 (moto, through S3A), opening the latest version and
-committing an append make as many listing requests at 2,000 versions as at
-20, and a bounded number of GETs and HEADs.
+committing an append make as many listing requests at 2,000 versions (make test: 500)
+as at 20, and a bounded number of GETs and HEADs.
 
 pylance's `asof` takes the newest version committed strictly before the time;
 TIMESTAMP AS OF (as in Delta) at or before it: they are compared at times
@@ -26,7 +26,11 @@ import s3_server
 from conftest import new_session
 from long_history import rows_of
 
-N = 10_000 if os.environ.get("LANCE_LONG_TESTS") == "1" else 1_000
+LONG = os.environ.get("LANCE_LONG_TESTS") == "1"
+N = 10_000 if LONG else 400
+# the S3 test's long history and S3A's listing page (S3's is 1,000 keys; make test: 500 versions
+# listed 200 keys a page, more than one page all the same)
+S3_VERSIONS, S3_PAGE = (2000, 1000) if LONG else (500, 200)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +44,7 @@ def s3():
 def spark(s3):
     """One session for the local tables and the bucket."""
     # S3 returns at most 1,000 keys a listing request; moto returns up to what S3A asks (5,000)
-    session = new_session({**s3_server.s3a_jars_conf(), **s3.spark_conf(), "spark.hadoop.fs.s3a.paging.maximum": "1000"},
+    session = new_session({**s3_server.s3a_jars_conf(), **s3.spark_conf(), "spark.hadoop.fs.s3a.paging.maximum": str(S3_PAGE)},
                           app="lance-spark-history")
     yield session
     session.stop()
@@ -132,15 +136,15 @@ def _requests(s3, prefix: str, action) -> dict[str, int]:
 
 
 def test_s3_opening_and_committing_do_not_grow_with_the_history(spark, s3):
-    """On S3 a listing returns 1,000 keys a request: at 2,000 versions, opening
-    the latest version and committing an append make as many listing requests
-    as at 20 versions, and about as many GETs and HEADs."""
+    """On S3 a listing returns 1,000 keys a request: at 2,000 versions (make test: 500 versions,
+    200 keys a listing), opening the latest version and committing an append make as many
+    listing requests as at 20 versions, and about as many GETs and HEADs."""
     client = s3.client()
     t0 = int((time.time() - 3 * 3600) * 1e6)
     seen = {}
     spark.range(3).write.format("lance").save(s3.url("warm.lance"))   # S3A's first requests, not counted
     spark.read.format("lance").load(s3.url("warm.lance")).schema
-    for n in [20, 2000]:
+    for n in [20, S3_VERSIONS]:
         key = f"hist-{n}.lance"
         started = time.monotonic()
         long_history.build(
@@ -159,16 +163,16 @@ def test_s3_opening_and_committing_do_not_grow_with_the_history(spark, s3):
     # 'LIST': 4} (the commit's LISTs are S3A's checks around the files it creates). Before (a listing of
     # _versions/ per lookup): opening 2 LISTs at 20 versions and 6 at 2,000, committing 7 and 13.
     # without the hint: the first page of the listing (V2 names sort newest first on S3)
-    client.delete_object(Bucket=s3.bucket, Key="hist-2000.lance/_versions/latest_version_hint.json")
-    url = s3.url("hist-2000.lance")
-    unhinted = _requests(s3, "hist-2000.lance", lambda: spark.read.format("lance").load(url).schema)
-    print(f"2000 versions, no hint: opening {unhinted}")
+    client.delete_object(Bucket=s3.bucket, Key=f"hist-{S3_VERSIONS}.lance/_versions/latest_version_hint.json")
+    url = s3.url(f"hist-{S3_VERSIONS}.lance")
+    unhinted = _requests(s3, f"hist-{S3_VERSIONS}.lance", lambda: spark.read.format("lance").load(url).schema)
+    print(f"{S3_VERSIONS} versions, no hint: opening {unhinted}")
     # measured 6 (two lookups, each S3A's first page and the next it prefetches; with pages of 200
     # keys the same 6 at 2,000 versions, where a full listing would take 11 pages a lookup)
     assert unhinted.get("LIST", 0) <= 6, unhinted
-    assert spark.read.format("lance").load(url).count() == rows_of(2000) + 3
+    assert spark.read.format("lance").load(url).count() == rows_of(S3_VERSIONS) + 3
     for i, what in enumerate(["opening", "committing"]):
-        small, large = seen[20][i], seen[2000][i]
+        small, large = seen[20][i], seen[S3_VERSIONS][i]
         assert large.get("LIST", 0) <= small.get("LIST", 0) <= 4, (what, seen)
         for kind in ["GET", "HEAD"]:
             assert large.get(kind, 0) <= small.get(kind, 0) + 1 <= 20, (what, kind, seen)

@@ -15,6 +15,7 @@ import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.lancespark.schema.LanceSchema
+import io.lancespark.table.LongTests
 import io.lancespark.format.input.LocalFileSource
 import io.lancespark.format.stats.StatsStore
 import io.lancespark.format.arrow.DictionaryColumn
@@ -224,6 +225,9 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private val seed: Long = sys.env.get("FILTER_SEED").map(_.toLong).getOrElse(20261122L)
 
+  /** make test draws the first half of the seed's datasets (make test-long all `n`). */
+  private def datasets(n: Int): Int = if (LongTests.enabled) n else n / 2
+
   /** The dataset's rows written again as a 2.1 or 2.2 file by our writer, in
     * pages of at most `maxRows` rows (its encodings chosen from the data:
     * columns of few values get dictionaries). */
@@ -249,7 +253,7 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
     val rnd = new Random(seed + 7)
     var checks = 0
     var itemColumns = 0
-    (0 until 30).foreach { di =>
+    (0 until datasets(30)).foreach { di =>
       val d = makeDataset(rnd, 100 + di)
       val minor = 1 + rnd.nextInt(2)
       val maxRows = if (rnd.nextBoolean()) 1000 else 1 + rnd.nextInt(200)
@@ -293,7 +297,7 @@ class FilterPropertySuite extends AnyFunSuite with BeforeAndAfterAll {
     var prunedRows = 0L
     var allMatchRows = 0L
     var totalRows = 0L
-    (0 until 40).foreach { di =>
+    (0 until datasets(40)).foreach { di =>
       val d = makeDataset(rnd, di)
       val st = stats(d, rnd)
       (0 until 25).foreach { fi =>
