@@ -185,9 +185,9 @@ test:
 # spark-submit with a worker killed mid-write) and a worker killed mid-MERGE, a streaming driver
 # killed 8 times (make test: once) and the stream on S3, the whole pylance read matrix (make test
 # reads 4 of its 7 datasets), a history of 10,000 versions (make test: 400), a table of 100,000
-# fragments (make test: 5,000), TPC-DS's q14a and 24 more of its statements (make test: 5 of 30),
+# fragments (make test: 5,000), TPC-DS's 31 statements (make test: 5),
 # TPC-H's 22 queries on our tables and on pylance's and the cost-based optimizer's joins (make
-# test: about half the queries, once each), every DML conformance case (make test: one in three),
+# test: about half the queries, once each), every DML conformance case (make test: one in four),
 # every case of the parametrized tests of which make test runs one in two or three
 # (integration-tests/conftest.py's CASES_ONE_IN), 8 threads appending 5 times each to a bucket
 # (make test: 2), the core suites' longest cases (LongTests) and every core suite and the 3.5

@@ -24,20 +24,21 @@ def sliced(everything, make_test):
 
 # Modules of many small independent cases of which make test runs one in n (in the module's
 # order: each kind of statement keeps about that share of its cases); make test-long runs all.
-EVERY_NTH = {"test_dml_conformance.py": 3}
+EVERY_NTH = {"test_dml_conformance.py": 4}
 
 # Modules whose parametrized tests make test runs one case in n of (those whose node id's CRC-32
 # is a multiple of n, and at least the first case of each test function: the kept cases spread
 # over every parameter instead of following one); their other tests run whole; make test-long
 # runs every case.
 CASES_ONE_IN = {
-    "test_py_reader_spark_written.py": 3,
+    **{f"test_{m}.py": 3 for m in (
+        "py_reader_spark_written", "aggregate_pushdown", "write_differential", "scan_features", "scattered_reads",
+        "knn_join", "pushdown", "read_interop", "scan_io", "write", "vector_index", "subquery_scans",
+        "old_releases", "add_columns", "write_versions", "bad_input", "blobs", "vector_search",
+        "planning_statistics", "read_differential", "blob_write")},
     **{f"test_{m}.py": 2 for m in (
-        "aggregate_pushdown", "scan_features", "add_columns", "subquery_scans", "index_build", "read_interop",
-        "pushdown", "scalar_indices", "knn_join", "write", "scattered_reads", "runtime_filters",
-        "write_differential", "planning_statistics", "vector_index", "compaction", "blob_write", "old_releases",
-        "write_versions", "dml", "read_differential", "tpch", "vector_search", "bad_input", "blobs",
-        "schema_evolution", "update_columns", "label_list")},
+        "tpch", "index_build", "scalar_indices", "runtime_filters", "compaction", "dml", "schema_evolution",
+        "update_columns", "label_list")},
 }
 
 

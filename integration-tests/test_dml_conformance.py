@@ -16,7 +16,7 @@ as ARRAY<STRUCT<key, value>>, so the nested-field cases use that type for `m`
 (map('k', 'v') becomes map_entries(map('k', 'v'))) and one case checks the
 clear error when a MAP is assigned.
 
-make test runs one case in three in this file's order (conftest.EVERY_NTH); make
+make test runs one case in four in this file's order (conftest.EVERY_NTH); make
 test-long runs all."""
 from __future__ import annotations
 
