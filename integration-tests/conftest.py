@@ -65,6 +65,8 @@ def _kept_in_make_test(items: list) -> tuple[list, list]:
         if not kept_one:   # no case of it fell in the slice: its first runs
             keep[first_case[function]] = True
     return [it for i, it in enumerate(items) if keep[i]], [it for i, it in enumerate(items) if not keep[i]]
+
+
 sys.path.insert(0, str(HERE))
 # Spark's scratch directories (each context's spark-*/userFiles and pyspark copies, block manager
 # and shuffle files) go under the build directory, not /tmp: a JVM that is killed instead of stopped
