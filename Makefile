@@ -30,8 +30,11 @@ venv: $(VENV)/.installed
 # The bundle jars for spark-submit --jars, one per Spark line (sbt fetches itself and the build
 # from Maven Central): 3.5 on Scala 2.12 and 2.13, 4.0, 4.1, 4.2 (`++` switches the core too);
 # the four 2.13 lines' layers compile side by side (`all`) once their core is compiled.
+# JAR_ALSO: more tasks for the 2.13 step's `all` (make test: the 2.13 test sources, which then
+# compile beside the layers and their assemblies instead of after them).
+JAR_ALSO ?=
 jar:
-	$(SBT) "++2.12.20 spark35/assembly" "++2.13.18" "all spark35/assembly spark40/assembly spark41/assembly spark42/assembly" < /dev/null
+	$(SBT) "++2.12.20 spark35/assembly" "++2.13.18" "all spark35/assembly spark40/assembly spark41/assembly spark42/assembly $(JAR_ALSO)" < /dev/null
 
 # The Python package with the jar inside, installed into the venv.
 # Builds and installs the wheel (it generates protos and packs the jar); tests/ also
@@ -165,7 +168,7 @@ test:
 	@mkdir -p target
 	@t0=$$(date +%s); at() { echo "$$1 at $$(( $$(date +%s) - t0 )) s"; }; \
 	( $(MAKE) --no-print-directory $(foreach v,$(TEST_LINES),.venv-spark-$(v)/.installed) > target/line-venvs.log 2>&1 ) & venvs=$$!; \
-	$(MAKE) --no-print-directory python fixtures || { wait $$venvs; exit 1; }; \
+	$(MAKE) --no-print-directory python fixtures JAR_ALSO="core/Test/compile spark42/Test/compile spark41/Test/compile spark40/Test/compile spark35/Test/compile" || { wait $$venvs; exit 1; }; \
 	wait $$venvs || { echo "== the line venvs failed:"; cat target/line-venvs.log; exit 1; }; \
 	at "builds done" > target/phases.txt; \
 	( $(MAKE) --no-print-directory run-lines LINE_JOBS=1 LINES="$(TEST_LINES)" LINE_SMOKED="4.3.0" > target/lines.log 2>&1; rc=$$?; at "lines done" >> target/phases.txt; exit $$rc ) & lines=$$!; \
