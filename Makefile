@@ -100,7 +100,7 @@ cds: $(if $(filter 1,$(CDS)),$(CDS_ARCHIVE))
 test-python: $(if $(BUILT),,python cds)
 	JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n 2 tests
 
-# A slice of the randomized differential tests (20 seeds per case, 2 Delta sequences; the change
+# A slice of the randomized differential tests (7 seeds per case, 2 Delta sequences; the change
 # feed against Delta's in its streaming test's seeded sequence) keeps make test inside CI's budget;
 # make test-long runs them at length. The modules run on two
 # pytest workers (pytest-xdist; a module and its Spark session stay on one worker, and so do
@@ -111,7 +111,7 @@ test-python: $(if $(BUILT),,python cds)
 # that selection.
 test-integration: $(if $(BUILT),,python cds)
 	rm -rf target/spark-local
-	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-20} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-2} CDF_SEQUENCES=$${CDF_SEQUENCES:-0} \
+	LANCE_DIFF_CASES=$${LANCE_DIFF_CASES:-7} DIFF_SEQUENCES=$${DIFF_SEQUENCES:-2} CDF_SEQUENCES=$${CDF_SEQUENCES:-0} \
 	  JDK_JAVA_OPTIONS="$(TEST_JVM_OPTS) $(CDS_OPTS)" $(PY) -m pytest -q -n $${PYTEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder \
 	  --durations=30 -k "not test_spark_line or $(LINE_SMOKE_K)" $(INTEGRATION_ARGS) integration-tests
 
@@ -182,15 +182,15 @@ test:
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
 # Everything make test runs a slice of, at length: the randomized differential tests (make test:
-# 20 seeds per case, 2 Delta sequences, the change feed's streaming sequence), every commit point
+# 7 seeds per case, 2 Delta sequences, the change feed's streaming sequence), every commit point
 # a writer can be killed at (make test kills it at two), concurrent writer processes and sessions
 # (make test: threads), the cluster's spark-submit pipelines on local disk and S3 (make test:
 # spark-submit with a worker killed mid-write) and a worker killed mid-MERGE, a streaming driver
 # killed 8 times (make test: once) and the stream on S3, the whole pylance read matrix (make test
 # reads 4 of its 7 datasets), a history of 10,000 versions (make test: 400), a table of 100,000
-# fragments (make test: 5,000), TPC-DS's 31 statements (make test: 5),
-# TPC-H's 22 queries on our tables and on pylance's and the cost-based optimizer's joins (make
-# test: about half the queries, once each), every DML conformance case (make test: one in four),
+# fragments (make test: 5,000), TPC-DS's 31 statements (make test: 5), TPC-H's 22 queries on
+# our tables and on pylance's and the cost-based optimizer's joins (make test: about 8 of the
+# queries, once each), every DML conformance case (make test: one in four),
 # every case of the parametrized tests of which make test runs one in two or three
 # (integration-tests/conftest.py's CASES_ONE_IN), 8 threads appending 5 times each to a bucket
 # (make test: 2), the core suites' longest cases (LongTests) and every core suite and the 3.5

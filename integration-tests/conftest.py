@@ -29,14 +29,16 @@ EVERY_NTH = {"test_dml_conformance.py": 4}
 # Modules whose parametrized tests make test runs one case in n of (those whose node id's CRC-32
 # is a multiple of n, and at least the first case of each test function: the kept cases spread
 # over every parameter instead of following one); their other tests run whole; make test-long
-# runs every case.
+# runs every case. (Applied after a module's own make-test lists, `sliced`.) Not here: the
+# randomized differential modules (their number of seeds is LANCE_DIFF_CASES, and their
+# regression seeds always run) and modules whose few make-test cases are each chosen for an
+# assertion of their own (test_runtime_filters.py).
 CASES_ONE_IN = {
     **{f"test_{m}.py": 3 for m in (
-        "py_reader_spark_written", "aggregate_pushdown", "write_differential", "scan_features", "scattered_reads",
+        "py_reader_spark_written", "aggregate_pushdown", "scan_features", "scattered_reads",
         "knn_join", "pushdown", "read_interop", "scan_io", "write", "vector_index", "subquery_scans",
         "old_releases", "add_columns", "write_versions", "bad_input", "blobs", "vector_search",
-        "planning_statistics", "read_differential", "blob_write", "tpch", "index_build", "scalar_indices",
-        "runtime_filters", "compaction", "dml")},
+        "planning_statistics", "blob_write", "tpch", "index_build", "scalar_indices", "compaction", "dml")},
     **{f"test_{m}.py": 2 for m in ("schema_evolution", "update_columns", "label_list")},
 }
 

@@ -4,9 +4,10 @@ they give over the same rows in Parquet written by Spark; pylance reads every
 table we wrote; the joins of Q3, Q5 and Q10 are planned alike on both (AQE's,
 and the cost-based optimizer's against Parquet with ANALYZE's statistics); the
 22 queries over the same rows written by pylance (its default file version)
-give what Parquet gives too. make test runs each query once, 8 on pylance's
-tables and the other 14 on ours, and two of AQE's three plan comparisons;
-make test-long runs all of them and the cost-based optimizer's."""
+give what Parquet gives too. make test splits the queries, 8 on pylance's
+tables and the other 14 on ours, two of AQE's three plan comparisons, and of
+these runs one case in three (conftest.CASES_ONE_IN); make test-long runs all of
+them and the cost-based optimizer's."""
 from __future__ import annotations
 
 import sys
