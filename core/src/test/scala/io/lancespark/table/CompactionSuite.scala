@@ -217,4 +217,55 @@ class CompactionSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(e.getMessage.contains("fragment"), e.getMessage)
     assert(Dataset.open(s, None).version == after.version)
   }
+
+  /** Runs `body` the first time only. */
+  private def once(body: => Unit): () => Unit = {
+    val done = new java.util.concurrent.atomic.AtomicBoolean(false)
+    () => if (done.compareAndSet(false, true)) body
+  }
+
+  test("commit: versions committed after the earlier ones were checked, before the version is built, are checked too") {
+    val s = dataset(6)
+    val snap = Dataset.open(s, None)
+    val p = Compaction.plan(snap, CompactionOptions(targetRowsPerFragment = 30))
+    val done = p.groups.map(g => CompactionRewrite.rewrite(s, snap, g, p.options, allocator, "compact-w"))
+    append(s, 100L until 105L)                                 // checked with the versions before the first lookup
+    var deleted = Option.empty[Long]
+    val between = once {                                       // committed between the two lookups of an attempt
+      append(s, 200L until 205L)
+      deleted = Some(delete(s, 4, 7).version)
+    }
+    val m = Compaction.commit(s, p, snap, done, CommitSettings(betweenLookups = between))
+    assert(deleted.isDefined && m.groupsSkipped == 1 && m.fragmentsRemoved == 3)   // fragment 4's group left out
+    val after = Dataset.open(s, None)
+    assert(after.version == deleted.get + 1)
+    assert(rows(after).map(_._1).sorted == ((0L until 60L).filter(_ != 47) ++ (100L until 105L) ++ (200L until 205L)))
+  }
+
+  test("commit: an update committed between the lookups of a delete's attempt: disjoint rows merge, the same rows conflict") {
+    def race(ourRow: Int): (DatasetStorage, Long, scala.util.Try[Snapshot]) = {
+      val s = dataset(3)
+      val snap = Dataset.open(s, None)
+      val f = snap.fragments.find(_.id == 1).get
+      val ours = RowDeletions.prepare(s, f.id, f.physicalRows, f.deletion, RoaringBitmap.bitmapOf(ourRow), snap.version)
+      var theirs = -1L
+      val between = once {                                     // an update of row 5 of the same fragment
+        val d = RowDeletions.prepare(s, f.id, f.physicalRows, f.deletion, RoaringBitmap.bitmapOf(5), snap.version)
+        theirs = Committer.commit(s, Some(snap.version), RowLevelChange(Seq(d), Seq(write(s, Seq(1015L)))),
+          CommitSettings()).version
+      }
+      val result = scala.util.Try(Committer.commit(s, Some(snap.version), RowLevelChange(Seq(ours), Nil),
+        CommitSettings(betweenLookups = between)))
+      (s, theirs, result)
+    }
+    val (s, theirs, merged) = race(1)
+    assert(merged.get.version == theirs + 1)
+    assert(rows(Dataset.open(s, None)).map(_._1).sorted == ((0L until 30L).filterNot(Set(11L, 15L)) :+ 1015L))
+    // the same row: the update's new copy of it would survive the delete
+    val (s2, theirs2, refused) = race(5)
+    val e = refused.failed.get
+    assert(e.isInstanceOf[CommitConflictException] && e.getMessage.contains(s"version $theirs2") &&
+      e.getMessage.contains("same rows"), e.getMessage)
+    assert(Dataset.open(s2, None).version == theirs2)
+  }
 }

@@ -128,7 +128,10 @@ final case class CommitSettings(
     writerVersion: String = "0.1.0",
     /** Recorded in the transaction file's `transaction_properties` (e.g. a
       * streaming query's id and batch id, see [[StreamingCommits]]). */
-    transactionProperties: Map[String, String] = Map.empty)
+    transactionProperties: Map[String, String] = Map.empty,
+    /** Runs in each attempt after the versions committed so far are checked, before the lookup
+      * the new version is built on: tests commit other versions there. */
+    betweenLookups: () => Unit = () => ())
 
 /** Another writer committed a change this one cannot be rebased onto. */
 final class CommitConflictException(message: String) extends RuntimeException(message)
@@ -151,17 +154,29 @@ object Committer {
   def commit(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
       settings: CommitSettings, committed: CommittedTransactions): Snapshot = {
     storage.requireSafeCommit()
-    attempt(storage, readVersion, op, settings, committed, 1)
+    attempt(storage, readVersion, op, settings, committed, 1, Checked(readVersion.getOrElse(0L), Map.empty))
   }
 
   @tailrec
   private def attempt(storage: DatasetStorage, readVersion: Option[Long], op: PendingOperation,
-      settings: CommitSettings, known: CommittedTransactions, n: Int): Snapshot = {
-    // the latest version without listing _versions/; the versions after the read one by name
-    val found = Dataset.latest(storage)
+      settings: CommitSettings, known: CommittedTransactions, n: Int, checked: Checked): Snapshot = {
+    // the latest version without listing _versions/; the versions after the read one by name.
+    // Losing the race takes only a commit between the lookup the new version is built on and the
+    // put, so what grows with the versions committed since the read (their transactions, read and
+    // checked against this change, each once per commit) is done first, up to a first lookup; the
+    // version is built on a second lookup from there (usually one existence check) and only the
+    // versions committed in between (usually none) are checked after it. A compaction racing
+    // frequent appends otherwise kept losing: its checks of every version since its read sat
+    // between the lookup and the put.
+    val ours = probe(readVersion.getOrElse(0L), op)
+    val seen = Dataset.latest(storage)
+    val caughtUp = checkConflicts(storage, readVersion, seen, ours, known, checked)
+    settings.betweenLookups()
+    val found = seen.map(VersionLookup.latestSince(storage, _))
     val latest = found.map(_.version)
     val scheme = found.map(_.naming).getOrElse(ManifestNaming.V2)
-    val disjoint = checkConflicts(storage, readVersion, latest, scheme, probe(readVersion.getOrElse(0L), op), known)
+    val now = checkConflicts(storage, readVersion, found, ours, known, caughtUp)
+    val disjoint = now.disjoint
     val base = latest.map(v => baseOf(storage, scheme, v))
     val naming = if (latest.isEmpty) (if (settings.v2ManifestNaming) ManifestNaming.V2 else ManifestNaming.V1) else scheme
     val version = latest.getOrElse(0L) + 1
@@ -200,7 +215,7 @@ object Committer {
           throw new CommitConflictException(
             s"${storage.uri}: gave up committing after $n attempts: other writers kept committing version $version first")
         backOff(n)
-        attempt(storage, readVersion, op, settings, known, n + 1)
+        attempt(storage, readVersion, op, settings, known, n + 1, now)
     }
   }
 
@@ -232,28 +247,37 @@ object Committer {
     }
   }
 
-  /** Throws on a conflict; returns the fragments that concurrent row-level
-    * changes also touched where ours may only land if the rows differ, each
+  /** The versions after the read one checked so far (up to `upTo`) and
+    * what they require of this change: the fragments that concurrent row-level
+    * changes also touched, where ours may only land if the rows differ, each
     * with the first such version. */
-  private def checkConflicts(storage: DatasetStorage, readVersion: Option[Long], latest: Option[Long],
-      scheme: ManifestNaming, txn: Transaction, known: CommittedTransactions): Map[Long, Long] = readVersion match {
+  private final case class Checked(upTo: Long, disjoint: Map[Long, Long])
+
+  /** Checks the versions after `checked.upTo` up to `latest` against this
+    * change (`txn`, its probe); throws on a conflict. */
+  private def checkConflicts(storage: DatasetStorage, readVersion: Option[Long], latest: Option[VersionLookup.Latest],
+      txn: Transaction, known: CommittedTransactions, checked: Checked): Checked = readVersion match {
     case None =>
-      latest.foreach { v =>
+      latest.foreach { l =>
         throw new CommitConflictException(
-          s"${storage.uri}: another writer created this dataset concurrently (version $v exists now)")
+          s"${storage.uri}: another writer created this dataset concurrently (version ${l.version} exists now)")
       }
-      Map.empty
+      checked
     case Some(read) =>
-      known.between(scheme, read, latest.getOrElse(read)).foldLeft(Map.empty[Long, Long]) { case (disjoint, (v, theirs)) =>
-        ConflictChecker.check(txn, theirs) match {
-          case ConflictChecker.Compatible => disjoint
-          case ConflictChecker.CompatibleIfRowsDisjoint(frags) =>
-            frags.foldLeft(disjoint)((acc, f) => if (acc.contains(f)) acc else acc.updated(f, v))
-          case ConflictChecker.Conflict(reason) =>
-            throw new CommitConflictException(
-              s"${storage.uri}: cannot commit a ${ConflictChecker.name(txn.getOperationCase)} read at version $read: " +
-                s"version $v was committed concurrently and $reason")
+      latest.filter(_.version > checked.upTo).fold(checked) { l =>
+        val disjoint = known.between(l.naming, checked.upTo, l.version).foldLeft(checked.disjoint) {
+          case (disjoint, (v, theirs)) =>
+            ConflictChecker.check(txn, theirs) match {
+              case ConflictChecker.Compatible => disjoint
+              case ConflictChecker.CompatibleIfRowsDisjoint(frags) =>
+                frags.foldLeft(disjoint)((acc, f) => if (acc.contains(f)) acc else acc.updated(f, v))
+              case ConflictChecker.Conflict(reason) =>
+                throw new CommitConflictException(
+                  s"${storage.uri}: cannot commit a ${ConflictChecker.name(txn.getOperationCase)} read at version $read: " +
+                    s"version $v was committed concurrently and $reason")
+            }
         }
+        Checked(l.version, disjoint)
       }
   }
 

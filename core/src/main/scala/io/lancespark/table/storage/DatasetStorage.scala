@@ -61,6 +61,10 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
   private lazy val localRoot: Option[java.nio.file.Path] =
     if (!isLocal) None else scala.util.Try(java.nio.file.Paths.get(root.toUri)).toOption
 
+  /** `path` as a local file's path, on the local file system; else None. */
+  def localPath(path: Path): Option[java.nio.file.Path] =
+    if (!isLocal) None else scala.util.Try(java.nio.file.Paths.get(path.toUri)).toOption
+
   /** The data file `name` (as a manifest lists it) under the data directory. */
   def dataFile(name: String): Path = resolve(s"${DatasetStorage.DataDir}/$name", "data file")
 

@@ -92,10 +92,18 @@ object VersionLookup {
   def namingOf(storage: DatasetStorage, v: Long): Option[ManifestNaming] =
     Seq(ManifestNaming.V2, ManifestNaming.V1).find(exists(storage, _, v))
 
+  /** The newest version at or after `seen` (a version just found present,
+    * under its naming): one existence check when nothing was committed since.
+    * With an external manifest store its record is asked again, as [[latest]]. */
+  def latestSince(storage: DatasetStorage, seen: Latest): Latest =
+    if (storage.manifestStore.isDefined) latest(storage).getOrElse(seen) else gallop(storage, seen.naming, seen.version)
+
   /** From a version believed present: its naming, then the last present of its
     * successors, by galloping (N+1, N+2, N+4, ...) and bisecting the last step. */
   private def fromStart(storage: DatasetStorage, start: Long): Option[Latest] =
-    namingOf(storage, start).map { naming =>
+    namingOf(storage, start).map(gallop(storage, _, start))
+
+  private def gallop(storage: DatasetStorage, naming: ManifestNaming, start: Long): Latest = {
       def present(v: Long): Boolean = exists(storage, naming, v)
       var lo = start  // present
       var step = 1L
@@ -109,7 +117,7 @@ object VersionLookup {
         if (present(mid)) lo = mid else hi = mid
       }
       Latest(naming, lo)
-    }
+  }
 
   /** On a store listing in key order: the first manifest name; the newest
     * version if it is V2-named (V1 names have no useful order: None). */
