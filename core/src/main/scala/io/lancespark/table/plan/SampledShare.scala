@@ -6,7 +6,7 @@ import org.apache.arrow.memory.RootAllocator
 
 import io.lancespark.table.filter.Filter
 import io.lancespark.table.scan.FragmentScanner
-import io.lancespark.table.storage.{DataFiles, Snapshot}
+import io.lancespark.table.storage.Snapshot
 
 /** The share of a scan's planned rows its filter keeps, measured on a sample
   * of them, for files whose statistics cannot estimate it (those of other
@@ -32,19 +32,15 @@ object SampledShare {
     * (and the share is exact) when they are no more than the sample. */
   def of(snapshot: Snapshot, plans: Vector[FragmentPlan], filter: Filter, seed: Long = 0x5eedL): Option[Double] = {
     val ranges = windows(plans, seed)
-    val fields = filter.columns.toSeq.map(_.head).distinct.flatMap(c => snapshot.schema.field(c))
     var hits = 0L
     var rows = 0L
     Using.resource(new RootAllocator()) { allocator =>
       ranges.groupBy(_._1).toVector.sortBy(_._1).foreach { case (i, rs) =>
-        val frag = plans(i).fragment
         val read = rs.map(r => (r._2, r._3)).sortBy(_._1).toIndexedSeq
-        def scanner(f: Option[Filter]): FragmentScanner =
-          new FragmentScanner(snapshot.storage, snapshot.version, frag, Nil, allocator,
-            ref => DataFiles.open(snapshot.storage, snapshot.schema, ref), f,
-            f.toSeq.flatMap(_ => fields))
-        Using.resource(scanner(Some(filter)))(s => Using.resource(s.readView(read, None))(b => hits += b.rowCount))
-        Using.resource(scanner(None))(s => Using.resource(s.readView(read, None))(b => rows += b.rowCount))
+        Using.resource(FragmentScanner.of(snapshot, plans(i).fragment, Nil, Some(filter), allocator)) { s =>
+          Using.resource(s.readView(read, None))(b => hits += b.rowCount)
+          rows += s.liveRows(read)
+        }
       }
     }
     val exact = ranges.map(r => r._3 - r._2).sum == plans.map(_.mayMatch.count).sum

@@ -261,13 +261,17 @@ final class ScanPlanner(snapshot: Snapshot, filter: Option[Filter], useIndex: Bo
 
   /** What the statistics of the filter's columns estimate of the share of
     * the planned rows it keeps ([[Selectivity]]); 1 without a filter. */
-  def selectivity: Double = filter.fold(1.0)(f => Selectivity.of(f, summaries(f.columns.toSet)))
+  def selectivity: Double = filter.fold(1.0)(f => Selectivity.of(f, filterSummaries))
+
+  /** The summaries of the filter's columns over the planned rows, computed once. */
+  private lazy val filterSummaries: Map[Vector[String], ColumnSummary] =
+    filter.fold(Map.empty[Vector[String], ColumnSummary])(f => summaries(f.columns.toSet))
 
   /** Whether some column of the filter has no statistics in some planned
     * fragment (files of other writers), so that [[selectivity]] counts its
     * conditions as keeping every row. */
   def filterLacksStatistics: Boolean =
-    filter.exists(f => plans.nonEmpty && !f.columns.forall(summaries(f.columns.toSet).contains))
+    filter.exists(f => plans.nonEmpty && !f.columns.forall(filterSummaries.contains))
 
   /** The share of the planned rows the filter keeps in a sample of them, read
     * from the data ([[SampledShare]]: a few thousand rows of the filter's

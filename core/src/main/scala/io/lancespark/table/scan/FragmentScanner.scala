@@ -13,7 +13,7 @@ import io.lancespark.format.input.{IntArrayBuilder, RowRangeSums}
 import io.lancespark.schema.{LanceField, LanceFormatException}
 import io.lancespark.table.filter.{Filter, RowEvaluator}
 import io.lancespark.table.model.{DataFileRef, FragmentInfo, RowIdSequence}
-import io.lancespark.table.storage.{DatasetStorage, DeletionVector}
+import io.lancespark.table.storage.{DataFiles, DatasetStorage, DeletionVector, Snapshot}
 
 /** Rows of one fragment, read in ranges: the requested (possibly pruned)
   * top-level fields, with fields absent from every data file read as nulls and
@@ -90,6 +90,10 @@ final class FragmentScanner(
     case Some(d) => DeletionVector.read(storage, fragment.id, d, fragment.physicalRows)
     case None    => new RoaringBitmap()
   }
+
+  /** The rows of physical ranges `ranges` that are not deleted. */
+  def liveRows(ranges: Iterable[(Long, Long)]): Long =
+    ranges.iterator.map { case (from, until) => (until - from) - deleted.rangeCardinality(from, until) }.sum
 
   private def reader(ref: DataFileRef): DataFileReader = readers.getOrElseUpdate(ref, {
     val r = openFile(ref)
@@ -273,6 +277,22 @@ final class FragmentScanner(
 }
 
 object FragmentScanner {
+
+  /** A scanner of `fragment` of `snapshot` reading `fields`, its data files
+    * opened with the snapshot's schema; `filter` (if any) evaluated over its
+    * own columns, read beside `fields`. */
+  def of(snapshot: Snapshot, fragment: FragmentInfo, fields: Seq[LanceField], filter: Option[Filter],
+      allocator: BufferAllocator): FragmentScanner = {
+    val storage = snapshot.storage
+    new FragmentScanner(storage, snapshot.version, fragment, fields, allocator,
+      ref => DataFiles.open(storage, snapshot.schema, ref), filter,
+      filter.toSeq.flatMap(f => filterFields(snapshot, f)))
+  }
+
+  /** The top-level fields `filter` reads; a column the schema lacks is an error naming it. */
+  def filterFields(snapshot: Snapshot, filter: Filter): Seq[LanceField] =
+    filter.columns.toSeq.map(_.head).distinct.map(c => snapshot.schema.field(c).getOrElse(
+      throw new IllegalArgumentException(s"${snapshot.storage.uri}: the filter names a column '$c' that does not exist")))
 
   /** `f` less the sub-fields (of structs, also inside lists) that data file
     * `ref` does not store; `f` itself (the same instance) when it stores them all. */

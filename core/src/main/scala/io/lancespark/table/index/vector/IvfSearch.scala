@@ -9,6 +9,7 @@ import org.roaringbitmap.RoaringBitmap
 
 import io.lancespark.table.filter.Filter
 import io.lancespark.table.model.FragmentInfo
+import io.lancespark.table.scan.FragmentScanner
 import io.lancespark.table.storage.DeletionVector
 import io.lancespark.table.storage.Snapshot
 
@@ -114,8 +115,8 @@ object IvfSearch {
   /** The offsets of `fragment`'s live rows that `filter` keeps. */
   private def keptRows(snapshot: Snapshot, fragment: FragmentInfo, filter: Filter, allocator: BufferAllocator): RoaringBitmap = {
     val out = new RoaringBitmap()
-    val fields = VectorSearch.filterFields(snapshot, filter)
-    Using.resource(VectorSearch.scanner(snapshot, fragment, fields.take(1), Some(filter), allocator)) { sc =>
+    val fields = FragmentScanner.filterFields(snapshot, filter)
+    Using.resource(FragmentScanner.of(snapshot, fragment, fields.take(1), Some(filter), allocator)) { sc =>
       var from = 0L
       while (from < fragment.physicalRows) {
         val until = math.min(fragment.physicalRows, from + VectorSearch.BatchRows)
@@ -139,7 +140,7 @@ object IvfSearch {
     ns.groupBy(_.fragmentId).toVector.flatMap { case (fid, group) =>
       val fragment = snapshot.fragments.find(_.id == fid).getOrElse(
         throw new IllegalStateException(s"${snapshot.storage.uri}: the index names fragment $fid, not in version ${snapshot.version}"))
-      Using.resource(VectorSearch.scanner(snapshot, fragment, Seq(column.field), None, allocator)) { sc =>
+      Using.resource(FragmentScanner.of(snapshot, fragment, Seq(column.field), None, allocator)) { sc =>
         group.sortBy(_.offset).flatMap { n =>
           Using.resource(sc.read(n.offset.toLong, n.offset.toLong + 1)) { b =>
             if (b.rowCount != 1) None

@@ -6,11 +6,10 @@ import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.{FieldVector, Float4Vector, Float8Vector}
 import org.apache.arrow.vector.complex.FixedSizeListVector
 
-import io.lancespark.schema.{LanceField, LanceFormatException}
+import io.lancespark.schema.LanceFormatException
 import io.lancespark.table.filter.Filter
 import io.lancespark.table.model.FragmentInfo
 import io.lancespark.table.scan.FragmentScanner
-import io.lancespark.table.storage.DataFiles
 import io.lancespark.table.storage.Snapshot
 
 /** Nearest-neighbour search over one version of a dataset: the `k` nearest
@@ -88,7 +87,7 @@ object VectorSearch {
     val qn = DistanceMetric.norm(query.vector)
     val dim = column.dim
     var values = new Array[Float](0)
-    Using.resource(scanner(snapshot, fragment, Seq(column.field), filter, allocator)) { sc =>
+    Using.resource(FragmentScanner.of(snapshot, fragment, Seq(column.field), filter, allocator)) { sc =>
       var from = from0
       while (from < end) {
         val until = math.min(end, from + BatchRows)
@@ -131,21 +130,9 @@ object VectorSearch {
   private def keeps(snapshot: Snapshot, filter: Filter, n: Neighbour, allocator: BufferAllocator): Boolean = {
     val fragment = snapshot.fragments.find(_.id == n.fragmentId).getOrElse(
       throw new IllegalStateException(s"${snapshot.storage.uri}: no fragment ${n.fragmentId}"))
-    val fields = filterFields(snapshot, filter)
-    Using.resource(scanner(snapshot, fragment, fields.take(1), Some(filter), allocator)) { sc =>
+    val fields = FragmentScanner.filterFields(snapshot, filter)
+    Using.resource(FragmentScanner.of(snapshot, fragment, fields.take(1), Some(filter), allocator)) { sc =>
       Using.resource(sc.read(n.offset.toLong, n.offset.toLong + 1))(_.rowCount == 1)
     }
-  }
-
-  def filterFields(snapshot: Snapshot, filter: Filter): Seq[LanceField] =
-    filter.columns.toSeq.map(_.head).distinct.map(c => snapshot.schema.field(c).getOrElse(
-      throw new IllegalArgumentException(s"${snapshot.storage.uri}: the filter names a column '$c' that does not exist")))
-
-  def scanner(snapshot: Snapshot, fragment: FragmentInfo, fields: Seq[LanceField], filter: Option[Filter],
-      allocator: BufferAllocator): FragmentScanner = {
-    val storage = snapshot.storage
-    new FragmentScanner(storage, snapshot.version, fragment, fields, allocator,
-      ref => DataFiles.open(storage, snapshot.schema, ref), filter,
-      filter.toSeq.flatMap(f => filterFields(snapshot, f)))
   }
 }
