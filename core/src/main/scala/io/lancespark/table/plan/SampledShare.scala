@@ -32,12 +32,14 @@ object SampledShare {
     * (and the share is exact) when they are no more than the sample. */
   def of(snapshot: Snapshot, plans: Vector[FragmentPlan], filter: Filter, seed: Long = 0x5eedL): Option[Double] = {
     val ranges = windows(plans, seed)
+    // the filter's columns that are the schema's (others, such as metadata columns, are the evaluator's)
+    val fields = filter.columns.toSeq.map(_.head).distinct.flatMap(c => snapshot.schema.field(c))
     var hits = 0L
     var rows = 0L
     Using.resource(new RootAllocator()) { allocator =>
       ranges.groupBy(_._1).toVector.sortBy(_._1).foreach { case (i, rs) =>
         val read = rs.map(r => (r._2, r._3)).sortBy(_._1).toIndexedSeq
-        Using.resource(FragmentScanner.of(snapshot, plans(i).fragment, Nil, Some(filter), allocator)) { s =>
+        Using.resource(FragmentScanner.of(snapshot, plans(i).fragment, Nil, Some(filter), allocator, _ => fields)) { s =>
           Using.resource(s.readView(read, None))(b => hits += b.rowCount)
           rows += s.liveRows(read)
         }

@@ -280,13 +280,17 @@ object FragmentScanner {
 
   /** A scanner of `fragment` of `snapshot` reading `fields`, its data files
     * opened with the snapshot's schema; `filter` (if any) evaluated over its
-    * own columns, read beside `fields`. */
+    * columns ([[filterFields]]: each required in the schema), read beside `fields`. */
   def of(snapshot: Snapshot, fragment: FragmentInfo, fields: Seq[LanceField], filter: Option[Filter],
-      allocator: BufferAllocator): FragmentScanner = {
+      allocator: BufferAllocator): FragmentScanner =
+    of(snapshot, fragment, fields, filter, allocator, filterFields(snapshot, _))
+
+  /** Like the other `of`, the filter evaluated over the fields `filterOn` gives. */
+  def of(snapshot: Snapshot, fragment: FragmentInfo, fields: Seq[LanceField], filter: Option[Filter],
+      allocator: BufferAllocator, filterOn: Filter => Seq[LanceField]): FragmentScanner = {
     val storage = snapshot.storage
     new FragmentScanner(storage, snapshot.version, fragment, fields, allocator,
-      ref => DataFiles.open(storage, snapshot.schema, ref), filter,
-      filter.toSeq.flatMap(f => filterFields(snapshot, f)))
+      ref => DataFiles.open(storage, snapshot.schema, ref), filter, filter.toSeq.flatMap(filterOn))
   }
 
   /** The top-level fields `filter` reads; a column the schema lacks is an error naming it. */

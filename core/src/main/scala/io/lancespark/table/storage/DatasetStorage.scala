@@ -58,8 +58,7 @@ final class DatasetStorage(val root: Path, val fs: FileSystem, conf: Configurati
       case None => open(resolve(relative, what), knownSize)
     }
 
-  private lazy val localRoot: Option[java.nio.file.Path] =
-    if (!isLocal) None else scala.util.Try(java.nio.file.Paths.get(root.toUri)).toOption
+  private lazy val localRoot: Option[java.nio.file.Path] = localPath(root)
 
   /** `path` as a local file's path, on the local file system; else None. */
   def localPath(path: Path): Option[java.nio.file.Path] =

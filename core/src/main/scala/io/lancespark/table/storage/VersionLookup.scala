@@ -104,19 +104,19 @@ object VersionLookup {
     namingOf(storage, start).map(gallop(storage, _, start))
 
   private def gallop(storage: DatasetStorage, naming: ManifestNaming, start: Long): Latest = {
-      def present(v: Long): Boolean = exists(storage, naming, v)
-      var lo = start  // present
-      var step = 1L
-      var hi = -1L    // absent, once found
-      while (hi < 0) {
-        val probe = if (Long.MaxValue - lo < step) Long.MaxValue else lo + step
-        if (present(probe)) { lo = probe; step = math.min(step * 2, 1L << 40) } else hi = probe
-      }
-      while (hi - lo > 1) {
-        val mid = lo + (hi - lo) / 2
-        if (present(mid)) lo = mid else hi = mid
-      }
-      Latest(naming, lo)
+    def present(v: Long): Boolean = exists(storage, naming, v)
+    var lo = start  // present
+    var step = 1L
+    var hi = -1L    // absent, once found
+    while (hi < 0) {
+      val probe = if (Long.MaxValue - lo < step) Long.MaxValue else lo + step
+      if (present(probe)) { lo = probe; step = math.min(step * 2, 1L << 40) } else hi = probe
+    }
+    while (hi - lo > 1) {
+      val mid = lo + (hi - lo) / 2
+      if (present(mid)) lo = mid else hi = mid
+    }
+    Latest(naming, lo)
   }
 
   /** On a store listing in key order: the first manifest name; the newest
