@@ -124,9 +124,13 @@ object PartitionPlanner {
     * partition, and many small fragments a partition per few dozen of them,
     * as the same bytes in Parquet files would. Beyond one partition per core
     * the count is rounded up to a multiple of the cores. `share`: the part of
-    * each fragment's bytes the scan reads (its columns' share; 1 for all). */
+    * each fragment's bytes the scan reads (its columns' share; 1 for all).
+    * A scan of a few columns still gets a partition per core where the
+    * fragments' whole bytes would fill every core (as a Parquet scan's splits
+    * of the same files would): their decode is the tasks' work, and a share
+    * below the open cost left a 600 MB one-fragment table in one task. */
   def defaultSplit(fragments: Vector[FragmentInfo], rowBytes: Double, target: SplitTarget, share: Double = 1.0): Long =
-    splitOf(fragments.map(f => (f.physicalRows, fragmentBytes(f, rowBytes) * share)), target)
+    splitOf(fragments.map(f => (f.physicalRows, fragmentBytes(f, rowBytes))), share, target)
 
   /** Like [[defaultSplit]] over the rows `plans` kept (each fragment's planned
     * rows and their share of its bytes), as Spark sizes the splits of a file
@@ -136,12 +140,22 @@ object PartitionPlanner {
     splitOf(plans.map { p =>
       val rows = p.mayMatch.count
       val f = p.fragment
-      (rows, if (f.physicalRows > 0) fragmentBytes(f, rowBytes) * share * rows / f.physicalRows else 0.0)
-    }, target)
+      (rows, if (f.physicalRows > 0) fragmentBytes(f, rowBytes) * rows / f.physicalRows else 0.0)
+    }, share, target)
 
-  /** The split rule over sources of (rows, bytes). */
-  private def splitOf(sources: Vector[(Long, Double)], target: SplitTarget): Long = {
-    val bytes = sources.map(_._2)
+  /** Rows per partition over sources of (rows, whole bytes) of which a scan
+    * reads `share`: the tasks of [[tasksOf]] its bytes read, at least one per
+    * core where the whole bytes make that many. */
+  private def splitOf(sources: Vector[(Long, Double)], share: Double, target: SplitTarget): Long = {
+    val read = tasksOf(sources.map(_._2 * share), target)
+    val tasks = if (share >= 1.0) read
+      else math.max(read, math.min(math.max(1L, target.cores.toLong), tasksOf(sources.map(_._2), target)))
+    val rows = sources.map(_._1).sum
+    math.max(1L, (rows + tasks - 1) / tasks)
+  }
+
+  /** The split rule: the tasks a file scan makes of files of `bytes`. */
+  private def tasksOf(bytes: Vector[Double], target: SplitTarget): Long = {
     val open = target.openCostBytes.toDouble
     val cores = math.max(1, target.cores)
     val maxSplit = math.min(target.maxPartitionBytes.toDouble, math.max(open, bytes.map(_ + open).sum / cores))
@@ -157,9 +171,7 @@ object PartitionPlanner {
     }
     // more than one wave of tasks: whole waves, so that no core idles in the
     // last (a Parquet scan cannot cut its row groups so; row ranges can be cut)
-    val tasks = if (partitions > cores) (partitions + cores - 1) / cores * cores else math.max(1L, partitions)
-    val rows = sources.map(_._1).sum
-    math.max(1L, (rows + tasks - 1) / tasks)
+    if (partitions > cores) (partitions + cores - 1) / cores * cores else math.max(1L, partitions)
   }
 
   /** Like [[pack]], but a partition ends only at a position where the rows

@@ -119,6 +119,28 @@ class PartitionPlannerSuite extends AnyFunSuite {
     assert(PartitionPlanner.defaultSplit(Vector.empty, 100, spark) == 1)
   }
 
+  test("rows per partition of a scan of a few columns: by the bytes it reads, at least a partition per core the whole files would fill") {
+    val mb = 1L << 20
+    val two = SplitTarget(maxPartitionBytes = 128 * mb, openCostBytes = 4 * mb, cores = 2)
+    // one fragment of 1.5 GB: twelve partitions of its whole bytes; a tenth of them read (150 MB): two
+    val wide = Vector(fragment(0, 1200000, 1536 * mb))
+    assert(PartitionPlanner.defaultSplit(wide, 100, two) == 100000)
+    assert(PartitionPlanner.defaultSplit(wide, 100, two, share = 0.1) == 600000)
+    // one fragment of 60 MB of which 3 MB are read: below the open cost, yet a partition per core (the whole
+    // bytes make two), not one task on two cores
+    val mid = Vector(fragment(0, 400000, 60 * mb))
+    assert(PartitionPlanner.defaultSplit(mid, 100, two) == 200000)
+    assert(PartitionPlanner.defaultSplit(mid, 100, two, share = 0.05) == 200000)
+    // never more than a partition per core from the floor: on four cores the whole bytes make four partitions
+    assert(PartitionPlanner.defaultSplit(mid, 100, two.copy(cores = 4), share = 0.05) == 100000)
+    // a table of a few MB stays one partition
+    val small = Vector(fragment(0, 1000, 3 * mb))
+    assert(PartitionPlanner.defaultSplit(small, 100, two, share = 0.5) == 1000)
+    // the planned rows alike: half of the 60 MB fragment kept (30 MB whole, 1.5 MB read): two partitions
+    val half = mid.map(f => FragmentPlan(f, RowRanges.of(0L -> 200000L), RowRanges.of()))
+    assert(PartitionPlanner.plannedSplit(half, 100, two, share = 0.05) == 100000)
+  }
+
   test("rows per partition over the planned rows: a plan pruned at run time still gets a partition per core") {
     val mb = 1L << 20
     val spark = SplitTarget(maxPartitionBytes = 128 * mb, openCostBytes = 4 * mb, cores = 4)
