@@ -147,9 +147,8 @@ object PartitionPlanner {
     * reads `share`: the tasks of [[tasksOf]] its bytes read, at least one per
     * core where the whole bytes make that many. */
   private def splitOf(sources: Vector[(Long, Double)], share: Double, target: SplitTarget): Long = {
-    val read = tasksOf(sources.map(_._2 * share), target)
-    val tasks = if (share >= 1.0) read
-      else math.max(read, math.min(math.max(1L, target.cores.toLong), tasksOf(sources.map(_._2), target)))
+    val whole = tasksOf(sources.map(_._2), target)
+    val tasks = math.max(tasksOf(sources.map(_._2 * share), target), math.min(math.max(1L, target.cores.toLong), whole))
     val rows = sources.map(_._1).sum
     math.max(1L, (rows + tasks - 1) / tasks)
   }
